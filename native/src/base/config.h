@@ -1,0 +1,55 @@
+/*
+ * railgauge: settings as tables, never a bare getenv (STYLE.md, 5).
+ *
+ * Each component declares a table of {name, default, help, offset, parser};
+ * rg_config_load() fills a struct from the defaults, then from the
+ * environment variable RG_<PREFIX>_<NAME>, and reports a bad value with its
+ * variable's name. rg_config_print() lists every setting with its value.
+ */
+#ifndef RG_BASE_CONFIG_H
+#define RG_BASE_CONFIG_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "base/error.h"
+
+typedef enum rg_config_type {
+    RG_CONFIG_SIZE = 1,   /* size_t; accepts 4096, 64k, 64KiB, 1m, 1MiB, 1g */
+    RG_CONFIG_INT,        /* int */
+    RG_CONFIG_DOUBLE,     /* double */
+    RG_CONFIG_TIME_NS,    /* double ns; accepts 500ns, 10us, 1.5ms, 2s */
+    RG_CONFIG_STRING      /* char[RG_CONFIG_STRING_MAX] */
+} rg_config_type_t;
+
+#define RG_CONFIG_STRING_MAX 256
+
+typedef struct rg_config_field {
+    const char       *name;    /* "RING_SIZE" -> RG_SHM_RING_SIZE */
+    const char       *dflt;    /* default, as text with units */
+    const char       *help;
+    size_t            offset;  /* offsetof(struct, field) */
+    rg_config_type_t  type;
+} rg_config_field_t;
+
+typedef struct rg_config_table {
+    const char              *prefix;  /* "SHM" */
+    const rg_config_field_t *fields;  /* ends with a {NULL} entry */
+} rg_config_table_t;
+
+/* Parses `text` as the field's type into the struct at base. */
+rg_status_t rg_config_parse(const rg_config_field_t *field, const char *text,
+                            void *base, rg_err_t *err);
+
+/* Defaults, then RG_<prefix>_<name> from the environment. */
+rg_status_t rg_config_load(const rg_config_table_t *table, void *base, rg_err_t *err);
+
+/* One line per field: variable, value, default, help. */
+void rg_config_print(const rg_config_table_t *table, const void *base, FILE *out);
+
+/* Parses a size with an optional binary unit: b/B, k/K/KB/KiB = 1024,
+ * m/M/MB/MiB = 2^20, g/G/GB/GiB = 2^30 (case-insensitive); "1MiB" -> 1048576.
+ * Negative, fractional-byte, overflowing or malformed text gives RG_ERR_PARSE. */
+rg_status_t rg_parse_size(const char *text, size_t *out, rg_err_t *err);
+
+#endif /* RG_BASE_CONFIG_H */

@@ -1,0 +1,137 @@
+/*
+ * railgauge: transports behind one small ops table.
+ *
+ * A transport moves whole messages (0 bytes and up, no upper limit but
+ * memory) between the ranks of a job, in order per (sender, receiver) pair,
+ * keeping message boundaries. It has no tags and no unexpected-message queue:
+ * a receiver takes the next message of a peer only once a receive for that
+ * peer (or for any peer) is posted, which is the back-pressure the protocol
+ * layer above builds on.
+ *
+ * Handles and requests (as in libuv): rg_xport_t is a handle, opened once per
+ * process and closed; rg_xreq_t is a caller-allocated request for one send or
+ * receive, completed by rg_xport_progress() and observed with
+ * rg_xport_test()/rg_xport_wait().
+ *
+ * Every transport fills every slot of rg_xport_ops_t: operations it lacks
+ * point to the shared rg_xport_no_* stubs that return RG_ERR_UNSUPPORTED, so
+ * callers never check for NULL (as libfabric's fi_no_* stubs).
+ */
+#ifndef RG_XPORT_XPORT_H
+#define RG_XPORT_XPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/error.h"
+#include "boot/boot.h"
+
+#define RG_XPORT_ANY_SOURCE (-1)
+
+typedef struct rg_xport     rg_xport_t;
+typedef struct rg_xport_ops rg_xport_ops_t;
+typedef struct rg_xreq      rg_xreq_t;
+
+typedef enum rg_xreq_kind {
+    RG_XREQ_SEND = 1,
+    RG_XREQ_RECV = 2
+} rg_xreq_kind_t;
+
+/*
+ * One send or receive. The caller owns the memory and must not touch it
+ * (nor the buffer) between posting and completion. Fields marked "out" are
+ * valid after completion; the rest is the transport's.
+ */
+struct rg_xreq {
+    rg_xreq_kind_t kind;
+    int            peer;       /* send: destination; recv: source or ANY */
+    void          *buf;        /* send: const data; recv: destination */
+    size_t         len;        /* send: bytes; recv: capacity */
+    size_t         done;       /* bytes moved so far */
+    rg_status_t    status;     /* out: RG_INPROGRESS until complete */
+    int            source;     /* out (recv): the rank the message came from */
+    size_t         msg_len;    /* out (recv): the message's length */
+    rg_xreq_t     *next;       /* transport's queue link */
+    uint64_t       priv[4];    /* transport's scratch */
+};
+
+/* Capabilities and limits a transport declares; they match its ops table. */
+typedef struct rg_xport_attr {
+    const char *name;          /* "shm", "tcp", ... */
+    int         same_host;     /* 1 if all ranks must share one host */
+    size_t      max_msg_size;  /* SIZE_MAX where only memory limits it */
+    size_t      inject_size;   /* bytes a send completes at post (0: none) */
+} rg_xport_attr_t;
+
+struct rg_xport_ops {
+    const char *name;
+    const char *description;
+    /* Collective over the bootstrap: every rank opens the same transport. */
+    rg_status_t (*open)(rg_boot_t *boot, rg_xport_t **xp_p, rg_err_t *err);
+    void        (*close)(rg_xport_t *xp);
+    rg_status_t (*isend)(rg_xport_t *xp, rg_xreq_t *req);
+    rg_status_t (*irecv)(rg_xport_t *xp, rg_xreq_t *req);
+    /* Moves data for posted requests without blocking. Returns RG_OK, or an
+     * error that ends the transport (a dead peer): the message names it. */
+    rg_status_t (*progress)(rg_xport_t *xp);
+    /* Sleeps until something may have changed or timeout_ns passed; used by
+     * rg_xport_wait() after its spinning phase. */
+    rg_status_t (*block)(rg_xport_t *xp, uint64_t timeout_ns);
+    /* Key/value facts for the measurement header, as a JSON object text. */
+    rg_status_t (*info_json)(rg_xport_t *xp, char *buf, size_t cap);
+};
+
+/* Every transport handle starts with this (the "base class"). */
+struct rg_xport {
+    const rg_xport_ops_t *ops;
+    rg_xport_attr_t       attr;
+    rg_boot_t            *boot;
+    int                   rank;
+    int                   size;
+    rg_err_t              err;  /* the last error, with its cause */
+};
+
+/* Registry: NULL-terminated list of the built transports. */
+const rg_xport_ops_t *const *rg_xport_registry(void);
+
+/* The ops of a transport by name, or NULL. */
+const rg_xport_ops_t *rg_xport_find(const char *name);
+
+/* Opens transport `name` over boot. An unknown name gives RG_ERR_NOT_FOUND
+ * with a message listing the known ones. */
+rg_status_t rg_xport_open(const char *name, rg_boot_t *boot, rg_xport_t **xp_p,
+                          rg_err_t *err);
+void        rg_xport_close(rg_xport_t *xp);
+
+/* Posting: fills in req and starts it. Out-of-range peers give RG_ERR_RANGE. */
+rg_status_t rg_xport_isend(rg_xport_t *xp, int peer, const void *buf, size_t len,
+                           rg_xreq_t *req);
+rg_status_t rg_xport_irecv(rg_xport_t *xp, int peer, void *buf, size_t cap,
+                           rg_xreq_t *req);
+rg_status_t rg_xport_progress(rg_xport_t *xp);
+
+/* RG_INPROGRESS while pending, else the request's final status. */
+rg_status_t rg_xport_test(rg_xport_t *xp, rg_xreq_t *req);
+
+/* Progresses until req completes: spins briefly, then yields, then sleeps in
+ * ops->block, so that two ranks on two busy cores do not fall into scheduler
+ * ticks. timeout_ns of 0 means no limit. */
+rg_status_t rg_xport_wait(rg_xport_t *xp, rg_xreq_t *req, uint64_t timeout_ns);
+
+/* Blocking helpers built on the above. */
+rg_status_t rg_xport_send(rg_xport_t *xp, int peer, const void *buf, size_t len);
+rg_status_t rg_xport_recv(rg_xport_t *xp, int peer, void *buf, size_t cap,
+                          size_t *len_p);
+
+/* The last error's message. */
+const char *rg_xport_strerror(const rg_xport_t *xp);
+
+/* Stubs for slots a transport does not offer. */
+rg_status_t rg_xport_no_block(rg_xport_t *xp, uint64_t timeout_ns);
+rg_status_t rg_xport_no_info_json(rg_xport_t *xp, char *buf, size_t cap);
+
+/* The transports (one registry line each, see xport.c). */
+extern const rg_xport_ops_t rg_xport_shm_ops;
+extern const rg_xport_ops_t rg_xport_tcp_ops;
+
+#endif /* RG_XPORT_XPORT_H */
