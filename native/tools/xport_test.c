@@ -1,0 +1,781 @@
+/*
+ * railgauge-xport-test: the transport conformance suite, written once and
+ * run for every transport (STYLE.md, 10).
+ *
+ *   railgauge run -n 4 -- railgauge-xport-test [--transport shm|tcp] [--test NAME]...
+ *
+ * Every rank runs the same tests in the same order, separated by bootstrap
+ * barriers. A failure prints one line, "FAIL test=<name> rank=<r>: <detail>";
+ * the exit status is 0 when this rank saw no failure. The transport comes
+ * from --transport, else RG_TRANSPORT (set by the launcher), else shm.
+ *
+ * Tests that are not in the default run: "latency" (ping-pong of 1 and 8
+ * bytes between ranks 0 and 1, prints the median RTT/2), "soak" (messages
+ * in a ring for --seconds), and "peer-dies" / "peer-exits" (rank 1 dies by
+ * SIGKILL / _exit(3) in the middle of a transfer; rank 0 must see
+ * RG_ERR_PEER_DEAD, prints it and exits with 42).
+ */
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/timer.h"
+#include "boot/boot.h"
+#include "xport/xport.h"
+
+#define RG_XT_TIMEOUT_NS   (30ull * 1000000000ull)
+#define RG_XT_PEER_DEAD_RC 42
+
+typedef struct rg_xt {
+    rg_boot_t  *boot;
+    rg_xport_t *xp;
+    const char *transport;
+    const char *test;      /* the test running, for messages */
+    int         rank;
+    int         size;
+    int         failures;
+    double      seconds;   /* duration of "soak" */
+} rg_xt_t;
+
+typedef void (*rg_xt_fn_t)(rg_xt_t *t);
+
+static void rg_xt_fail(rg_xt_t *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void rg_xt_fail(rg_xt_t *t, const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(stdout, "FAIL test=%s rank=%d transport=%s: ", t->test, t->rank, t->transport);
+    va_start(ap, fmt);
+    vfprintf(stdout, fmt, ap);
+    va_end(ap);
+    fputc('\n', stdout);
+    fflush(stdout);
+    t->failures++;
+}
+
+/* A transport that stops working leaves nothing to test: report and leave. */
+static void rg_xt_fatal(rg_xt_t *t, rg_status_t status, const char *what)
+{
+    rg_xt_fail(t, "%s: %s: %s", what, rg_status_name(status), rg_xport_strerror(t->xp));
+    exit(1);
+}
+
+static void *rg_xt_alloc(rg_xt_t *t, size_t n)
+{
+    void *p = calloc(1, n > 0 ? n : 1);
+
+    if (p == NULL) {
+        rg_xt_fail(t, "cannot allocate %zu bytes", n);
+        exit(1);
+    }
+    return p;
+}
+
+/* Deterministic content: every (sender, receiver, message) has its own bytes,
+ * so a message delivered to the wrong receive or shifted is caught. */
+static uint32_t rg_xt_seed(int src, int dst, size_t index)
+{
+    return (uint32_t)src * 1000003u + (uint32_t)dst * 7919u + (uint32_t)index * 31u + 17u;
+}
+
+static void rg_xt_fill(unsigned char *b, size_t n, uint32_t seed)
+{
+    uint32_t x = seed * 2654435761u + 0x9e3779b9u;
+    size_t   i;
+
+    for (i = 0; i < n; i++) {
+        x    = x * 1664525u + 1013904223u;
+        b[i] = (unsigned char)(x >> 24);
+    }
+}
+
+/* Returns the index of the first wrong byte, or n. */
+static size_t rg_xt_check(const unsigned char *b, size_t n, uint32_t seed)
+{
+    uint32_t x = seed * 2654435761u + 0x9e3779b9u;
+    size_t   i;
+
+    for (i = 0; i < n; i++) {
+        x = x * 1664525u + 1013904223u;
+        if (b[i] != (unsigned char)(x >> 24)) {
+            return i;
+        }
+    }
+    return n;
+}
+
+static void rg_xt_isend(rg_xt_t *t, int peer, const void *buf, size_t len, rg_xreq_t *req)
+{
+    rg_status_t status = rg_xport_isend(t->xp, peer, buf, len, req);
+
+    if (status < 0) {
+        rg_xt_fatal(t, status, "isend");
+    }
+}
+
+static void rg_xt_irecv(rg_xt_t *t, int peer, void *buf, size_t cap, rg_xreq_t *req)
+{
+    rg_status_t status = rg_xport_irecv(t->xp, peer, buf, cap, req);
+
+    if (status < 0) {
+        rg_xt_fatal(t, status, "irecv");
+    }
+}
+
+/* Waits for req; a timeout or a transport error ends the run. Returns the
+ * request's own final status (RG_OK or RG_ERR_TRUNCATED). */
+static rg_status_t rg_xt_wait(rg_xt_t *t, rg_xreq_t *req)
+{
+    rg_status_t status = rg_xport_wait(t->xp, req, RG_XT_TIMEOUT_NS);
+
+    if (status != RG_OK && status != RG_ERR_TRUNCATED) {
+        rg_xt_fatal(t, status, req->kind == RG_XREQ_SEND ? "wait (send)" : "wait (recv)");
+    }
+    return status;
+}
+
+/* Checks a completed receive of an exact-size message. */
+static void rg_xt_expect(rg_xt_t *t, rg_xreq_t *req, rg_status_t status, int src,
+                         size_t len, uint32_t seed, const char *what)
+{
+    size_t bad;
+
+    if (status != RG_OK) {
+        rg_xt_fail(t, "%s: status %s, expected RG_OK", what, rg_status_name(status));
+        return;
+    }
+    if (req->msg_len != len || req->source != src) {
+        rg_xt_fail(t, "%s: got %zu bytes from rank %d, expected %zu bytes from rank %d",
+                   what, req->msg_len, req->source, len, src);
+        return;
+    }
+    bad = rg_xt_check(req->buf, len, seed);
+    if (bad != len) {
+        rg_xt_fail(t, "%s: byte %zu of %zu is wrong", what, bad, len);
+    }
+}
+
+static int rg_xt_right(const rg_xt_t *t)
+{
+    return (t->rank + 1) % t->size;
+}
+
+static int rg_xt_left(const rg_xt_t *t)
+{
+    return (t->rank + t->size - 1) % t->size;
+}
+
+/* ---- tests ------------------------------------------------------------ */
+
+/* Argument checks that need no peer. */
+static void rg_xt_test_api(rg_xt_t *t)
+{
+    rg_xport_t *other = NULL;
+    rg_err_t    err;
+    rg_xreq_t   req;
+    char        info[1024];
+    int         bad[] = {t->rank, t->size, -1, -7};
+    size_t      i;
+
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        if (rg_xport_isend(t->xp, bad[i], "x", 1, &req) != RG_ERR_RANGE ||
+            req.status != RG_ERR_RANGE) {
+            rg_xt_fail(t, "isend to rank %d was not refused with RG_ERR_RANGE", bad[i]);
+        }
+    }
+    if (rg_xport_irecv(t->xp, t->size, info, 1, &req) != RG_ERR_RANGE ||
+        rg_xport_irecv(t->xp, t->rank, info, 1, &req) != RG_ERR_RANGE) {
+        rg_xt_fail(t, "irecv from rank %d or itself was not refused with RG_ERR_RANGE",
+                   t->size);
+    }
+    rg_err_clear(&err);
+    if (rg_xport_open("no-such-transport", t->boot, &other, &err) != RG_ERR_NOT_FOUND ||
+        strstr(err.msg, "shm") == NULL || strstr(err.msg, "tcp") == NULL) {
+        rg_xt_fail(t, "opening an unknown transport: '%s'", rg_err_message(&err));
+    }
+    if (rg_xport_find(t->transport) != t->xp->ops || rg_xport_find("nope") != NULL) {
+        rg_xt_fail(t, "rg_xport_find does not find '%s'", t->transport);
+    }
+    if (t->xp->ops->info_json(t->xp, info, sizeof(info)) != RG_OK || info[0] != '{') {
+        rg_xt_fail(t, "info_json failed");
+    }
+    if (strcmp(t->xp->attr.name, t->transport) != 0) {
+        rg_xt_fail(t, "attr.name is '%s'", t->xp->attr.name);
+    }
+}
+
+/* Many small messages per pair arrive in order, whether the receives are
+ * posted before or after the sends. */
+static void rg_xt_test_ordering(rg_xt_t *t)
+{
+    enum { K = 200 };
+    size_t     n = (size_t)t->size * K;
+    uint64_t (*out)[2] = rg_xt_alloc(t, n * sizeof(*out));
+    uint64_t (*in)[2]  = rg_xt_alloc(t, n * sizeof(*in));
+    rg_xreq_t *sreq    = rg_xt_alloc(t, n * sizeof(*sreq));
+    rg_xreq_t *rreq    = rg_xt_alloc(t, n * sizeof(*rreq));
+    int        phase, peer, k;
+    size_t     i;
+
+    for (phase = 0; phase < 2; phase++) {
+        for (peer = 0; peer < t->size; peer++) {
+            for (k = 0; k < K && peer != t->rank; k++) {
+                i         = (size_t)peer * K + (size_t)k;
+                out[i][0] = (uint64_t)t->rank;
+                out[i][1] = (uint64_t)k + (uint64_t)phase * 1000000u;
+                if (phase == 0) {
+                    rg_xt_irecv(t, peer, in[i], sizeof(in[i]), &rreq[i]);
+                }
+            }
+        }
+        for (i = 0; i < n; i++) {
+            if ((int)(i / K) != t->rank) {
+                rg_xt_isend(t, (int)(i / K), out[i], sizeof(out[i]), &sreq[i]);
+            }
+        }
+        if (phase == 1) {
+            for (i = 0; i < n; i++) {
+                if ((int)(i / K) != t->rank) {
+                    rg_xt_irecv(t, (int)(i / K), in[i], sizeof(in[i]), &rreq[i]);
+                }
+            }
+        }
+        for (i = 0; i < n; i++) {
+            if ((int)(i / K) == t->rank) {
+                continue;
+            }
+            rg_xt_wait(t, &sreq[i]);
+            if (rg_xt_wait(t, &rreq[i]) != RG_OK || rreq[i].msg_len != sizeof(in[i]) ||
+                in[i][0] != i / K || in[i][1] != i % K + (uint64_t)phase * 1000000u) {
+                rg_xt_fail(t, "phase %d: message %zu from rank %zu carried (%llu, %llu)",
+                           phase, i % K, i / K, (unsigned long long)in[i][0],
+                           (unsigned long long)in[i][1]);
+                break;
+            }
+        }
+    }
+    free(rreq);
+    free(sreq);
+    free(in);
+    free(out);
+}
+
+static size_t rg_xt_boundary_size(int src, int dst, int k)
+{
+    if (k % 17 == 0) {
+        return 0;
+    }
+    return ((size_t)src * 131u + (size_t)dst * 71u + (size_t)k * 977u) % 3001u;
+}
+
+/* Messages of varying sizes back to back keep their boundaries. */
+static void rg_xt_test_boundaries(rg_xt_t *t)
+{
+    enum { M = 150, CAP = 4096 };
+    size_t          n = (size_t)t->size * M;
+    unsigned char **sbuf = rg_xt_alloc(t, n * sizeof(*sbuf));
+    unsigned char  *rbuf = rg_xt_alloc(t, n * CAP);
+    rg_xreq_t      *sreq = rg_xt_alloc(t, n * sizeof(*sreq));
+    rg_xreq_t      *rreq = rg_xt_alloc(t, n * sizeof(*rreq));
+    char            what[96];
+    size_t          i, len;
+    int             peer, k;
+
+    for (peer = 0; peer < t->size; peer++) {
+        for (k = 0; k < M && peer != t->rank; k++) {
+            i = (size_t)peer * M + (size_t)k;
+            rg_xt_irecv(t, peer, rbuf + i * CAP, CAP, &rreq[i]);
+            len     = rg_xt_boundary_size(t->rank, peer, k);
+            sbuf[i] = rg_xt_alloc(t, len);
+            rg_xt_fill(sbuf[i], len, rg_xt_seed(t->rank, peer, (size_t)k));
+            rg_xt_isend(t, peer, sbuf[i], len, &sreq[i]);
+        }
+    }
+    for (peer = 0; peer < t->size; peer++) {
+        for (k = 0; k < M && peer != t->rank; k++) {
+            i = (size_t)peer * M + (size_t)k;
+            rg_xt_wait(t, &sreq[i]);
+            snprintf(what, sizeof(what), "message %d from rank %d", k, peer);
+            rg_xt_expect(t, &rreq[i], rg_xt_wait(t, &rreq[i]), peer,
+                         rg_xt_boundary_size(peer, t->rank, k),
+                         rg_xt_seed(peer, t->rank, (size_t)k), what);
+            free(sbuf[i]);
+        }
+    }
+    free(rreq);
+    free(sreq);
+    free(rbuf);
+    free(sbuf);
+}
+
+/* Every size from 0 bytes to 8 MiB, around the ring, content checked. */
+static void rg_xt_test_sizes(rg_xt_t *t)
+{
+    static const size_t sizes[] = {
+        0, 1, 7, 8, 63, 64, 65, 4095, 4096, 65535, 65536, 65537,
+        (size_t)1 << 20, ((size_t)8 << 20) - 1, (size_t)8 << 20
+    };
+    size_t         max = (size_t)8 << 20;
+    unsigned char *sbuf = rg_xt_alloc(t, max);
+    unsigned char *rbuf = rg_xt_alloc(t, max + 64);
+    rg_xreq_t      sreq, rreq;
+    char           what[96];
+    size_t         i, cap;
+
+    for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        /* Every other receive has room to spare: msg_len, not the buffer's
+         * size, must say how long the message was. */
+        cap = sizes[i] + (i % 2 == 0 ? 0 : 64);
+        rg_xt_fill(sbuf, sizes[i], rg_xt_seed(t->rank, rg_xt_right(t), sizes[i]));
+        rg_xt_irecv(t, rg_xt_left(t), rbuf, cap, &rreq);
+        rg_xt_isend(t, rg_xt_right(t), sbuf, sizes[i], &sreq);
+        rg_xt_wait(t, &sreq);
+        snprintf(what, sizeof(what), "%zu bytes (buffer %zu)", sizes[i], cap);
+        rg_xt_expect(t, &rreq, rg_xt_wait(t, &rreq), rg_xt_left(t), sizes[i],
+                     rg_xt_seed(rg_xt_left(t), t->rank, sizes[i]), what);
+    }
+    free(rbuf);
+    free(sbuf);
+}
+
+/* Receives from any rank get every message, each peer's in order. */
+static void rg_xt_test_any(rg_xt_t *t)
+{
+    enum { K = 64 };
+    size_t      n = (size_t)t->size * K;
+    uint64_t  (*msg)[2] = rg_xt_alloc(t, n * sizeof(*msg));
+    rg_xreq_t  *req     = rg_xt_alloc(t, n * sizeof(*req));
+    uint64_t   *next    = rg_xt_alloc(t, (size_t)t->size * sizeof(*next));
+    rg_status_t status;
+    int         root, k, src;
+    size_t      i, got;
+
+    for (root = 0; root < t->size; root++) {
+        if (t->rank == root) {
+            memset(next, 0, (size_t)t->size * sizeof(*next));
+            got = (size_t)(t->size - 1) * K;
+            for (i = 0; i < got; i++) {
+                rg_xt_irecv(t, RG_XPORT_ANY_SOURCE, msg[i], sizeof(msg[i]), &req[i]);
+            }
+            for (i = 0; i < got; i++) {
+                status = rg_xt_wait(t, &req[i]);
+                src    = req[i].source;
+                if (status != RG_OK || src < 0 || src >= t->size || src == root ||
+                    req[i].msg_len != sizeof(msg[i]) || msg[i][0] != (uint64_t)src ||
+                    msg[i][1] != next[src]) {
+                    rg_xt_fail(t, "root %d: receive %zu: source %d, %zu bytes, (%llu, %llu)",
+                               root, i, src, req[i].msg_len, (unsigned long long)msg[i][0],
+                               (unsigned long long)msg[i][1]);
+                    break;
+                }
+                next[src]++;
+            }
+        } else {
+            for (k = 0; k < K; k++) {
+                msg[k][0] = (uint64_t)t->rank;
+                msg[k][1] = (uint64_t)k;
+                rg_xt_isend(t, root, msg[k], sizeof(msg[k]), &req[k]);
+            }
+            for (k = 0; k < K; k++) {
+                rg_xt_wait(t, &req[k]);
+            }
+        }
+        rg_boot_barrier(t->boot, NULL);
+    }
+    free(next);
+    free(req);
+    free(msg);
+}
+
+/* A message longer than the receive buffer ends that receive with
+ * RG_ERR_TRUNCATED and the real length; the next message arrives intact. */
+static void rg_xt_test_truncate(rg_xt_t *t)
+{
+    static const struct {
+        size_t len, cap;
+    } cases[] = {
+        {1000, 100}, {10, 100}, {(size_t)1 << 20, 4096}, {5, 100}, {64, 0}, {3, 3},
+        {200000, 65536}, {0, 16},
+    };
+    enum { N = sizeof(cases) / sizeof(cases[0]) };
+    unsigned char *sbuf[N];
+    unsigned char *rbuf = rg_xt_alloc(t, 65536);
+    rg_xreq_t      sreq[N], rreq;
+    rg_status_t    status;
+    size_t         i, keep, bad;
+    uint32_t       seed;
+
+    for (i = 0; i < N; i++) {
+        sbuf[i] = rg_xt_alloc(t, cases[i].len);
+        rg_xt_fill(sbuf[i], cases[i].len, rg_xt_seed(t->rank, rg_xt_right(t), i));
+        rg_xt_isend(t, rg_xt_right(t), sbuf[i], cases[i].len, &sreq[i]);
+    }
+    for (i = 0; i < N; i++) {
+        rg_xt_irecv(t, rg_xt_left(t), rbuf, cases[i].cap, &rreq);
+        status = rg_xt_wait(t, &rreq);
+        keep   = cases[i].len < cases[i].cap ? cases[i].len : cases[i].cap;
+        seed   = rg_xt_seed(rg_xt_left(t), t->rank, i);
+        bad    = rg_xt_check(rbuf, keep, seed);
+        if (status != (cases[i].len > cases[i].cap ? RG_ERR_TRUNCATED : RG_OK) ||
+            rreq.msg_len != cases[i].len || rreq.done != keep || bad != keep) {
+            rg_xt_fail(t, "%zu bytes into %zu: status %s, msg_len %zu, done %zu, first "
+                       "bad byte %zu", cases[i].len, cases[i].cap, rg_status_name(status),
+                       rreq.msg_len, rreq.done, bad);
+        }
+    }
+    for (i = 0; i < N; i++) {
+        rg_xt_wait(t, &sreq[i]);
+        free(sbuf[i]);
+    }
+    free(rbuf);
+}
+
+/* Large sends in both directions at once, then all-to-all, must not
+ * deadlock although no transport buffers a whole message. */
+static void rg_xt_test_bidir(rg_xt_t *t)
+{
+    size_t          big = (size_t)8 << 20, mid = (size_t)1 << 20;
+    int             partner = t->rank ^ 1;
+    unsigned char  *sbuf, *rbuf;
+    unsigned char **sall, **rall;
+    rg_xreq_t       sreq, rreq, *sreqs, *rreqs;
+    int             peer;
+
+    if (partner < t->size) {
+        sbuf = rg_xt_alloc(t, big);
+        rbuf = rg_xt_alloc(t, big);
+        rg_xt_fill(sbuf, big, rg_xt_seed(t->rank, partner, 1));
+        rg_xt_isend(t, partner, sbuf, big, &sreq);
+        rg_xt_irecv(t, partner, rbuf, big, &rreq);
+        /* Waiting for the send first needs the receive to progress too. */
+        rg_xt_wait(t, &sreq);
+        rg_xt_expect(t, &rreq, rg_xt_wait(t, &rreq), partner, big,
+                     rg_xt_seed(partner, t->rank, 1), "8 MiB exchange");
+        free(rbuf);
+        free(sbuf);
+    }
+
+    sall  = rg_xt_alloc(t, (size_t)t->size * sizeof(*sall));
+    rall  = rg_xt_alloc(t, (size_t)t->size * sizeof(*rall));
+    sreqs = rg_xt_alloc(t, (size_t)t->size * sizeof(*sreqs));
+    rreqs = rg_xt_alloc(t, (size_t)t->size * sizeof(*rreqs));
+    for (peer = 0; peer < t->size; peer++) {
+        if (peer == t->rank) {
+            continue;
+        }
+        sall[peer] = rg_xt_alloc(t, mid);
+        rall[peer] = rg_xt_alloc(t, mid);
+        rg_xt_fill(sall[peer], mid, rg_xt_seed(t->rank, peer, 2));
+        rg_xt_isend(t, peer, sall[peer], mid, &sreqs[peer]);
+    }
+    for (peer = 0; peer < t->size; peer++) {
+        if (peer != t->rank) {
+            rg_xt_irecv(t, peer, rall[peer], mid, &rreqs[peer]);
+        }
+    }
+    for (peer = 0; peer < t->size; peer++) {
+        if (peer != t->rank) {
+            rg_xt_wait(t, &sreqs[peer]);
+        }
+    }
+    for (peer = 0; peer < t->size; peer++) {
+        if (peer != t->rank) {
+            rg_xt_expect(t, &rreqs[peer], rg_xt_wait(t, &rreqs[peer]), peer, mid,
+                         rg_xt_seed(peer, t->rank, 2), "1 MiB all-to-all");
+            free(sall[peer]);
+            free(rall[peer]);
+        }
+    }
+    free(rreqs);
+    free(sreqs);
+    free(rall);
+    free(sall);
+}
+
+static int rg_xt_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* Ping-pong between ranks 0 and 1; prints the median of RTT/2. */
+static void rg_xt_test_latency(rg_xt_t *t)
+{
+    enum { WARMUP = 2000, ITERS = 20000 };
+    static const size_t sizes[] = {1, 8};
+    unsigned char       buf[8] = {0};
+    double             *rtt;
+    uint64_t            t0;
+    size_t              s;
+    int                 i, peer = 1 - t->rank;
+
+    if (t->rank > 1) {
+        return;
+    }
+    rtt = rg_xt_alloc(t, ITERS * sizeof(*rtt));
+    for (s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+        for (i = -WARMUP; i < ITERS; i++) {
+            t0 = rg_time_mono_ns();
+            if (t->rank == 0) {
+                rg_status_t a = rg_xport_send(t->xp, peer, buf, sizes[s]);
+                rg_status_t b = a == RG_OK ? rg_xport_recv(t->xp, peer, buf, sizeof(buf), NULL) : a;
+                if (b != RG_OK) {
+                    rg_xt_fatal(t, b, "ping");
+                }
+            } else {
+                rg_status_t a = rg_xport_recv(t->xp, peer, buf, sizeof(buf), NULL);
+                rg_status_t b = a == RG_OK ? rg_xport_send(t->xp, peer, buf, sizes[s]) : a;
+                if (b != RG_OK) {
+                    rg_xt_fatal(t, b, "pong");
+                }
+            }
+            if (i >= 0) {
+                rtt[i] = (double)(rg_time_mono_ns() - t0);
+            }
+        }
+        if (t->rank == 0) {
+            qsort(rtt, ITERS, sizeof(*rtt), rg_xt_cmp_double);
+            printf("latency transport=%s size=%zu iters=%d oneway_median_ns=%.1f "
+                   "oneway_min_ns=%.1f oneway_p99_ns=%.1f\n", t->transport, sizes[s],
+                   ITERS, rtt[ITERS / 2] / 2, rtt[0] / 2, rtt[ITERS * 99 / 100] / 2);
+            fflush(stdout);
+        }
+    }
+    free(rtt);
+}
+
+/* Messages of varying sizes around the ring until --seconds pass; the
+ * launcher tests kill ranks in the middle of it. */
+static void rg_xt_test_soak(rg_xt_t *t)
+{
+    size_t         max = (size_t)256 << 10;
+    unsigned char *sbuf = rg_xt_alloc(t, max);
+    unsigned char *rbuf = rg_xt_alloc(t, max);
+    rg_xreq_t      sreq, rreq;
+    uint64_t       end = rg_time_mono_ns() + (uint64_t)(t->seconds * 1e9);
+    uint64_t       round;
+    size_t         len;
+    int            go = 1;
+
+    for (round = 0; go; round++) {
+        len = (size_t)((round * 2654435761u) % max);
+        memset(sbuf, (int)(round & 0xff), len);
+        rg_xt_irecv(t, rg_xt_left(t), rbuf, max, &rreq);
+        rg_xt_isend(t, rg_xt_right(t), sbuf, len, &sreq);
+        rg_xt_wait(t, &sreq);
+        if (rg_xt_wait(t, &rreq) != RG_OK || rreq.msg_len != len ||
+            (len > 0 && (rbuf[0] != (unsigned char)round || rbuf[len - 1] != (unsigned char)round))) {
+            rg_xt_fail(t, "round %llu: %zu bytes", (unsigned long long)round, rreq.msg_len);
+            break;
+        }
+        /* All ranks must run the same number of rounds, so rank 0's clock
+         * decides, and every 64 rounds its verdict is shared. */
+        if (round % 64 == 63) {
+            int32_t mine = rg_time_mono_ns() < end, *all;
+
+            all = rg_xt_alloc(t, (size_t)t->size * sizeof(*all));
+            if (rg_boot_allgather(t->boot, &mine, sizeof(mine), all, NULL) != RG_OK) {
+                rg_xt_fail(t, "bootstrap allgather failed");
+                free(all);
+                break;
+            }
+            go = all[0];
+            free(all);
+        }
+    }
+    free(rbuf);
+    free(sbuf);
+}
+
+/* Rank 1 dies while sending 64 MiB to rank 0, which must get PEER_DEAD.
+ * The message is larger than any ring or socket buffer, so it cannot all
+ * leave rank 1 at post time, and rank 1 never progresses it after that. */
+static void rg_xt_peer_death(rg_xt_t *t, int by_signal)
+{
+    size_t         big = (size_t)64 << 20;
+    unsigned char *buf;
+    rg_xreq_t      req;
+    rg_status_t    status;
+    struct timespec nap = {0, 50 * 1000 * 1000};
+
+    if (t->size < 2) {
+        rg_xt_fail(t, "needs at least 2 ranks");
+        return;
+    }
+    if (t->rank > 1) {
+        return;
+    }
+    buf = rg_xt_alloc(t, big);
+    if (t->rank == 1) {
+        rg_xt_isend(t, 0, buf, big, &req);
+        nanosleep(&nap, NULL);
+        fflush(stdout);
+        if (by_signal) {
+            raise(SIGKILL);
+        }
+        _exit(3);
+    }
+    rg_xt_irecv(t, 1, buf, big, &req);
+    status = rg_xport_wait(t->xp, &req, 10ull * 1000000000ull);
+    if (status == RG_ERR_PEER_DEAD && req.status == RG_ERR_PEER_DEAD) {
+        printf("rank 0: %s: wait returned %s after %zu bytes: %s\n", t->test,
+               rg_status_name(status), req.done, rg_xport_strerror(t->xp));
+        fflush(stdout);
+        free(buf);
+        rg_xport_close(t->xp);
+        rg_boot_fini(t->boot);
+        exit(RG_XT_PEER_DEAD_RC);
+    }
+    rg_xt_fail(t, "wait returned %s (%s), expected RG_ERR_PEER_DEAD", rg_status_name(status),
+               rg_xport_strerror(t->xp));
+    free(buf);
+}
+
+static void rg_xt_test_peer_dies(rg_xt_t *t)
+{
+    rg_xt_peer_death(t, 1);
+}
+
+static void rg_xt_test_peer_exits(rg_xt_t *t)
+{
+    rg_xt_peer_death(t, 0);
+}
+
+static const struct {
+    const char *name;
+    rg_xt_fn_t  fn;
+    int         by_default;
+    int         collective;  /* ends with a barrier */
+} rg_xt_tests[] = {
+    {"api",        rg_xt_test_api,        1, 1},
+    {"ordering",   rg_xt_test_ordering,   1, 1},
+    {"boundaries", rg_xt_test_boundaries, 1, 1},
+    {"sizes",      rg_xt_test_sizes,      1, 1},
+    {"any",        rg_xt_test_any,        1, 1},
+    {"truncate",   rg_xt_test_truncate,   1, 1},
+    {"bidir",      rg_xt_test_bidir,      1, 1},
+    {"latency",    rg_xt_test_latency,    0, 1},
+    {"soak",       rg_xt_test_soak,       0, 1},
+    {"peer-dies",  rg_xt_test_peer_dies,  0, 0},
+    {"peer-exits", rg_xt_test_peer_exits, 0, 0},
+};
+#define RG_XT_NTESTS (sizeof(rg_xt_tests) / sizeof(rg_xt_tests[0]))
+
+static void rg_xt_usage(FILE *f)
+{
+    size_t i;
+
+    fprintf(f, "usage: railgauge-xport-test [--transport NAME] [--test NAME]... "
+               "[--seconds S] [--tag TEXT]\n"
+               "Run under the launcher: railgauge run -n 4 -- railgauge-xport-test\n"
+               "tests:");
+    for (i = 0; i < RG_XT_NTESTS; i++) {
+        fprintf(f, " %s%s", rg_xt_tests[i].name, rg_xt_tests[i].by_default ? "" : "*");
+    }
+    fprintf(f, "\n(* = not run by default)\n");
+}
+
+int main(int argc, char **argv)
+{
+    rg_xt_t     t;
+    rg_err_t    err;
+    rg_status_t status;
+    int         selected[RG_XT_NTESTS] = {0};
+    int         any_selected = 0, collective_end = 1;
+    size_t      i;
+    int         a;
+    uint64_t    t0;
+
+    memset(&t, 0, sizeof(t));
+    t.transport = getenv("RG_TRANSPORT");
+    t.seconds   = 30.0;
+    t.test      = "setup";
+    for (a = 1; a < argc; a++) {
+        if (strcmp(argv[a], "--transport") == 0 && a + 1 < argc) {
+            t.transport = argv[++a];
+        } else if (strcmp(argv[a], "--test") == 0 && a + 1 < argc) {
+            a++;
+            for (i = 0; i < RG_XT_NTESTS; i++) {
+                if (strcmp(argv[a], rg_xt_tests[i].name) == 0) {
+                    selected[i]  = 1;
+                    any_selected = 1;
+                    break;
+                }
+            }
+            if (i == RG_XT_NTESTS) {
+                fprintf(stderr, "railgauge-xport-test: unknown test '%s'\n", argv[a]);
+                rg_xt_usage(stderr);
+                return 2;
+            }
+        } else if (strcmp(argv[a], "--seconds") == 0 && a + 1 < argc) {
+            t.seconds = atof(argv[++a]);
+        } else if (strcmp(argv[a], "--tag") == 0 && a + 1 < argc) {
+            a++;  /* A marker that lets tests find these processes. */
+        } else if (strcmp(argv[a], "--help") == 0 || strcmp(argv[a], "-h") == 0) {
+            rg_xt_usage(stdout);
+            return 0;
+        } else {
+            fprintf(stderr, "railgauge-xport-test: bad argument '%s'\n", argv[a]);
+            rg_xt_usage(stderr);
+            return 2;
+        }
+    }
+    if (t.transport == NULL || t.transport[0] == '\0') {
+        t.transport = "shm";
+    }
+    for (i = 0; i < RG_XT_NTESTS && !any_selected; i++) {
+        selected[i] = rg_xt_tests[i].by_default;
+    }
+
+    rg_err_clear(&err);
+    status = rg_boot_init(&t.boot, &err);
+    if (status != RG_OK) {
+        fprintf(stderr, "railgauge-xport-test: bootstrap: %s\n", rg_err_message(&err));
+        return 1;
+    }
+    t.rank = rg_boot_rank(t.boot);
+    t.size = rg_boot_size(t.boot);
+    status = rg_xport_open(t.transport, t.boot, &t.xp, &err);
+    if (status != RG_OK) {
+        fprintf(stdout, "FAIL test=open rank=%d transport=%s: %s\n", t.rank, t.transport,
+                rg_err_message(&err));
+        rg_boot_fini(t.boot);
+        return 1;
+    }
+    if (t.size < 2) {
+        fprintf(stdout, "FAIL test=setup rank=0 transport=%s: run under the launcher "
+                "with 2 to 8 ranks\n", t.transport);
+        rg_xport_close(t.xp);
+        rg_boot_fini(t.boot);
+        return 1;
+    }
+
+    for (i = 0; i < RG_XT_NTESTS; i++) {
+        if (!selected[i]) {
+            continue;
+        }
+        t.test = rg_xt_tests[i].name;
+        t0     = rg_time_mono_ns();
+        rg_xt_tests[i].fn(&t);
+        collective_end = rg_xt_tests[i].collective;
+        if (collective_end && rg_boot_barrier(t.boot, &err) != RG_OK) {
+            rg_xt_fail(&t, "barrier after the test: %s", rg_err_message(&err));
+            break;
+        }
+        if (t.rank == 0) {
+            printf("%s test=%s transport=%s ranks=%d %.2f s\n",
+                   t.failures == 0 ? "ok" : "FAILED", t.test, t.transport, t.size,
+                   (double)(rg_time_mono_ns() - t0) * 1e-9);
+            fflush(stdout);
+        }
+    }
+    rg_xport_close(t.xp);
+    rg_boot_fini(t.boot);
+    return t.failures == 0 ? 0 : 1;
+}

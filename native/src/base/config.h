@@ -18,7 +18,7 @@ typedef enum rg_config_type {
     RG_CONFIG_SIZE = 1,   /* size_t; accepts 4096, 64k, 64KiB, 1m, 1MiB, 1g */
     RG_CONFIG_INT,        /* int */
     RG_CONFIG_DOUBLE,     /* double */
-    RG_CONFIG_TIME_NS,    /* double ns; accepts 500ns, 10us, 1.5ms, 2s */
+    RG_CONFIG_TIME_NS,    /* double ns; accepts 500ns, 10us, 1.5ms, 2s; no unit: ns */
     RG_CONFIG_STRING      /* char[RG_CONFIG_STRING_MAX] */
 } rg_config_type_t;
 
@@ -37,19 +37,31 @@ typedef struct rg_config_table {
     const rg_config_field_t *fields;  /* ends with a {NULL} entry */
 } rg_config_table_t;
 
-/* Parses `text` as the field's type into the struct at base. */
+/* Parses `text` as the field's type into the struct at base; the struct is
+ * untouched on error (RG_ERR_PARSE, with a message naming the field and
+ * quoting the text). Whitespace around the value is ignored. */
 rg_status_t rg_config_parse(const rg_config_field_t *field, const char *text,
                             void *base, rg_err_t *err);
 
-/* Defaults, then RG_<prefix>_<name> from the environment. */
+/* Defaults, then RG_<prefix>_<name> from the environment (RG_<name> for an
+ * empty prefix). A bad variable gives RG_ERR_PARSE naming the variable and
+ * its value; a bad default (a bug in the table) RG_ERR_INVALID. A variable
+ * that is set but empty is a bad value, not "unset". Every field is checked
+ * before any is stored, so on error the struct is as it was. */
 rg_status_t rg_config_load(const rg_config_table_t *table, void *base, rg_err_t *err);
 
-/* One line per field: variable, value, default, help. */
+/* One aligned line per field: variable, value, "(default ...)", help.
+ * Sizes print in the largest exact binary unit (3MiB), times in the largest
+ * unit that keeps them at least 1 (1.5ms). With base NULL the defaults are
+ * listed as the values (for documentation). */
 void rg_config_print(const rg_config_table_t *table, const void *base, FILE *out);
 
 /* Parses a size with an optional binary unit: b/B, k/K/KB/KiB = 1024,
- * m/M/MB/MiB = 2^20, g/G/GB/GiB = 2^30 (case-insensitive); "1MiB" -> 1048576.
- * Negative, fractional-byte, overflowing or malformed text gives RG_ERR_PARSE. */
+ * m/M/MB/MiB = 2^20, g/G/GB/GiB = 2^30 (case-insensitive, kB is 1024 too);
+ * "1MiB" -> 1048576. A decimal fraction is allowed where the result is a
+ * whole number of bytes ("1.5k" -> 1536). Negative, fractional-byte ("0.5",
+ * "1.1k"), overflowing or malformed text gives RG_ERR_PARSE with a message
+ * quoting the text; NULL text or out gives RG_ERR_INVALID. */
 rg_status_t rg_parse_size(const char *text, size_t *out, rg_err_t *err);
 
 #endif /* RG_BASE_CONFIG_H */

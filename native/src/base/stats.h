@@ -21,11 +21,12 @@ typedef struct rg_stats {
  * non-finite value gives RG_ERR_INVALID. */
 rg_status_t rg_stats_compute(double *x, size_t n, rg_stats_t *out, rg_err_t *err);
 
-/* Quantile q in [0,1] of sorted x by linear interpolation (type 7). */
+/* Quantile q in [0,1] of sorted x by linear interpolation (type 7); q
+ * outside [0,1] is clamped; NaN for n == 0, x == NULL or a NaN q. */
 double rg_stats_quantile_sorted(const double *x, size_t n, double q);
 
-/* Relative half-width of the median's CI: (hi - lo) / (2 * median);
- * infinity for a zero median. */
+/* Relative half-width of the median's CI: (hi - lo) / (2 * |median|);
+ * infinity for a zero median, NaN for s == NULL. */
 double rg_stats_median_rel_halfwidth(const rg_stats_t *s);
 
 #endif /* RG_BASE_STATS_H */

@@ -1,0 +1,360 @@
+/*
+ * railgauge: the transport registry, the posting wrappers and the wait loop
+ * shared by every transport.
+ */
+#include "xport/xport.h"
+
+#include <sched.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/timer.h"
+
+/* One line per transport (STYLE.md, 4). */
+static const rg_xport_ops_t *const rg__xport_registry[] = {
+    &rg_xport_shm_ops,
+    &rg_xport_tcp_ops,
+    NULL
+};
+
+static const rg_config_field_t rg__xport_wait_fields[] = {
+    {"SPIN_NS", "2us",
+     "rg_xport_wait() busy-polls the transport this long (after a first burst "
+     "of 64 polls) before it yields; it covers a round trip on one host without "
+     "a system call",
+     offsetof(rg_xport_wait_config_t, spin_ns), RG_CONFIG_TIME_NS},
+    {"YIELD_NS", "50us",
+     "then it polls with sched_yield() between tries for this long, which lets "
+     "a peer sharing the core run",
+     offsetof(rg_xport_wait_config_t, yield_ns), RG_CONFIG_TIME_NS},
+    {"BLOCK_NS", "10ms",
+     "then it sleeps in the transport (futex, poll) for at most this long at a "
+     "time, checking progress and peer liveness in between",
+     offsetof(rg_xport_wait_config_t, block_ns), RG_CONFIG_TIME_NS},
+    {NULL, NULL, NULL, 0, 0}
+};
+
+static const rg_config_table_t rg__xport_wait_table = {
+    "XPORT", rg__xport_wait_fields
+};
+
+/* The transports' tables live in their files. */
+extern const rg_config_table_t rg_xport_shm_config_table;
+extern const rg_config_table_t rg_xport_tcp_config_table;
+
+static const rg_config_table_t *const rg__xport_tables[] = {
+    &rg__xport_wait_table,
+    &rg_xport_shm_config_table,
+    &rg_xport_tcp_config_table,
+    NULL
+};
+
+const rg_xport_ops_t *const *rg_xport_registry(void)
+{
+    return rg__xport_registry;
+}
+
+const rg_config_table_t *const *rg_xport_config_tables(void)
+{
+    return rg__xport_tables;
+}
+
+const rg_xport_ops_t *rg_xport_find(const char *name)
+{
+    size_t i;
+
+    if (name == NULL) {
+        return NULL;
+    }
+    for (i = 0; rg__xport_registry[i] != NULL; i++) {
+        if (strcmp(rg__xport_registry[i]->name, name) == 0) {
+            return rg__xport_registry[i];
+        }
+    }
+    return NULL;
+}
+
+rg_status_t rg_xport_open(const char *name, rg_boot_t *boot, rg_xport_t **xp_p,
+                          rg_err_t *err)
+{
+    const rg_xport_ops_t  *ops;
+    rg_xport_wait_config_t wait;
+    rg_xport_t            *xp;
+    rg_status_t            status;
+    char                   known[256];
+    size_t                 used = 0;
+    size_t                 i;
+
+    if (boot == NULL || xp_p == NULL) {
+        return rg_err_set(err, RG_ERR_INVALID, "rg_xport_open: NULL argument");
+    }
+    ops = rg_xport_find(name);
+    if (ops == NULL) {
+        known[0] = '\0';
+        for (i = 0; rg__xport_registry[i] != NULL && used < sizeof(known); i++) {
+            used += (size_t)snprintf(known + used, sizeof(known) - used, "%s%s",
+                                     i > 0 ? ", " : "", rg__xport_registry[i]->name);
+        }
+        return rg_err_set(err, RG_ERR_NOT_FOUND,
+                          "unknown transport '%s'; known transports: %s",
+                          name != NULL ? name : "(null)", known);
+    }
+    /* A bad setting is found before any collective work starts. */
+    status = rg_config_load(&rg__xport_wait_table, &wait, err);
+    if (status != RG_OK) {
+        return status;
+    }
+    status = ops->open(boot, &xp, err);
+    if (status != RG_OK) {
+        return status;
+    }
+    xp->wait = wait;
+    rg_err_clear(&xp->err);
+    *xp_p = xp;
+    return RG_OK;
+}
+
+void rg_xport_close(rg_xport_t *xp)
+{
+    if (xp != NULL) {
+        xp->ops->close(xp);
+    }
+}
+
+static void rg__xport_req_init(rg_xreq_t *req, rg_xreq_kind_t kind, int peer,
+                               void *buf, size_t len)
+{
+    req->kind    = kind;
+    req->peer    = peer;
+    req->buf     = buf;
+    req->len     = len;
+    req->done    = 0;
+    req->status  = RG_INPROGRESS;
+    req->source  = -1;
+    req->msg_len = 0;
+    req->next    = NULL;
+    memset(req->priv, 0, sizeof(req->priv));
+}
+
+/* Posting errors are recorded in the request too, so that a later test or
+ * wait on it reports them instead of waiting forever. */
+static rg_status_t rg__xport_post_fail(rg_xreq_t *req, rg_status_t status)
+{
+    req->status = status;
+    return status;
+}
+
+rg_status_t rg_xport_isend(rg_xport_t *xp, int peer, const void *buf, size_t len,
+                           rg_xreq_t *req)
+{
+    if (req == NULL) {
+        return rg_err_set(&xp->err, RG_ERR_INVALID, "rg_xport_isend: req is NULL");
+    }
+    /* The request keeps a non-const pointer for both kinds; a send never
+     * writes through it. */
+    rg__xport_req_init(req, RG_XREQ_SEND, peer, (void *)(uintptr_t)buf, len);
+    if (peer < 0 || peer >= xp->size || peer == xp->rank) {
+        rg_err_set(&xp->err, RG_ERR_RANGE,
+                   "send to rank %d: the peer must be another rank in [0, %d)",
+                   peer, xp->size);
+        return rg__xport_post_fail(req, RG_ERR_RANGE);
+    }
+    if (buf == NULL && len > 0) {
+        rg_err_set(&xp->err, RG_ERR_INVALID, "send of %zu bytes from a NULL buffer",
+                   len);
+        return rg__xport_post_fail(req, RG_ERR_INVALID);
+    }
+    return xp->ops->isend(xp, req);
+}
+
+rg_status_t rg_xport_irecv(rg_xport_t *xp, int peer, void *buf, size_t cap,
+                           rg_xreq_t *req)
+{
+    if (req == NULL) {
+        return rg_err_set(&xp->err, RG_ERR_INVALID, "rg_xport_irecv: req is NULL");
+    }
+    rg__xport_req_init(req, RG_XREQ_RECV, peer, buf, cap);
+    if (peer != RG_XPORT_ANY_SOURCE &&
+        (peer < 0 || peer >= xp->size || peer == xp->rank)) {
+        rg_err_set(&xp->err, RG_ERR_RANGE,
+                   "receive from rank %d: the peer must be another rank in [0, %d) "
+                   "or RG_XPORT_ANY_SOURCE", peer, xp->size);
+        return rg__xport_post_fail(req, RG_ERR_RANGE);
+    }
+    if (buf == NULL && cap > 0) {
+        rg_err_set(&xp->err, RG_ERR_INVALID, "receive into a NULL buffer of %zu bytes",
+                   cap);
+        return rg__xport_post_fail(req, RG_ERR_INVALID);
+    }
+    return xp->ops->irecv(xp, req);
+}
+
+rg_status_t rg_xport_progress(rg_xport_t *xp)
+{
+    return xp->ops->progress(xp);
+}
+
+rg_status_t rg_xport_test(rg_xport_t *xp, rg_xreq_t *req)
+{
+    rg_status_t status;
+
+    if (req->status != RG_INPROGRESS) {
+        return req->status;
+    }
+    status = xp->ops->progress(xp);
+    if (status < 0) {
+        return status;
+    }
+    return req->status;
+}
+
+/* Tells the core a spin-wait is running: it saves power and, on SMT cores,
+ * gives the sibling thread the pipeline. */
+static inline void rg__xport_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
+/* Polls between two clock reads while spinning. A clock read costs as much
+ * as several polls (more in a VM), and data that lands during one waits for
+ * it, so the first burst, which covers a round trip on one host (64 polls
+ * with a pause each take 1-2 us), reads no clock at all. */
+#define RG__XPORT_FIRST_BURST 64
+#define RG__XPORT_BURST       32
+
+rg_status_t rg_xport_wait(rg_xport_t *xp, rg_xreq_t *req, uint64_t timeout_ns)
+{
+    rg_status_t status;
+    uint64_t    start, now, spin_end, yield_end, deadline, sleep_ns;
+    unsigned    i, burst = RG__XPORT_FIRST_BURST;
+
+    if (req->status != RG_INPROGRESS) {
+        return req->status;
+    }
+    start = 0;
+    spin_end = yield_end = deadline = 0;
+    for (;;) {
+        for (i = 0; i < burst; i++) {
+            status = xp->ops->progress(xp);
+            if (status < 0) {
+                return status;
+            }
+            if (req->status != RG_INPROGRESS) {
+                return req->status;
+            }
+            rg__xport_cpu_relax();
+        }
+        burst = RG__XPORT_BURST;
+        now   = rg_time_mono_ns();
+        if (start == 0) {
+            start     = now;
+            spin_end  = start + (uint64_t)xp->wait.spin_ns;
+            yield_end = spin_end + (uint64_t)xp->wait.yield_ns;
+            deadline  = timeout_ns > 0 ? start + timeout_ns : UINT64_MAX;
+        }
+        if (now >= deadline) {
+            goto timeout;
+        }
+        if (now >= spin_end) {
+            break;
+        }
+    }
+
+    /* Past the spin: yield the core to whoever shares it, then sleep in the
+     * transport until it has news, checking the clock at every step. */
+    for (;;) {
+        if (now < yield_end) {
+            sched_yield();
+        } else {
+            sleep_ns = deadline - now;
+            if (sleep_ns > (uint64_t)xp->wait.block_ns) {
+                sleep_ns = (uint64_t)xp->wait.block_ns;
+            }
+            if (sleep_ns < 1000) {
+                sleep_ns = 1000;
+            }
+            status = xp->ops->block(xp, sleep_ns);
+            if (status == RG_ERR_UNSUPPORTED) {
+                /* A transport without a way to sleep keeps yielding. */
+                sched_yield();
+            } else if (status < 0) {
+                return status;
+            }
+        }
+        status = xp->ops->progress(xp);
+        if (status < 0) {
+            return status;
+        }
+        if (req->status != RG_INPROGRESS) {
+            return req->status;
+        }
+        now = rg_time_mono_ns();
+        if (now >= deadline) {
+            goto timeout;
+        }
+    }
+
+timeout:
+    return rg_err_set(&xp->err, RG_ERR_TIMEOUT,
+                      "%s request to/from rank %d still pending after %.3f s",
+                      req->kind == RG_XREQ_SEND ? "send" : "receive", req->peer,
+                      (double)timeout_ns * 1e-9);
+}
+
+rg_status_t rg_xport_send(rg_xport_t *xp, int peer, const void *buf, size_t len)
+{
+    rg_xreq_t   req;
+    rg_status_t status;
+
+    status = rg_xport_isend(xp, peer, buf, len, &req);
+    if (status < 0) {
+        return status;
+    }
+    return rg_xport_wait(xp, &req, 0);
+}
+
+rg_status_t rg_xport_recv(rg_xport_t *xp, int peer, void *buf, size_t cap,
+                          size_t *len_p)
+{
+    rg_xreq_t   req;
+    rg_status_t status;
+
+    status = rg_xport_irecv(xp, peer, buf, cap, &req);
+    if (status < 0) {
+        return status;
+    }
+    status = rg_xport_wait(xp, &req, 0);
+    if ((status == RG_OK || status == RG_ERR_TRUNCATED) && len_p != NULL) {
+        *len_p = req.msg_len;
+    }
+    return status;
+}
+
+const char *rg_xport_strerror(const rg_xport_t *xp)
+{
+    if (xp == NULL) {
+        return "no transport";
+    }
+    return rg_err_message(&xp->err);
+}
+
+rg_status_t rg_xport_no_block(rg_xport_t *xp, uint64_t timeout_ns)
+{
+    (void)xp;
+    (void)timeout_ns;
+    return RG_ERR_UNSUPPORTED;
+}
+
+rg_status_t rg_xport_no_info_json(rg_xport_t *xp, char *buf, size_t cap)
+{
+    (void)xp;
+    if (buf != NULL && cap > 0) {
+        buf[0] = '\0';
+    }
+    return RG_ERR_UNSUPPORTED;
+}

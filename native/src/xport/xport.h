@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/config.h"
 #include "base/error.h"
 #include "boot/boot.h"
 
@@ -81,14 +82,22 @@ struct rg_xport_ops {
     rg_status_t (*info_json)(rg_xport_t *xp, char *buf, size_t cap);
 };
 
+/* How rg_xport_wait() waits (config table "XPORT", see xport.c). */
+typedef struct rg_xport_wait_config {
+    double spin_ns;   /* RG_XPORT_SPIN_NS: busy-poll this long first */
+    double yield_ns;  /* RG_XPORT_YIELD_NS: then poll with sched_yield() */
+    double block_ns;  /* RG_XPORT_BLOCK_NS: then ops->block for at most this */
+} rg_xport_wait_config_t;
+
 /* Every transport handle starts with this (the "base class"). */
 struct rg_xport {
-    const rg_xport_ops_t *ops;
-    rg_xport_attr_t       attr;
-    rg_boot_t            *boot;
-    int                   rank;
-    int                   size;
-    rg_err_t              err;  /* the last error, with its cause */
+    const rg_xport_ops_t  *ops;
+    rg_xport_attr_t        attr;
+    rg_boot_t             *boot;
+    int                    rank;
+    int                    size;
+    rg_err_t               err;  /* the last error, with its cause */
+    rg_xport_wait_config_t wait; /* filled by rg_xport_open() */
 };
 
 /* Registry: NULL-terminated list of the built transports. */
@@ -103,25 +112,37 @@ rg_status_t rg_xport_open(const char *name, rg_boot_t *boot, rg_xport_t **xp_p,
                           rg_err_t *err);
 void        rg_xport_close(rg_xport_t *xp);
 
-/* Posting: fills in req and starts it. Out-of-range peers give RG_ERR_RANGE. */
+/* Posting: fills in req and starts it. Out-of-range peers (and the rank
+ * itself) give RG_ERR_RANGE. RG_OK means posted: req->status is then
+ * RG_INPROGRESS, or already final where the transport finished it at once.
+ * A transport is driven by one thread at a time. */
 rg_status_t rg_xport_isend(rg_xport_t *xp, int peer, const void *buf, size_t len,
                            rg_xreq_t *req);
 rg_status_t rg_xport_irecv(rg_xport_t *xp, int peer, void *buf, size_t cap,
                            rg_xreq_t *req);
 rg_status_t rg_xport_progress(rg_xport_t *xp);
 
-/* RG_INPROGRESS while pending, else the request's final status. */
+/* RG_INPROGRESS while pending, else the request's final status (a receive
+ * whose message was longer than its buffer ends with RG_ERR_TRUNCATED, the
+ * first len bytes filled and msg_len the real length; the transport stays
+ * usable). An error of the transport itself (a dead peer) is returned too. */
 rg_status_t rg_xport_test(rg_xport_t *xp, rg_xreq_t *req);
 
 /* Progresses until req completes: spins briefly, then yields, then sleeps in
  * ops->block, so that two ranks on two busy cores do not fall into scheduler
- * ticks. timeout_ns of 0 means no limit. */
+ * ticks. timeout_ns of 0 means no limit; on RG_ERR_TIMEOUT the request is
+ * still pending. */
 rg_status_t rg_xport_wait(rg_xport_t *xp, rg_xreq_t *req, uint64_t timeout_ns);
 
-/* Blocking helpers built on the above. */
+/* Blocking helpers built on the above; *len_p is set on RG_OK and on
+ * RG_ERR_TRUNCATED. */
 rg_status_t rg_xport_send(rg_xport_t *xp, int peer, const void *buf, size_t len);
 rg_status_t rg_xport_recv(rg_xport_t *xp, int peer, void *buf, size_t cap,
                           size_t *len_p);
+
+/* The config tables of this layer (XPORT, SHM, TCP), NULL-terminated, for
+ * --print-config and generated docs. */
+const rg_config_table_t *const *rg_xport_config_tables(void);
 
 /* The last error's message. */
 const char *rg_xport_strerror(const rg_xport_t *xp);

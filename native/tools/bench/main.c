@@ -1,0 +1,372 @@
+/*
+ * railgauge-bench: command line, set-up and tear-down around the patterns.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/config.h"
+#include "base/timer.h"
+#include "bench.h"
+
+/* Messages above this need more memory than a benchmark should take. */
+#define RG_BENCH_SIZE_LIMIT ((size_t)1 << 30)
+
+static void rg__bench_usage(FILE *f)
+{
+    fprintf(f,
+        "usage: railgauge-bench PATTERN [options]\n"
+        "\n"
+        "Patterns:\n"
+        "  prtt       PRTT(1,0,s), PRTT(n,0,s) and PRTT(n,d,s) over a size sweep (LogGP)\n"
+        "  pingpong   round-trip time of one message of each size\n"
+        "\n"
+        "Options:\n"
+        "  --transport T      shm or tcp (default: $RG_TRANSPORT, else shm)\n"
+        "  --out FILE         JSON Lines output (default: standard output)\n"
+        "  --sizes LIST       comma-separated sizes, units allowed (1,8,4KiB,1MiB)\n"
+        "  --min-size S       smallest size of the sweep (default 1)\n"
+        "  --max-size S       largest size of the sweep (default 1MiB)\n"
+        "  --per-octave K     sizes per doubling in the sweep (default 2)\n"
+        "  --n N              successive messages of PRTT(n,*,s) (default 16)\n"
+        "  --target-rel X     stop a point when its median's 95%% CI half-width is\n"
+        "                     below X times the median (default 0.01)\n"
+        "  --min-reps N       repetitions at least (default 20)\n"
+        "  --max-reps N       repetitions at most (default 20000)\n"
+        "  --point-budget S   seconds one point may take at most (default 0.25)\n"
+        "  --budget S         seconds the whole run may take (default 0: no limit)\n"
+        "  --warmup S         warm-up seconds before each size (default 0.002)\n"
+        "  --monotonic-timer  use clock_gettime instead of the TSC\n"
+        "  -h, --help         this text\n");
+}
+
+/* Prints one line naming the problem and returns the usage exit code. */
+static int rg__bench_usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "railgauge-bench: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n");
+    return RG_BENCH_EXIT_USAGE;
+}
+
+static int rg__bench_parse_double(const char *text, double lo, double hi, double *out_p)
+{
+    char  *end;
+    double v;
+
+    v = strtod(text, &end);
+    if (end == text || *end != '\0' || !isfinite(v) || v < lo || v > hi) {
+        return -1;
+    }
+    *out_p = v;
+    return 0;
+}
+
+static int rg__bench_parse_int(const char *text, long lo, long hi, int *out_p)
+{
+    char *end;
+    long  v;
+
+    v = strtol(text, &end, 10);
+    if (end == text || *end != '\0' || v < lo || v > hi) {
+        return -1;
+    }
+    *out_p = (int)v;
+    return 0;
+}
+
+static int rg__bench_size_cmp(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Sorts and removes duplicates. */
+static void rg__bench_sizes_normalize(rg_bench_opts_t *opts)
+{
+    size_t i, k = 0;
+
+    qsort(opts->sizes, opts->nsizes, sizeof(opts->sizes[0]), rg__bench_size_cmp);
+    for (i = 0; i < opts->nsizes; i++) {
+        if (k == 0 || opts->sizes[k - 1] != opts->sizes[i]) {
+            opts->sizes[k++] = opts->sizes[i];
+        }
+    }
+    opts->nsizes = k;
+}
+
+static int rg__bench_parse_sizes(const char *text, rg_bench_opts_t *opts)
+{
+    char     copy[4096];
+    char    *tok, *save = NULL;
+    rg_err_t err;
+    size_t   v;
+
+    if (strlen(text) >= sizeof(copy)) {
+        return rg__bench_usage_error("--sizes: list too long (%s...)", "");
+    }
+    strcpy(copy, text);
+    opts->nsizes = 0;
+    for (tok = strtok_r(copy, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+        if (rg_parse_size(tok, &v, &err) != RG_OK) {
+            return rg__bench_usage_error("--sizes: %s", rg_err_message(&err));
+        }
+        if (v > RG_BENCH_SIZE_LIMIT) {
+            return rg__bench_usage_error("--sizes: %s is above the limit of 1 GiB", tok);
+        }
+        if (opts->nsizes == RG_BENCH_MAX_SIZES) {
+            return rg__bench_usage_error("--sizes: more than 512 sizes (%s)", tok);
+        }
+        opts->sizes[opts->nsizes++] = v;
+    }
+    if (opts->nsizes == 0) {
+        return rg__bench_usage_error("--sizes: empty list '%s'", text);
+    }
+    rg__bench_sizes_normalize(opts);
+    return 0;
+}
+
+/* A log-spaced sweep with per_octave points per doubling, rounded to bytes. */
+static int rg__bench_make_sweep(rg_bench_opts_t *opts, size_t lo, size_t hi, int per_octave)
+{
+    double x, step;
+
+    opts->nsizes = 0;
+    step = pow(2.0, 1.0 / per_octave);
+    for (x = (double)(lo == 0 ? 1 : lo); x <= (double)hi * 1.0000001; x *= step) {
+        if (opts->nsizes == RG_BENCH_MAX_SIZES) {
+            return rg__bench_usage_error("the sweep has more than 512 sizes%s; lower --per-octave", "");
+        }
+        opts->sizes[opts->nsizes++] = (size_t)llround(x);
+    }
+    if (lo == 0) {
+        opts->sizes[opts->nsizes++] = 0;
+    }
+    if (opts->nsizes < RG_BENCH_MAX_SIZES && opts->sizes[opts->nsizes - 1] != hi) {
+        opts->sizes[opts->nsizes++] = hi;
+    }
+    rg__bench_sizes_normalize(opts);
+    return 0;
+}
+
+static int rg__bench_parse_args(int argc, char **argv, rg_bench_opts_t *opts)
+{
+    enum { O_TRANSPORT = 256, O_OUT, O_SIZES, O_MIN, O_MAX, O_OCT, O_N, O_TARGET,
+           O_MINREPS, O_MAXREPS, O_PBUDGET, O_BUDGET, O_WARMUP, O_MONO };
+    static const struct option longopts[] = {
+        {"transport", required_argument, NULL, O_TRANSPORT},
+        {"out", required_argument, NULL, O_OUT},
+        {"sizes", required_argument, NULL, O_SIZES},
+        {"min-size", required_argument, NULL, O_MIN},
+        {"max-size", required_argument, NULL, O_MAX},
+        {"per-octave", required_argument, NULL, O_OCT},
+        {"n", required_argument, NULL, O_N},
+        {"target-rel", required_argument, NULL, O_TARGET},
+        {"min-reps", required_argument, NULL, O_MINREPS},
+        {"max-reps", required_argument, NULL, O_MAXREPS},
+        {"point-budget", required_argument, NULL, O_PBUDGET},
+        {"budget", required_argument, NULL, O_BUDGET},
+        {"warmup", required_argument, NULL, O_WARMUP},
+        {"monotonic-timer", no_argument, NULL, O_MONO},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}
+    };
+    const char *env;
+    const char *sizes_arg = NULL;
+    size_t      min_size = 1, max_size = (size_t)1 << 20;
+    int         per_octave = 2, c, rc;
+    rg_err_t    err;
+
+    memset(opts, 0, sizeof(*opts));
+    env = getenv("RG_TRANSPORT"); /* set by the launcher's --transport */
+    snprintf(opts->transport, sizeof(opts->transport), "%s",
+             (env != NULL && env[0] != '\0') ? env : "shm");
+    opts->n = 16;
+    opts->target_rel = 0.01;
+    opts->min_reps = 20;
+    opts->max_reps = 20000;
+    opts->point_budget_s = 0.25;
+    opts->warmup_s = 0.002;
+
+    if (argc < 2 || argv[1][0] == '-') {
+        if (argc >= 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+            rg__bench_usage(stdout);
+            return -1;
+        }
+        rg__bench_usage(stderr);
+        return RG_BENCH_EXIT_USAGE;
+    }
+    opts->pattern = argv[1];
+    if (strcmp(opts->pattern, "prtt") != 0 && strcmp(opts->pattern, "pingpong") != 0) {
+        return rg__bench_usage_error("unknown pattern '%s' (known: prtt, pingpong)", opts->pattern);
+    }
+
+    optind = 2;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case O_TRANSPORT:
+            if (strlen(optarg) >= sizeof(opts->transport)) {
+                return rg__bench_usage_error("--transport: name too long '%s'", optarg);
+            }
+            snprintf(opts->transport, sizeof(opts->transport), "%s", optarg);
+            break;
+        case O_OUT:
+            opts->out_path = optarg;
+            break;
+        case O_SIZES:
+            sizes_arg = optarg;
+            break;
+        case O_MIN:
+        case O_MAX: {
+            size_t v;
+            if (rg_parse_size(optarg, &v, &err) != RG_OK) {
+                return rg__bench_usage_error("%s", rg_err_message(&err));
+            }
+            if (v > RG_BENCH_SIZE_LIMIT) {
+                return rg__bench_usage_error("size %s is above the limit of 1 GiB", optarg);
+            }
+            *(c == O_MIN ? &min_size : &max_size) = v;
+            break;
+        }
+        case O_OCT:
+            if (rg__bench_parse_int(optarg, 1, 16, &per_octave) != 0) {
+                return rg__bench_usage_error("--per-octave must be an integer 1..16, not '%s'", optarg);
+            }
+            break;
+        case O_N:
+            if (rg__bench_parse_int(optarg, 2, 4096, &opts->n) != 0) {
+                return rg__bench_usage_error("--n must be an integer 2..4096, not '%s'", optarg);
+            }
+            break;
+        case O_TARGET:
+            if (rg__bench_parse_double(optarg, 1e-4, 1.0, &opts->target_rel) != 0) {
+                return rg__bench_usage_error("--target-rel must be in [0.0001, 1], not '%s'", optarg);
+            }
+            break;
+        case O_MINREPS:
+            if (rg__bench_parse_int(optarg, 1, 100000000, &opts->min_reps) != 0) {
+                return rg__bench_usage_error("--min-reps must be a positive integer, not '%s'", optarg);
+            }
+            break;
+        case O_MAXREPS:
+            if (rg__bench_parse_int(optarg, 1, 100000000, &opts->max_reps) != 0) {
+                return rg__bench_usage_error("--max-reps must be a positive integer, not '%s'", optarg);
+            }
+            break;
+        case O_PBUDGET:
+            if (rg__bench_parse_double(optarg, 1e-4, 3600, &opts->point_budget_s) != 0) {
+                return rg__bench_usage_error("--point-budget must be seconds in (0, 3600], not '%s'", optarg);
+            }
+            break;
+        case O_BUDGET:
+            if (rg__bench_parse_double(optarg, 0, 86400, &opts->budget_s) != 0) {
+                return rg__bench_usage_error("--budget must be seconds in [0, 86400], not '%s'", optarg);
+            }
+            break;
+        case O_WARMUP:
+            if (rg__bench_parse_double(optarg, 0, 10, &opts->warmup_s) != 0) {
+                return rg__bench_usage_error("--warmup must be seconds in [0, 10], not '%s'", optarg);
+            }
+            break;
+        case O_MONO:
+            opts->force_monotonic = 1;
+            break;
+        case 'h':
+            rg__bench_usage(stdout);
+            return -1;
+        case ':':
+            return rg__bench_usage_error("option %s needs a value", argv[optind - 1]);
+        default:
+            return rg__bench_usage_error("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc) {
+        return rg__bench_usage_error("unexpected argument '%s'", argv[optind]);
+    }
+    if (opts->min_reps > opts->max_reps) {
+        return rg__bench_usage_error("--min-reps is above --max-reps%s", "");
+    }
+    if (sizes_arg != NULL) {
+        return rg__bench_parse_sizes(sizes_arg, opts);
+    }
+    if (min_size > max_size) {
+        return rg__bench_usage_error("--min-size is above --max-size%s", "");
+    }
+    rc = rg__bench_make_sweep(opts, min_size, max_size, per_octave);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    rg_bench_t bench;
+    int        rc;
+
+    memset(&bench, 0, sizeof(bench));
+    rc = rg__bench_parse_args(argc, argv, &bench.opts);
+    if (rc != 0) {
+        return rc < 0 ? 0 : rc;
+    }
+    if (rg_xport_find(bench.opts.transport) == NULL) {
+        const rg_xport_ops_t *const *t;
+        fprintf(stderr, "railgauge-bench: unknown transport '%s' (known:", bench.opts.transport);
+        for (t = rg_xport_registry(); *t != NULL; t++) {
+            fprintf(stderr, " %s", (*t)->name);
+        }
+        fprintf(stderr, ")\n");
+        return RG_BENCH_EXIT_USAGE;
+    }
+
+    rc = RG_BENCH_EXIT_FAIL;
+    if (rg_timer_init(&bench.timer, bench.opts.force_monotonic, &bench.err) != RG_OK) {
+        goto out;
+    }
+    if (rg_boot_init(&bench.boot, &bench.err) != RG_OK) {
+        goto out;
+    }
+    bench.rank = rg_boot_rank(bench.boot);
+    bench.size = rg_boot_size(bench.boot);
+    if (bench.size < 2) {
+        rg_err_set(&bench.err, RG_ERR_INVALID,
+                   "pattern '%s' needs at least 2 ranks; start it with `railgauge run -n 2 -- "
+                   "railgauge-bench %s`", bench.opts.pattern, bench.opts.pattern);
+        rc = RG_BENCH_EXIT_USAGE;
+        goto out;
+    }
+    if (rg_xport_open(bench.opts.transport, bench.boot, &bench.xp, &bench.err) != RG_OK) {
+        goto out;
+    }
+    if (bench.rank == 0) {
+        bench.out = stdout;
+        if (bench.opts.out_path != NULL) {
+            bench.out = fopen(bench.opts.out_path, "w");
+            if (bench.out == NULL) {
+                rg_err_set_errno(&bench.err, RG_ERR_IO, errno, "cannot open '%s' for writing",
+                                 bench.opts.out_path);
+                goto out;
+            }
+        }
+    }
+    if (strcmp(bench.opts.pattern, "prtt") == 0) {
+        rc = rg_bench_prtt_run(&bench);
+    } else {
+        rc = rg_bench_pingpong_run(&bench);
+    }
+
+out:
+    if (rc != RG_BENCH_EXIT_OK) {
+        fprintf(stderr, "railgauge-bench: rank %d: %s\n", bench.rank, rg_err_message(&bench.err));
+    }
+    if (bench.out != NULL && bench.out != stdout) {
+        fclose(bench.out);
+    }
+    free(bench.sbuf);
+    free(bench.rbuf);
+    free(bench.samples);
+    rg_xport_close(bench.xp);
+    rg_boot_fini(bench.boot);
+    return rc;
+}

@@ -1,0 +1,584 @@
+/*
+ * The PRTT pattern (Hoefler, Lichei, Rehm, "Low-Overhead LogGP Parameter
+ * Assessment for Modern Interconnection Networks", 2007) and the ping-pong.
+ *
+ * PRTT(n, d, s): rank 0 sends n messages of s bytes, busy-waiting d between
+ * two sends, and rank 1 answers with one message of s bytes once it has all n.
+ * Under LogGP
+ *     PRTT(1,0,s) = 2 (L + 2o + (s-1)G)
+ *     PRTT(n,0,s) = PRTT(1,0,s) + (n-1) G_all,       G_all = g + (s-1)G
+ *     PRTT(n,d,s) = PRTT(1,0,s) + (n-1) max(o + d, G_all),
+ * so o follows from PRTT(n,d,s) with d > G_all. As the paper says, d is
+ * PRTT(1,0,s), or PRTT(2,0,s) = PRTT(1,0,s) + G_all where the gap is so large
+ * that PRTT(1,0,s) would not exceed it. The fit lives in Python.
+ *
+ * Each point is repeated in batches until the 95% confidence interval of its
+ * median is narrower than --target-rel of the median, or its time budget runs
+ * out; the record says which ("stable").
+ *
+ * Beyond the paper, the receive overhead o_r(s) is measured directly
+ * ("orecv" records), as Netgauge does: the sender sends n messages d apart,
+ * the receiver waits 2d before each receive, so the message is always there,
+ * and times the receive call alone. With it the fit no longer has to assume
+ * o_r = o_s, which on shared memory (a cheap receive, a costly send) would
+ * push L below zero.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/json.h"
+#include "bench.h"
+
+/* A batch aims at this much time, so control messages cost nothing. */
+#define RG_BENCH_BATCH_NS 20e6
+/* Fewer repetitions than this never give a median CI worth its name. */
+#define RG_BENCH_MIN_BATCH 4
+
+typedef struct rg_bench_point {
+    const char *type;      /* "prtt", "orecv" or "pingpong" */
+    uint32_t    cmd;       /* RG_BENCH_CMD_PRTT or RG_BENCH_CMD_ORECV */
+    int         n;
+    double      d_us;
+    double      d_actual_us;  /* measured mean length of the busy delays */
+    double      spin_us_sum;  /* running sums behind d_actual_us */
+    uint64_t    spin_count;
+    const char *d_rule;    /* NULL, "prtt1" or "prtt2" */
+    size_t      size;
+    rg_stats_t  stats;
+    int         stable;
+} rg_bench_point_t;
+
+static double rg__bench_elapsed_s(const rg_bench_t *bench)
+{
+    return (double)(rg_time_mono_ns() - bench->start_ns) * 1e-9;
+}
+
+static rg_status_t rg__bench_alloc(rg_bench_t *bench)
+{
+    size_t max = 0, i;
+
+    for (i = 0; i < bench->opts.nsizes; i++) {
+        if (bench->opts.sizes[i] > max) {
+            max = bench->opts.sizes[i];
+        }
+    }
+    bench->buf_size = max > 0 ? max : 1;
+    bench->sbuf = malloc(bench->buf_size);
+    bench->rbuf = malloc(bench->buf_size);
+    bench->samples_cap = (size_t)bench->opts.max_reps + RG_BENCH_MIN_BATCH;
+    bench->samples = malloc(bench->samples_cap * sizeof(double));
+    if (bench->sbuf == NULL || bench->rbuf == NULL || bench->samples == NULL) {
+        return rg_err_set(&bench->err, RG_ERR_NOMEM,
+                          "cannot allocate message buffers of %zu bytes", bench->buf_size);
+    }
+    /* Touch every page now, so page faults never land in a measurement. */
+    memset(bench->sbuf, 0xa5, bench->buf_size);
+    memset(bench->rbuf, 0, bench->buf_size);
+    return RG_OK;
+}
+
+static rg_status_t rg__bench_xport_fail(rg_bench_t *bench, rg_status_t st, const char *what)
+{
+    return rg_err_set(&bench->err, st, "%s failed: %s", what, rg_xport_strerror(bench->xp));
+}
+
+static rg_status_t rg__bench_send_ctl(rg_bench_t *bench, int peer, const rg_bench_ctl_t *ctl)
+{
+    rg_status_t st = rg_xport_send(bench->xp, peer, ctl, sizeof(*ctl));
+    return st == RG_OK ? RG_OK : rg__bench_xport_fail(bench, st, "sending a control message");
+}
+
+/* One timed repetition on rank 0: n sends with d between them, one receive.
+ * For ORECV the sample is the follower's mean receive time, sent after the
+ * answer; for PRTT it is the round trip. The busy delays are timed too, so
+ * the fit can use the delay that really elapsed rather than the one asked for. */
+static rg_status_t rg__bench_rep(rg_bench_t *bench, rg_bench_point_t *pt, uint64_t d_ticks,
+                                 double *us_p)
+{
+    rg_status_t st;
+    uint64_t    t0, t1, ts, now, until;
+    double      orecv;
+    size_t      len;
+    int         i;
+
+    t0 = rg_timer_ticks(&bench->timer);
+    for (i = 0; i < pt->n; i++) {
+        st = rg_xport_send(bench->xp, 1, bench->sbuf, pt->size);
+        if (st != RG_OK) {
+            return rg__bench_xport_fail(bench, st, "send");
+        }
+        if (d_ticks > 0 && i + 1 < pt->n) {
+            /* The delay keeps the CPU busy: PRTT(n,d,s) charges o + d per message. */
+            ts    = rg_timer_ticks(&bench->timer);
+            until = ts + d_ticks;
+            do {
+#if defined(__x86_64__) || defined(__i386__)
+                __builtin_ia32_pause();
+#endif
+                now = rg_timer_ticks(&bench->timer);
+            } while (now < until);
+            pt->spin_us_sum += rg_timer_us(&bench->timer, now - ts);
+            pt->spin_count++;
+        }
+    }
+    st = rg_xport_recv(bench->xp, 1, bench->rbuf, bench->buf_size, NULL);
+    if (st != RG_OK) {
+        return rg__bench_xport_fail(bench, st, "receive");
+    }
+    t1 = rg_timer_ticks(&bench->timer);
+    *us_p = rg_timer_us(&bench->timer, t1 - t0);
+    if (pt->cmd == RG_BENCH_CMD_ORECV) {
+        st = rg_xport_recv(bench->xp, 1, &orecv, sizeof(orecv), &len);
+        if (st != RG_OK) {
+            return rg__bench_xport_fail(bench, st, "receiving the receive overhead");
+        }
+        if (len != sizeof(orecv)) {
+            return rg_err_set(&bench->err, RG_ERR_PARSE,
+                              "receive-overhead sample of %zu bytes, expected %zu", len,
+                              sizeof(orecv));
+        }
+        *us_p = orecv;
+    }
+    return RG_OK;
+}
+
+/* Runs reps repetitions (rank 1 follows the same batch), appending samples
+ * unless record is 0 (warm-up). */
+static rg_status_t rg__bench_batch(rg_bench_t *bench, rg_bench_point_t *pt, uint64_t reps,
+                                   int record, size_t *count_p)
+{
+    rg_bench_ctl_t ctl = {pt->cmd, (uint32_t)pt->n, pt->size, reps, 0.0};
+    uint64_t       d_ticks = 0;
+    rg_status_t    st;
+    double         us = 0;
+    uint64_t       r;
+
+    if (pt->cmd == RG_BENCH_CMD_ORECV) {
+        /* The follower waits twice the sender's delay before each receive, so
+         * it never catches up with the sender: every receive it times finds
+         * its message already there, as o_r is defined. */
+        ctl.d_us = 2 * pt->d_us;
+    }
+    if (pt->d_us > 0) {
+        d_ticks = rg_timer_ticks_from_ns(&bench->timer, pt->d_us * 1e3);
+    }
+    st = rg__bench_send_ctl(bench, 1, &ctl);
+    if (st != RG_OK) {
+        return st;
+    }
+    for (r = 0; r < reps; r++) {
+        st = rg__bench_rep(bench, pt, d_ticks, &us);
+        if (st != RG_OK) {
+            return st;
+        }
+        if (record && *count_p < bench->samples_cap) {
+            bench->samples[(*count_p)++] = us;
+        }
+    }
+    return RG_OK;
+}
+
+/* Measures one point until it is stable or out of budget. */
+static rg_status_t rg__bench_measure(rg_bench_t *bench, rg_bench_point_t *pt)
+{
+    const rg_bench_opts_t *o = &bench->opts;
+    uint64_t    t_start = rg_time_mono_ns(), t_first;
+    size_t      count = 0;
+    uint64_t    reps;
+    double      per_rep_ns, spent_s;
+    rg_status_t st;
+
+    /* A first batch to learn how long one repetition takes. */
+    reps = RG_BENCH_MIN_BATCH;
+    st = rg__bench_batch(bench, pt, reps, 1, &count);
+    if (st != RG_OK) {
+        return st;
+    }
+    t_first = rg_time_mono_ns();
+    per_rep_ns = (double)(t_first - t_start) / (double)reps;
+    pt->stable = 0;
+    for (;;) {
+        size_t want;
+
+        if (count >= (size_t)o->min_reps) {
+            /* rg_stats_compute sorts the samples; their order carries no meaning. */
+            st = rg_stats_compute(bench->samples, count, &pt->stats, &bench->err);
+            if (st != RG_OK) {
+                return st;
+            }
+            if (rg_stats_median_rel_halfwidth(&pt->stats) <= o->target_rel) {
+                pt->stable = 1;
+                break;
+            }
+        }
+        spent_s = (double)(rg_time_mono_ns() - t_start) * 1e-9;
+        if (spent_s >= o->point_budget_s || count >= (size_t)o->max_reps) {
+            break;
+        }
+        if (o->budget_s > 0 && rg__bench_elapsed_s(bench) >= o->budget_s) {
+            break;
+        }
+        /* The next batch: about RG_BENCH_BATCH_NS of work, at least the
+         * repetitions still missing for min_reps, never past the budgets. */
+        want = (size_t)(RG_BENCH_BATCH_NS / (per_rep_ns > 1 ? per_rep_ns : 1));
+        if (count + want < (size_t)o->min_reps) {
+            want = (size_t)o->min_reps - count;
+        }
+        if ((o->point_budget_s - spent_s) * 1e9 / per_rep_ns < (double)want) {
+            want = (size_t)((o->point_budget_s - spent_s) * 1e9 / per_rep_ns) + 1;
+        }
+        if (want < RG_BENCH_MIN_BATCH) {
+            want = RG_BENCH_MIN_BATCH;
+        }
+        if (count + want > (size_t)o->max_reps) {
+            want = (size_t)o->max_reps - count;
+        }
+        if (want == 0) {
+            break;
+        }
+        t_first = rg_time_mono_ns();
+        st = rg__bench_batch(bench, pt, want, 1, &count);
+        if (st != RG_OK) {
+            return st;
+        }
+        per_rep_ns = (double)(rg_time_mono_ns() - t_first) / (double)want;
+    }
+    if (count < (size_t)o->min_reps || !pt->stable) {
+        st = rg_stats_compute(bench->samples, count, &pt->stats, &bench->err);
+        if (st != RG_OK) {
+            return st;
+        }
+        pt->stable = rg_stats_median_rel_halfwidth(&pt->stats) <= o->target_rel;
+    }
+    pt->d_actual_us = pt->spin_count > 0 ? pt->spin_us_sum / (double)pt->spin_count : 0.0;
+    return RG_OK;
+}
+
+/* Warm-up before a size: caches, page tables and the peer's wait state. */
+static rg_status_t rg__bench_warmup(rg_bench_t *bench, size_t size)
+{
+    uint64_t         until = rg_time_mono_ns() + (uint64_t)(bench->opts.warmup_s * 1e9);
+    size_t           unused = 0;
+    rg_bench_point_t warm;
+    rg_status_t      st;
+
+    memset(&warm, 0, sizeof(warm));
+    warm.cmd  = RG_BENCH_CMD_PRTT;
+    warm.n    = 1;
+    warm.size = size;
+    do {
+        st = rg__bench_batch(bench, &warm, 2, 0, &unused);
+        if (st != RG_OK) {
+            return st;
+        }
+    } while (rg_time_mono_ns() < until);
+    return RG_OK;
+}
+
+rg_status_t rg_bench_write_header(rg_bench_t *bench, size_t planned_points)
+{
+    char        buf[16384], info[4096], host[256];
+    rg_json_t   js;
+    time_t      now = time(NULL);
+    struct tm   tm;
+    char        when[64];
+    size_t      i;
+
+    if (gethostname(host, sizeof(host)) != 0) {
+        snprintf(host, sizeof(host), "unknown");
+    }
+    host[sizeof(host) - 1] = '\0';
+    gmtime_r(&now, &tm);
+    strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    if (bench->xp->ops->info_json(bench->xp, info, sizeof(info)) != RG_OK) {
+        snprintf(info, sizeof(info), "{}");
+    }
+
+    rg_json_init(&js, buf, sizeof(buf));
+    rg_json_object_begin(&js);
+    rg_json_kv_string(&js, "type", "header");
+    rg_json_kv_string(&js, "tool", "railgauge-bench");
+    rg_json_kv_string(&js, "version", RG_VERSION);
+    rg_json_kv_string(&js, "pattern", bench->opts.pattern);
+    rg_json_kv_string(&js, "transport", bench->xp->attr.name);
+    rg_json_key(&js, "transport_info");
+    rg_json_raw(&js, info);
+    rg_json_kv_string(&js, "host", host);
+    rg_json_kv_int(&js, "ranks", bench->size);
+    rg_json_key(&js, "timer");
+    rg_json_object_begin(&js);
+    rg_json_kv_string(&js, "source", bench->timer.source == RG_TIMER_TSC ? "tsc" : "monotonic");
+    rg_json_kv_double(&js, "resolution_ns", bench->timer.resolution_ns);
+    rg_json_kv_double(&js, "overhead_ns", bench->timer.overhead_ns);
+    rg_json_kv_double(&js, "ticks_per_ns", bench->timer.ticks_per_ns);
+    rg_json_kv_bool(&js, "tsc_invariant", bench->timer.tsc_invariant);
+    if (bench->timer.why_fallback[0] != '\0') {
+        rg_json_kv_string(&js, "why_fallback", bench->timer.why_fallback);
+    }
+    rg_json_object_end(&js);
+    rg_json_key(&js, "params");
+    rg_json_object_begin(&js);
+    rg_json_kv_int(&js, "n", bench->opts.n);
+    rg_json_kv_double(&js, "target_rel", bench->opts.target_rel);
+    rg_json_kv_int(&js, "min_reps", bench->opts.min_reps);
+    rg_json_kv_int(&js, "max_reps", bench->opts.max_reps);
+    rg_json_kv_double(&js, "point_budget_s", bench->opts.point_budget_s);
+    rg_json_kv_double(&js, "budget_s", bench->opts.budget_s);
+    rg_json_key(&js, "sizes");
+    rg_json_array_begin(&js);
+    for (i = 0; i < bench->opts.nsizes; i++) {
+        rg_json_uint(&js, bench->opts.sizes[i]);
+    }
+    rg_json_array_end(&js);
+    rg_json_object_end(&js);
+    rg_json_kv_uint(&js, "planned_points", planned_points);
+    rg_json_kv_string(&js, "started_utc", when);
+    rg_json_object_end(&js);
+    return rg_json_write_line(&js, bench->out, &bench->err);
+}
+
+rg_status_t rg_bench_write_footer(rg_bench_t *bench, size_t points, const char *status)
+{
+    char      buf[512];
+    rg_json_t js;
+
+    rg_json_init(&js, buf, sizeof(buf));
+    rg_json_object_begin(&js);
+    rg_json_kv_string(&js, "type", "footer");
+    rg_json_kv_double(&js, "wall_s", rg__bench_elapsed_s(bench));
+    rg_json_kv_uint(&js, "points", points);
+    rg_json_kv_string(&js, "status", status);
+    rg_json_object_end(&js);
+    return rg_json_write_line(&js, bench->out, &bench->err);
+}
+
+static rg_status_t rg__bench_write_point(rg_bench_t *bench, const rg_bench_point_t *pt)
+{
+    char      buf[2048];
+    rg_json_t js;
+
+    rg_json_init(&js, buf, sizeof(buf));
+    rg_json_object_begin(&js);
+    rg_json_kv_string(&js, "type", pt->type);
+    rg_json_kv_int(&js, "n", pt->n);
+    rg_json_kv_double(&js, "d_us", pt->d_us);
+    if (pt->d_rule != NULL) {
+        rg_json_kv_string(&js, "d_rule", pt->d_rule);
+    }
+    if (pt->spin_count > 0) {
+        rg_json_kv_double(&js, "d_actual_us", pt->d_actual_us);
+    }
+    rg_json_kv_uint(&js, "s", pt->size);
+    rg_json_kv_double(&js, "min_us", pt->stats.min);
+    rg_json_kv_double(&js, "median_us", pt->stats.median);
+    rg_json_kv_double(&js, "mean_us", pt->stats.mean);
+    rg_json_kv_double(&js, "p99_us", pt->stats.p99);
+    rg_json_kv_double(&js, "max_us", pt->stats.max);
+    rg_json_kv_double(&js, "stddev_us", pt->stats.stddev);
+    rg_json_kv_uint(&js, "count", pt->stats.count);
+    rg_json_key(&js, "ci95_median_us");
+    rg_json_array_begin(&js);
+    rg_json_double(&js, pt->stats.median_ci_lo);
+    rg_json_double(&js, pt->stats.median_ci_hi);
+    rg_json_array_end(&js);
+    rg_json_kv_bool(&js, "stable", pt->stable);
+    if (strcmp(pt->type, "pingpong") == 0 && pt->stats.median > 0) {
+        /* bytes per microsecond are MB/s (10^6 bytes per second). */
+        rg_json_kv_double(&js, "oneway_us", pt->stats.median / 2);
+        rg_json_kv_double(&js, "bw_MBps", (double)pt->size / (pt->stats.median / 2));
+    }
+    rg_json_object_end(&js);
+    return rg_json_write_line(&js, bench->out, &bench->err);
+}
+
+/* One repetition on rank 1: receive n messages, answer with one. For ORECV,
+ * wait ctl->d_us before each receive after the first and time the receive
+ * call alone (less the timer's own cost), then send the mean. */
+static rg_status_t rg__bench_follow_rep(rg_bench_t *bench, const rg_bench_ctl_t *ctl)
+{
+    const int   orecv = ctl->cmd == RG_BENCH_CMD_ORECV;
+    uint64_t    d_ticks = orecv ? rg_timer_ticks_from_ns(&bench->timer, ctl->d_us * 1e3) : 0;
+    uint64_t    ta, tb, until;
+    double      sum_us = 0, mean_us;
+    rg_status_t st;
+    uint32_t    i;
+
+    for (i = 0; i < ctl->n; i++) {
+        if (orecv && i > 0) {
+            until = rg_timer_ticks(&bench->timer) + d_ticks;
+            while (rg_timer_ticks(&bench->timer) < until) {
+#if defined(__x86_64__) || defined(__i386__)
+                __builtin_ia32_pause();
+#endif
+            }
+        }
+        ta = orecv ? rg_timer_ticks(&bench->timer) : 0;
+        st = rg_xport_recv(bench->xp, 0, bench->rbuf, bench->buf_size, NULL);
+        if (st != RG_OK) {
+            return rg__bench_xport_fail(bench, st, "receive");
+        }
+        if (orecv && i > 0) {
+            tb = rg_timer_ticks(&bench->timer);
+            sum_us += rg_timer_us(&bench->timer, tb - ta) - bench->timer.overhead_ns * 1e-3;
+        }
+    }
+    st = rg_xport_send(bench->xp, 0, bench->sbuf, ctl->size);
+    if (st != RG_OK) {
+        return rg__bench_xport_fail(bench, st, "send");
+    }
+    if (orecv) {
+        mean_us = ctl->n > 1 ? sum_us / (double)(ctl->n - 1) : 0.0;
+        st = rg_xport_send(bench->xp, 0, &mean_us, sizeof(mean_us));
+        if (st != RG_OK) {
+            return rg__bench_xport_fail(bench, st, "sending the receive overhead");
+        }
+    }
+    return RG_OK;
+}
+
+/* Followers: rank 1 answers; other ranks wait for the end. */
+static int rg__bench_follow(rg_bench_t *bench)
+{
+    rg_bench_ctl_t ctl;
+    rg_status_t    st;
+    size_t         len;
+    uint64_t       r;
+
+    for (;;) {
+        st = rg_xport_recv(bench->xp, 0, &ctl, sizeof(ctl), &len);
+        if (st != RG_OK) {
+            rg__bench_xport_fail(bench, st, "receiving a control message");
+            return RG_BENCH_EXIT_FAIL;
+        }
+        if (len != sizeof(ctl)) {
+            rg_err_set(&bench->err, RG_ERR_PARSE, "control message of %zu bytes, expected %zu",
+                       len, sizeof(ctl));
+            return RG_BENCH_EXIT_FAIL;
+        }
+        if (ctl.cmd == RG_BENCH_CMD_END) {
+            return RG_BENCH_EXIT_OK;
+        }
+        if ((ctl.cmd != RG_BENCH_CMD_PRTT && ctl.cmd != RG_BENCH_CMD_ORECV) ||
+            ctl.size > bench->buf_size || ctl.n == 0 || !(ctl.d_us >= 0 && ctl.d_us < 1e7)) {
+            rg_err_set(&bench->err, RG_ERR_PARSE, "bad control message (cmd %u, n %u, size %llu)",
+                       ctl.cmd, ctl.n, (unsigned long long)ctl.size);
+            return RG_BENCH_EXIT_FAIL;
+        }
+        for (r = 0; r < ctl.reps; r++) {
+            if (rg__bench_follow_rep(bench, &ctl) != RG_OK) {
+                return RG_BENCH_EXIT_FAIL;
+            }
+        }
+    }
+}
+
+static int rg__bench_end(rg_bench_t *bench, size_t points, const char *status)
+{
+    rg_bench_ctl_t ctl = {RG_BENCH_CMD_END, 0, 0, 0, 0.0};
+    int            peer;
+
+    for (peer = 1; peer < bench->size; peer++) {
+        if (rg__bench_send_ctl(bench, peer, &ctl) != RG_OK) {
+            return RG_BENCH_EXIT_FAIL;
+        }
+    }
+    if (rg_bench_write_footer(bench, points, status) != RG_OK) {
+        return RG_BENCH_EXIT_FAIL;
+    }
+    return RG_BENCH_EXIT_OK;
+}
+
+/* Measures pt and writes its record. */
+static int rg__bench_point_do(rg_bench_t *bench, rg_bench_point_t *pt, size_t *points_p)
+{
+    if (rg__bench_measure(bench, pt) != RG_OK || rg__bench_write_point(bench, pt) != RG_OK) {
+        return -1;
+    }
+    (*points_p)++;
+    return 0;
+}
+
+/* The driver of both patterns. For prtt, each size gets PRTT(1,0,s),
+ * PRTT(n,0,s), PRTT(n,d,s) and the receive overhead o_r(s) ("orecv"). */
+static int rg__bench_drive(rg_bench_t *bench, int prtt)
+{
+    const rg_bench_opts_t *o = &bench->opts;
+    rg_bench_point_t p1, pn, pd, po;
+    const char *status = "ok";
+    size_t      i, points = 0;
+    double      gall;
+
+    if (rg__bench_alloc(bench) != RG_OK) {
+        return RG_BENCH_EXIT_FAIL;
+    }
+    if (bench->rank != 0) {
+        return rg__bench_follow(bench);
+    }
+    bench->start_ns = rg_time_mono_ns();
+    if (rg_bench_write_header(bench, o->nsizes * (prtt ? 4 : 1)) != RG_OK) {
+        return RG_BENCH_EXIT_FAIL;
+    }
+    for (i = 0; i < o->nsizes; i++) {
+        size_t s = o->sizes[i];
+
+        if (o->budget_s > 0 && rg__bench_elapsed_s(bench) >= o->budget_s) {
+            status = "budget";
+            break;
+        }
+        if (rg__bench_warmup(bench, s) != RG_OK) {
+            return RG_BENCH_EXIT_FAIL;
+        }
+        memset(&p1, 0, sizeof(p1));
+        p1.type = prtt ? "prtt" : "pingpong";
+        p1.cmd  = RG_BENCH_CMD_PRTT;
+        p1.n    = 1;
+        p1.size = s;
+        if (rg__bench_point_do(bench, &p1, &points) != 0) {
+            return RG_BENCH_EXIT_FAIL;
+        }
+        if (!prtt) {
+            continue;
+        }
+        pn   = p1;
+        pn.n = o->n;
+        if (rg__bench_point_do(bench, &pn, &points) != 0) {
+            return RG_BENCH_EXIT_FAIL;
+        }
+        /* d must exceed G_all; PRTT(1,0,s) does unless the gap is very large,
+         * then PRTT(2,0,s) = PRTT(1,0,s) + G_all does (the paper's fallback). */
+        gall = (pn.stats.median - p1.stats.median) / (o->n - 1);
+        pd   = pn;
+        if (gall < 0.8 * p1.stats.median) {
+            pd.d_us   = p1.stats.median;
+            pd.d_rule = "prtt1";
+        } else {
+            pd.d_us   = p1.stats.median + gall;
+            pd.d_rule = "prtt2";
+        }
+        if (rg__bench_point_do(bench, &pd, &points) != 0) {
+            return RG_BENCH_EXIT_FAIL;
+        }
+        po = pd;
+        po.type = "orecv";
+        po.cmd  = RG_BENCH_CMD_ORECV;
+        po.spin_us_sum = 0;
+        po.spin_count  = 0;
+        if (rg__bench_point_do(bench, &po, &points) != 0) {
+            return RG_BENCH_EXIT_FAIL;
+        }
+    }
+    return rg__bench_end(bench, points, status);
+}
+
+int rg_bench_prtt_run(rg_bench_t *bench)
+{
+    return rg__bench_drive(bench, 1);
+}
+
+int rg_bench_pingpong_run(rg_bench_t *bench)
+{
+    return rg__bench_drive(bench, 0);
+}

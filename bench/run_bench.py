@@ -1,0 +1,1158 @@
+#!/usr/bin/env python3
+"""Side-by-side shm benchmark of railgauge against a bare ring, libfabric and MPI.
+
+Runs, in one invocation and interleaved by round so that machine noise hits every
+implementation alike:
+
+* ``spsc-floor``: a bare lock-free SPSC ring between two pinned processes
+  (bench/spsc_floor.c), the floor; ``spsc-floor-seq`` is the same ring with the
+  consumer polling a sequence word in the slot instead of the head index;
+* ``railgauge``: ``railgauge run -n 2 --transport shm -- railgauge-bench pingpong``;
+* ``libfabric shm``: ``fi_pingpong -p shm -e rdm`` (server and client);
+* ``openmpi`` (and ``mpich`` when installed): bench/mpi_pingpong.c;
+
+then ``railgauge gauge`` N times for wall time and the stability of the fitted
+LogGP model.  Writes its sections of docs/BENCHMARKS.md (between
+``<!-- bench:NAME:begin -->`` and ``<!-- bench:NAME:end -->``, keeping the rest of
+the file) and the raw results to build/bench/results-<date>.json.
+
+    python3 bench/run_bench.py                      # 5 rounds, 10 gauge runs
+    python3 bench/run_bench.py --rounds 1 --gauge-runs 1
+    python3 bench/run_bench.py --section foundation --skip-railgauge
+
+Exit status: 0 done, 1 a benchmark failed (the document says which), 2 bad usage
+or a missing tool.  Benchmarks are not tests and never run in CI.
+"""
+
+import argparse
+import contextlib
+import datetime as dt
+import json
+import math
+import os
+import platform
+import re
+import shlex
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+BUILD = REPO / "build" / "bench"
+SIZES: tuple[int, ...] = (1, 8, 1048576)
+MIB = 1048576
+CFLAGS = ["-O2", "-Wall", "-Wextra", "-Werror", "-std=c11"]
+SECTIONS = ("foundation", "gauge")
+
+# Display order and labels of the latency rows.
+IMPLS: dict[str, str] = {
+    "spsc-floor": "spsc-floor (bare SPSC ring, head/tail)",
+    "spsc-floor-seq": "spsc-floor-seq (bare SPSC ring, flag in slot)",
+    "railgauge": "railgauge shm",
+    "libfabric-shm": "libfabric shm (fi_pingpong)",
+    "openmpi": "Open MPI (btl vader)",
+    "mpich": "MPICH",
+}
+
+TARGET_RATIO = 1.2
+GAUGE_SAME_RANGES = 0.9
+GAUGE_CV_MAX = 0.10
+GAUGE_WALL_MAX_S = 60.0
+
+
+class UsageError(Exception):
+    """Bad options or a missing tool: exit status 2."""
+
+
+class BenchError(Exception):
+    """A benchmark run failed: the message names the command and the cause."""
+
+
+# --------------------------------------------------------------------------------------
+# Processes: every child runs in its own session and its whole group is killed on every
+# exit path (timeout, error, Ctrl-C, SIGTERM), so no server or rank outlives the script.
+
+
+@dataclass
+class ProcResult:
+    argv: list[str]
+    rc: int
+    stdout: str
+    stderr: str
+    wall_s: float
+    timed_out: bool
+
+    def describe(self) -> str:
+        what = f"timed out after {self.wall_s:.0f} s" if self.timed_out else f"exit {self.rc}"
+        tail = (self.stderr.strip() or self.stdout.strip())[-600:]
+        return f"`{shlex.join(self.argv)}`: {what}" + (f": {tail}" if tail else "")
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    """Kills the process group that `proc` leads (it was started in a new session)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def run_proc(
+    argv: Sequence[str],
+    *,
+    timeout: float,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+) -> ProcResult:
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            list(argv),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=cwd,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise BenchError(f"cannot start `{shlex.join(argv)}`: {exc}") from None
+    timed_out = False
+    try:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(proc)
+            out, err = proc.communicate()
+    finally:
+        # Also ends what the child left behind in its group (mpirun daemons, ranks).
+        _kill_group(proc)
+        if proc.poll() is None:
+            proc.wait()
+    return ProcResult(list(argv), proc.returncode, out, err, time.monotonic() - start, timed_out)
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)
+
+
+def free_tcp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def json_lines(text: str) -> Iterator[dict[str, Any]]:
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            with contextlib.suppress(json.JSONDecodeError):
+                rec = json.loads(line)
+                if isinstance(rec, dict):
+                    yield rec
+
+
+# --------------------------------------------------------------------------------------
+# Tools
+
+
+@dataclass
+class Tools:
+    cc: str
+    floor: Path
+    mpirun_openmpi: str | None = None
+    mpi_openmpi: Path | None = None
+    mpiexec_mpich: str | None = None
+    mpi_mpich: Path | None = None
+    fi_pingpong: str | None = None
+    taskset: str | None = None
+    railgauge: list[str] = field(default_factory=list)
+    railgauge_env: dict[str, str] = field(default_factory=dict)
+    railgauge_bench: str | None = None
+
+
+def _which(name: str) -> str | None:
+    return shutil.which(name)
+
+
+def find_railgauge(explicit: str | None) -> tuple[list[str], dict[str, str]] | None:
+    """The railgauge command line, and the environment it needs, or None."""
+    if explicit:
+        return shlex.split(explicit), {}
+    for cand in (Path(sys.executable).parent / "railgauge", _which("railgauge")):
+        if cand and Path(cand).is_file() and os.access(cand, os.X_OK):
+            return [str(cand)], {}
+    # A source checkout without `pip install .`: run the CLI module from python/.
+    if (REPO / "python" / "railgauge" / "cli" / "main.py").is_file():
+        pypath = str(REPO / "python")
+        old = os.environ.get("PYTHONPATH")
+        env = {"PYTHONPATH": pypath + (os.pathsep + old if old else "")}
+        probe = subprocess.run(
+            [sys.executable, "-c", "import railgauge.cli.main"],
+            env={**os.environ, **env},
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+        if probe.returncode == 0:
+            return [sys.executable, "-m", "railgauge.cli.main"], env
+    return None
+
+
+def find_railgauge_bench(explicit: str | None) -> str | None:
+    """railgauge-bench, looked up like railgauge's own native.find_tool does."""
+    if explicit:
+        return explicit if os.access(explicit, os.X_OK) else None
+    cands: list[Path] = []
+    if os.environ.get("RG_NATIVE_DIR"):
+        cands.append(Path(os.environ["RG_NATIVE_DIR"]) / "railgauge-bench")
+    cands.append(Path(sys.executable).parent / "railgauge-bench")
+    found = _which("railgauge-bench")
+    if found:
+        cands.append(Path(found))
+    cands += [
+        REPO / "build" / "native" / "railgauge-bench",
+        REPO / "build" / "native" / "tools" / "railgauge-bench",
+    ]
+    for c in cands:
+        if c.is_file() and os.access(c, os.X_OK):
+            return str(c.resolve())
+    return None
+
+
+def build_tools(args: argparse.Namespace, need_railgauge: bool, need_latency: bool) -> Tools:
+    missing: list[str] = []
+    cc = _which(args.cc) or ""
+    if need_latency and not cc:
+        missing.append(f"C compiler `{args.cc}` (apt-get install gcc, or pass --cc)")
+    tools = Tools(cc=cc, floor=BUILD / "spsc_floor")
+    if need_latency:
+        tools.mpirun_openmpi = _which("mpirun.openmpi")
+        mpicc = _which("mpicc.openmpi")
+        if not (tools.mpirun_openmpi and mpicc):
+            missing.append("Open MPI: mpicc.openmpi / mpirun.openmpi "
+                           "(apt-get install libopenmpi-dev openmpi-bin)")
+        tools.fi_pingpong = _which("fi_pingpong")
+        if not tools.fi_pingpong:
+            missing.append("fi_pingpong (apt-get install libfabric-bin)")
+        tools.taskset = _which("taskset")
+    if need_railgauge:
+        found = find_railgauge(args.railgauge)
+        if found is None:
+            missing.append("railgauge: not on PATH and not importable from python/ "
+                           "(run `python3 -m pip install .` at the repository root, "
+                           "or pass --railgauge CMD)")
+        else:
+            tools.railgauge, tools.railgauge_env = found
+        tools.railgauge_bench = find_railgauge_bench(args.railgauge_bench)
+        if need_latency and not tools.railgauge_bench:
+            missing.append("railgauge-bench: not in $RG_NATIVE_DIR, beside python, on PATH, "
+                           "nor in build/native/ (build native/ with CMake or "
+                           "`python3 -m pip install .`, or pass --railgauge-bench PATH)")
+    if missing:
+        hint = ("\n(--skip-railgauge runs the other rows without railgauge)"
+                if need_railgauge else "")
+        raise UsageError("missing tools:\n  - " + "\n  - ".join(missing) + hint)
+    if not need_latency:
+        return tools
+
+    BUILD.mkdir(parents=True, exist_ok=True)
+    _compile([cc, *CFLAGS, "-o", str(tools.floor), str(REPO / "bench" / "spsc_floor.c")])
+    tools.mpi_openmpi = BUILD / "mpi_pingpong_openmpi"
+    _compile(["mpicc.openmpi", *CFLAGS, "-o", str(tools.mpi_openmpi),
+              str(REPO / "bench" / "mpi_pingpong.c")])
+    if not args.no_mpich and _which("mpicc.mpich") and _which("mpiexec.mpich"):
+        tools.mpiexec_mpich = _which("mpiexec.mpich")
+        tools.mpi_mpich = BUILD / "mpi_pingpong_mpich"
+        _compile(["mpicc.mpich", *CFLAGS, "-o", str(tools.mpi_mpich),
+                  str(REPO / "bench" / "mpi_pingpong.c")])
+    return tools
+
+
+def _compile(argv: list[str]) -> None:
+    log(f"build: {shlex.join(argv)}")
+    res = run_proc(argv, timeout=300, cwd=REPO)
+    if res.rc != 0:
+        raise BenchError(f"build failed: {res.describe()}")
+
+
+# --------------------------------------------------------------------------------------
+# One latency measurement per implementation: each returns {size: record} where a record
+# has at least oneway_us (µs) and bw_MBps (10^6 bytes/s).
+
+Records = dict[int, dict[str, Any]]
+
+
+def _sizes_arg() -> str:
+    return ",".join(str(s) for s in SIZES)
+
+
+def _c_bench_args(args: argparse.Namespace) -> list[str]:
+    return ["--sizes", _sizes_arg(), "--iters", str(args.iters), "--batches", str(args.batches),
+            "--warmup", str(args.warmup), "--group", str(args.group),
+            "--big-bytes", str(args.big_bytes), "--min-iters", str(args.min_iters)]
+
+
+def _records_by_size(text: str, impl: str) -> Records:
+    out: Records = {}
+    for rec in json_lines(text):
+        if "s" in rec and "oneway_us" in rec:
+            rec["impl"] = impl
+            out[int(rec["s"])] = rec
+    return out
+
+
+def _check_sizes(recs: Records, res: ProcResult, what: str) -> Records:
+    missing = [s for s in SIZES if s not in recs]
+    if missing:
+        raise BenchError(f"{what}: no result for sizes {missing}; {res.describe()}")
+    return recs
+
+
+def bench_floor(tools: Tools, args: argparse.Namespace, signal_mode: str) -> Records:
+    impl = "spsc-floor" if signal_mode == "head" else "spsc-floor-seq"
+    argv = [str(tools.floor), *_c_bench_args(args), "--signal", signal_mode, "--impl", impl,
+            "--cores", args.cores]
+    res = run_proc(argv, timeout=args.timeout)
+    if res.rc != 0:
+        raise BenchError(res.describe())
+    return _check_sizes(_records_by_size(res.stdout, impl), res, impl)
+
+
+def _ompi_env() -> dict[str, str]:
+    env = dict(os.environ)
+    # Open MPI refuses to start as root unless both are set (and --allow-run-as-root).
+    env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+    env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+    return env
+
+
+def bench_openmpi(tools: Tools, args: argparse.Namespace) -> Records:
+    assert tools.mpirun_openmpi and tools.mpi_openmpi
+    argv = [tools.mpirun_openmpi, "--allow-run-as-root", "--oversubscribe", "-n", "2",
+            "--bind-to", "core", "--mca", "btl", "self,vader",
+            str(tools.mpi_openmpi), "openmpi", *_c_bench_args(args)]
+    res = run_proc(argv, timeout=args.timeout, env=_ompi_env())
+    if res.rc != 0:
+        raise BenchError(res.describe())
+    return _check_sizes(_records_by_size(res.stdout, "openmpi"), res, "openmpi")
+
+
+def bench_mpich(tools: Tools, args: argparse.Namespace) -> Records:
+    assert tools.mpiexec_mpich and tools.mpi_mpich
+    argv = [tools.mpiexec_mpich, "-n", "2", "-bind-to", "core",
+            str(tools.mpi_mpich), "mpich", *_c_bench_args(args)]
+    res = run_proc(argv, timeout=args.timeout)
+    if res.rc != 0:
+        raise BenchError(res.describe())
+    return _check_sizes(_records_by_size(res.stdout, "mpich"), res, "mpich")
+
+
+def parse_fi_pingpong(text: str) -> dict[str, Any] | None:
+    """The data row of fi_pingpong's table, keyed by its header.
+
+    fi_pingpong (fabtests util/pingpong.c) prints
+    ``bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec`` with
+    usec/xfer = elapsed / (iterations * 2) and MB/sec = bytes * iterations * 2 / elapsed
+    (bytes per µs), elapsed from gettimeofday around all iterations."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        head = line.split()
+        if "usec/xfer" in head and "MB/sec" in head:
+            for row in lines[i + 1:]:
+                vals = row.split()
+                if len(vals) == len(head):
+                    try:
+                        return {
+                            "usec_per_xfer": float(vals[head.index("usec/xfer")]),
+                            "MB_per_sec": float(vals[head.index("MB/sec")]),
+                            "row": row.strip(),
+                        }
+                    except ValueError:
+                        return None
+    return None
+
+
+def bench_fi_pingpong(tools: Tools, args: argparse.Namespace) -> Records:
+    assert tools.fi_pingpong
+    out: Records = {}
+    cores = args.cores.split(",")
+    for s in SIZES:
+        iters = args.iters * args.batches if s <= 4096 else max(
+            args.min_iters, args.big_bytes // s) * args.batches
+        out[s] = _fi_pingpong_one(tools, args, s, iters, cores)
+    return out
+
+
+def _fi_pingpong_one(tools: Tools, args: argparse.Namespace, size: int, iters: int,
+                     cores: list[str]) -> dict[str, Any]:
+    assert tools.fi_pingpong
+    port = free_tcp_port()
+    base = [tools.fi_pingpong, "-p", "shm", "-e", "rdm", "-I", str(iters), "-S", str(size)]
+
+    def pinned(core: str, argv: list[str]) -> list[str]:
+        return [tools.taskset, "-c", core, *argv] if tools.taskset else argv
+
+    server_argv = pinned(cores[0], [*base, "-B", str(port)])
+    client_argv = pinned(cores[1], [*base, "-P", str(port), "127.0.0.1"])
+    deadline = time.monotonic() + args.timeout
+    server = subprocess.Popen(server_argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, start_new_session=True)
+    try:
+        # The server accepts exactly one control connection, so it cannot be probed:
+        # the client retries while the server is still coming up.
+        for _attempt in range(200):
+            res = run_proc(client_argv, timeout=max(1.0, deadline - time.monotonic()))
+            refused = "failed to connect" in (res.stderr + res.stdout)
+            if res.rc == 0 or not refused or server.poll() is not None:
+                break
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        try:
+            s_out, s_err = server.communicate(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            s_out, s_err = "", "server did not exit"
+    finally:
+        _kill_group(server)
+        if server.poll() is None:
+            server.wait()
+    if res.rc != 0:
+        raise BenchError(f"fi_pingpong client: {res.describe()}; server: {s_err.strip()[-300:]}")
+    row = parse_fi_pingpong(res.stdout)
+    if row is None:
+        raise BenchError(f"fi_pingpong: no result table in output: {res.stdout[-300:]!r}")
+    return {
+        "impl": "libfabric-shm",
+        "s": size,
+        # usec/xfer is the mean one-way time (half the mean round trip) over all iterations.
+        "oneway_us": row["usec_per_xfer"],
+        "mean_oneway_us": row["usec_per_xfer"],
+        # MB/sec = size / usec/xfer, in bytes/µs = 10^6 bytes/s.
+        "bw_MBps": row["MB_per_sec"],
+        "iters": iters,
+        "row": row["row"],
+        "server_row": (parse_fi_pingpong(s_out) or {}).get("row"),
+    }
+
+
+def bench_railgauge(tools: Tools, args: argparse.Namespace) -> Records:
+    assert tools.railgauge and tools.railgauge_bench
+    argv = [*tools.railgauge, "run", "-n", "2", "--transport", "shm",
+            *shlex.split(args.railgauge_run_args), "--",
+            tools.railgauge_bench, "pingpong", "--sizes", _sizes_arg(),
+            *shlex.split(args.railgauge_bench_args)]
+    res = run_proc(argv, timeout=args.timeout, env={**os.environ, **tools.railgauge_env})
+    if res.rc != 0:
+        raise BenchError(res.describe())
+    out: Records = {}
+    header: dict[str, Any] | None = None
+    for rec in json_lines(res.stdout):
+        if rec.get("type") == "header":
+            header = rec
+        elif rec.get("type") == "pingpong" and "s" in rec and "median_us" in rec:
+            s = int(rec["s"])
+            oneway = float(rec["median_us"]) / 2.0
+            out[s] = {
+                "impl": "railgauge",
+                "s": s,
+                # median_us is the median round trip; one-way is half of it.
+                "oneway_us": oneway,
+                "min_oneway_us": float(rec["min_us"]) / 2.0 if "min_us" in rec else None,
+                "bw_MBps": s / oneway if oneway > 0 else None,
+                "count": rec.get("count"),
+                "raw": rec,
+            }
+    if header is not None:
+        for rec in out.values():
+            rec["header"] = header
+    return _check_sizes(out, res, "railgauge")
+
+
+# --------------------------------------------------------------------------------------
+# The rounds
+
+
+@dataclass
+class LatencyRun:
+    rounds: int
+    order: list[str]
+    per_round: list[dict[str, Records]] = field(default_factory=list)
+    errors: list[dict[str, Any]] = field(default_factory=list)
+
+
+def latency_rounds(tools: Tools, args: argparse.Namespace, impls: list[str]) -> LatencyRun:
+    runners = {
+        "spsc-floor": lambda: bench_floor(tools, args, "head"),
+        "spsc-floor-seq": lambda: bench_floor(tools, args, "seq"),
+        "railgauge": lambda: bench_railgauge(tools, args),
+        "libfabric-shm": lambda: bench_fi_pingpong(tools, args),
+        "openmpi": lambda: bench_openmpi(tools, args),
+        "mpich": lambda: bench_mpich(tools, args),
+    }
+    run = LatencyRun(rounds=args.rounds, order=impls)
+    for r in range(args.rounds):
+        # Rotate the order every round so no implementation always runs first or last.
+        order = impls[r % len(impls):] + impls[:r % len(impls)]
+        this: dict[str, Records] = {}
+        for impl in order:
+            t0 = time.monotonic()
+            try:
+                this[impl] = runners[impl]()
+                s8 = this[impl][8]["oneway_us"]
+                log(f"round {r + 1}/{args.rounds} {impl}: 8 B one-way {s8:.3f} us "
+                    f"({time.monotonic() - t0:.1f} s)")
+            except BenchError as exc:
+                log(f"round {r + 1}/{args.rounds} {impl}: FAILED: {exc}")
+                run.errors.append({"round": r, "impl": impl, "error": str(exc)})
+        run.per_round.append(this)
+    return run
+
+
+@dataclass
+class ImplSummary:
+    impl: str
+    rounds_ok: int
+    oneway: dict[int, float]
+    oneway_min: dict[int, float]
+    oneway_max: dict[int, float]
+    bw_1mib: float | None
+
+
+def summarize_latency(run: LatencyRun) -> dict[str, ImplSummary]:
+    out: dict[str, ImplSummary] = {}
+    for impl in run.order:
+        recs = [rnd[impl] for rnd in run.per_round if impl in rnd]
+        if not recs:
+            continue
+        ow = {s: [float(r[s]["oneway_us"]) for r in recs] for s in SIZES}
+        bws = [float(r[MIB]["bw_MBps"]) for r in recs if r[MIB].get("bw_MBps")]
+        out[impl] = ImplSummary(
+            impl=impl,
+            rounds_ok=len(recs),
+            oneway={s: statistics.median(v) for s, v in ow.items()},
+            oneway_min={s: min(v) for s, v in ow.items()},
+            oneway_max={s: max(v) for s, v in ow.items()},
+            bw_1mib=statistics.median(bws) if bws else None,
+        )
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# railgauge gauge
+
+
+@dataclass
+class GaugeRun:
+    index: int
+    wall_s: float
+    rc: int
+    ranges: list[dict[str, Any]] | None
+    grid: list[int]
+    error: str | None = None
+    model: dict[str, Any] | None = None
+
+
+PARAMS = ("L_us", "o_us", "g_us", "G_us_per_byte")
+
+
+def measured_sizes(out_dir: Path) -> list[int]:
+    """Message sizes found in the measurement records that gauge left in its directory."""
+    sizes: set[int] = set()
+    for path in out_dir.rglob("*.jsonl"):
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            for rec in json_lines(path.read_text()):
+                s = rec.get("s", rec.get("size"))
+                if isinstance(s, int) and s > 0:
+                    sizes.add(s)
+    return sorted(sizes)
+
+
+def snap(value: int, grid: list[int]) -> int:
+    """`value` rounded to the nearest size of `grid` on a log scale, or to the nearest
+    power of two when the grid is unknown."""
+    if value <= 0:
+        return value
+    if grid:
+        return min(grid, key=lambda g: abs(math.log(g) - math.log(value)))
+    return 1 << round(math.log2(value))
+
+
+def gauge_runs(tools: Tools, args: argparse.Namespace, stamp: str) -> list[GaugeRun]:
+    root = BUILD / f"gauge-{stamp}"
+    runs: list[GaugeRun] = []
+    for i in range(args.gauge_runs):
+        out_dir = root / f"run-{i + 1:02d}"
+        out_dir.mkdir(parents=True, exist_ok=True)
+        argv = [*tools.railgauge, "gauge", "--out", str(out_dir), "--json",
+                *shlex.split(args.gauge_args)]
+        res = run_proc(argv, timeout=args.gauge_timeout,
+                       env={**os.environ, **tools.railgauge_env})
+        run = GaugeRun(index=i + 1, wall_s=res.wall_s, rc=res.rc, ranges=None,
+                       grid=measured_sizes(out_dir))
+        model_path = out_dir / "model-loggp.json"
+        if res.rc != 0:
+            run.error = res.describe()
+        elif not model_path.is_file():
+            run.error = f"{model_path} was not written"
+        else:
+            try:
+                model = json.loads(model_path.read_text())
+                run.model = model
+                ranges = model["ranges"]
+                if not isinstance(ranges, list) or not ranges:
+                    raise ValueError("no ranges")
+                run.ranges = ranges
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                run.error = f"{model_path}: unreadable model ({exc})"
+        status = "ok" if run.error is None else f"FAILED: {run.error}"
+        log(f"gauge run {i + 1}/{args.gauge_runs}: {res.wall_s:.1f} s, {status}")
+        runs.append(run)
+    return runs
+
+
+def range_signature(run: GaugeRun) -> tuple[int, ...] | None:
+    if not run.ranges:
+        return None
+    try:
+        return tuple(snap(int(r["from_bytes"]), run.grid) for r in run.ranges)
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+@dataclass
+class ParamStats:
+    n: int
+    mean: float
+    cv: float
+    min: float
+
+
+def param_stats(values: list[float]) -> ParamStats:
+    mean = statistics.fmean(values)
+    sd = statistics.stdev(values) if len(values) > 1 else 0.0
+    return ParamStats(n=len(values), mean=mean, cv=sd / mean if mean else math.inf,
+                      min=min(values))
+
+
+@dataclass
+class GaugeSummary:
+    runs: int
+    ok: int
+    wall_median: float
+    wall_max: float
+    signatures: list[tuple[tuple[int, ...] | None, int]]
+    modal_count: int
+    per_range: list[dict[str, ParamStats]]
+    all_positive: bool
+    bad_values: list[str]
+
+
+def summarize_gauge(runs: list[GaugeRun]) -> GaugeSummary:
+    walls = [r.wall_s for r in runs]
+    sigs = Counter(range_signature(r) for r in runs)
+    modal = max((c for s, c in sigs.items() if s is not None), default=0)
+    nranges = max((len(r.ranges) for r in runs if r.ranges), default=0)
+    per_range: list[dict[str, ParamStats]] = []
+    bad: list[str] = []
+    for k in range(nranges):
+        stats: dict[str, ParamStats] = {}
+        for p in PARAMS:
+            vals: list[float] = []
+            for r in runs:
+                if r.ranges and k < len(r.ranges):
+                    v = r.ranges[k].get(p)
+                    if isinstance(v, int | float) and math.isfinite(v):
+                        vals.append(float(v))
+                        if v <= 0:
+                            bad.append(f"run {r.index} range {k} {p}={v}")
+                    else:
+                        bad.append(f"run {r.index} range {k} {p}={v!r}")
+            if vals:
+                stats[p] = param_stats(vals)
+        per_range.append(stats)
+    return GaugeSummary(
+        runs=len(runs),
+        ok=sum(1 for r in runs if r.error is None),
+        wall_median=statistics.median(walls) if walls else math.nan,
+        wall_max=max(walls) if walls else math.nan,
+        signatures=sorted(sigs.items(), key=lambda kv: -kv[1]),
+        modal_count=modal,
+        per_range=per_range,
+        all_positive=not bad and nranges > 0,
+        bad_values=bad,
+    )
+
+
+# --------------------------------------------------------------------------------------
+# Machine facts
+
+
+def _first_line(argv: list[str], nlines: int = 2) -> str:
+    if not _which(argv[0]):
+        return "not installed"
+    try:
+        res = run_proc(argv, timeout=30)
+    except BenchError as exc:
+        return str(exc)
+    lines = [" ".join(ln.split()) for ln in (res.stdout + res.stderr).splitlines() if ln.strip()]
+    return "; ".join(lines[:nlines]) if lines else f"exit {res.rc}"
+
+
+def _mpich_version() -> str:
+    if not _which("mpichversion"):
+        return "not installed"
+    res = run_proc(["mpichversion"], timeout=30)
+    keep = [" ".join(ln.split()) for ln in res.stdout.splitlines()
+            if ln.startswith(("MPICH Version", "MPICH Device"))]
+    return "; ".join(keep) or f"exit {res.rc}"
+
+
+def machine_facts(tools: Tools | None) -> dict[str, Any]:
+    cpu = "unknown"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    facts: dict[str, Any] = {
+        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        "host": platform.node(),
+        "nproc": os.cpu_count(),
+        "cpu": cpu,
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "loadavg_start": os.getloadavg(),
+        "libfabric": _first_line(["fi_info", "--version"]),
+        "openmpi": _first_line(["mpirun.openmpi", "--version"], 1),
+        "mpich": _mpich_version(),
+        "cc": _first_line([tools.cc, "--version"], 1) if tools and tools.cc else "n/a",
+    }
+    with contextlib.suppress(OSError):
+        src = "/sys/devices/system/clocksource/clocksource0/current_clocksource"
+        facts["clocksource"] = Path(src).read_text().strip()
+    if tools and tools.railgauge:
+        res = run_proc([*tools.railgauge, "--version"], timeout=60,
+                       env={**os.environ, **tools.railgauge_env})
+        facts["railgauge"] = (res.stdout.strip() or res.stderr.strip()).splitlines()[0] \
+            if res.rc == 0 and (res.stdout.strip() or res.stderr.strip()) else "unknown"
+    return facts
+
+
+# --------------------------------------------------------------------------------------
+# Markdown
+
+
+def fmt_us(v: float | None) -> str:
+    return "n/a" if v is None or math.isnan(v) else f"{v:.3f}"
+
+
+def fmt_bw(v: float | None) -> str:
+    return "n/a" if v is None or math.isnan(v) else f"{v:,.0f}"
+
+
+def verdict(ok: bool | None) -> str:
+    return "not measured" if ok is None else ("**PASS**" if ok else "**FAIL**")
+
+
+def facts_md(facts: dict[str, Any], command: str, raw: Path) -> list[str]:
+    la0 = facts.get("loadavg_start") or (math.nan,) * 3
+    la1 = facts.get("loadavg_end") or (math.nan,) * 3
+    lines = [
+        "Machine and run:",
+        "",
+        f"- date: {facts['date']}; host `{facts['host']}`; nproc {facts['nproc']}; "
+        f"CPU {facts['cpu']}; kernel {facts['kernel']}"
+        + (f"; clocksource {facts['clocksource']}" if "clocksource" in facts else ""),
+        f"- load average (1/5/15 min) at start {la0[0]:.2f}/{la0[1]:.2f}/{la0[2]:.2f}, "
+        f"at end {la1[0]:.2f}/{la1[1]:.2f}/{la1[2]:.2f}",
+        f"- libfabric: {facts['libfabric']}",
+        f"- Open MPI: {facts['openmpi']}",
+        f"- MPICH: {facts['mpich']}",
+        f"- compiler: {facts['cc']}; Python {facts['python']}",
+    ]
+    if "railgauge" in facts:
+        lines.append(f"- railgauge: {facts['railgauge']}")
+    lines += [
+        "",
+        "Produced by (from the repository root):",
+        "",
+        "```",
+        command,
+        "```",
+        "",
+        f"Raw results: `{raw.relative_to(REPO) if raw.is_relative_to(REPO) else raw}`.",
+    ]
+    return lines
+
+
+def foundation_md(run: LatencyRun, summ: dict[str, ImplSummary], args: argparse.Namespace,
+                  facts: dict[str, Any], command: str, raw: Path) -> str:
+    floor = summ.get("spsc-floor")
+    floor8 = floor.oneway[8] if floor else None
+    lines = [
+        "## Foundation: shm latency and bandwidth",
+        "",
+        "Two processes on one host exchange messages in a ping-pong. One-way time is half the "
+        "round trip, in µs; bandwidth at 1 MiB is 1 MiB / one-way time in MB/s "
+        "(10^6 bytes/s). Each figure is the median over "
+        f"{run.rounds} round(s); in every round each implementation ran once, in an order "
+        "that rotates from round to round, so machine noise falls on all of them alike. The "
+        "last column is the implementation's 8 B one-way time divided by the floor's.",
+        "",
+        "| implementation | one-way 1 B (µs) | one-way 8 B (µs) | 8 B min–max over rounds (µs) "
+        "| bandwidth 1 MiB (MB/s) | 8 B / floor | rounds |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for impl in run.order:
+        label = IMPLS[impl]
+        sm = summ.get(impl)
+        if sm is None:
+            lines.append(f"| {label} | n/a | n/a | n/a | n/a | n/a | 0/{run.rounds} |")
+            continue
+        ratio = f"{sm.oneway[8] / floor8:.2f}x" if floor8 else "n/a"
+        lines.append(
+            f"| {label} | {fmt_us(sm.oneway[1])} | {fmt_us(sm.oneway[8])} | "
+            f"{fmt_us(sm.oneway_min[8])}–{fmt_us(sm.oneway_max[8])} | {fmt_bw(sm.bw_1mib)} | "
+            f"{ratio} | {sm.rounds_ok}/{run.rounds} |")
+
+    rg = summ.get("railgauge")
+    rg8 = rg.oneway[8] if rg else None
+
+    def below(other: str) -> tuple[bool | None, str]:
+        o = summ.get(other)
+        if rg8 is None or o is None:
+            return None, "n/a"
+        return rg8 < o.oneway[8], f"{fmt_us(rg8)} µs vs {fmt_us(o.oneway[8])} µs"
+
+    ratio_ok = None if rg8 is None or floor8 is None else rg8 <= TARGET_RATIO * floor8
+    ratio_txt = (f"{fmt_us(rg8)} µs vs {TARGET_RATIO} × {fmt_us(floor8)} µs = "
+                 f"{fmt_us(TARGET_RATIO * floor8)} µs ({rg8 / floor8:.2f}x)"
+                 if rg8 is not None and floor8 else "n/a")
+    ompi_ok, ompi_txt = below("openmpi")
+    fi_ok, fi_txt = below("libfabric-shm")
+    lines += [
+        "",
+        "Targets (railgauge shm, 8 B one-way):",
+        "",
+        "| target | measured | result |",
+        "| --- | --- | --- |",
+        f"| at most {TARGET_RATIO}x the floor (spsc-floor) | {ratio_txt} | "
+        f"{verdict(ratio_ok)} |",
+        f"| below Open MPI | {ompi_txt} | {verdict(ompi_ok)} |",
+        f"| below libfabric shm | {fi_txt} | {verdict(fi_ok)} |",
+    ]
+    seq = summ.get("spsc-floor-seq")
+    if rg8 is not None and seq is not None:
+        lines += [
+            "",
+            f"For reference, against the faster floor variant (spsc-floor-seq, "
+            f"{fmt_us(seq.oneway[8])} µs) railgauge's 8 B one-way time is "
+            f"{rg8 / seq.oneway[8]:.2f}x.",
+        ]
+    if run.errors:
+        lines += ["", "Failed runs (left out of the medians):", ""]
+        lines += [f"- round {e['round'] + 1}, {e['impl']}: {e['error']}" for e in run.errors]
+    lines += [
+        "",
+        "How each row is measured:",
+        "",
+        f"- **spsc-floor**: `bench/spsc_floor.c`. Two processes (fork) pinned to cores "
+        f"{args.cores}, two lock-free single-producer/single-consumer rings in a shared "
+        "anonymous mapping (one per direction), head and tail on their own cache lines, C11 "
+        "acquire/release, pure spinning with `_mm_pause`; a message is copied into ring slots "
+        "(32 KiB chunks, 16 slots) and copied out by the peer, which answers with the same "
+        f"size. {args.warmup} warm-up round trips (payload checked), then {args.batches} "
+        f"batches of {args.iters} round trips (for 1 MiB: {args.big_bytes} bytes per "
+        f"batch, at least {args.min_iters} round trips). The TSC (rdtscp, calibrated "
+        "against CLOCK_MONOTONIC) is read once per sample of "
+        f"{args.group} round trips for 1 B and 8 B and once per round trip for 1 MiB: on "
+        "AMD processors the TSC advances in steps of 10 ns (a 100 MHz reference "
+        "clock), which is a tenth of a small round trip here. One-way = median over the "
+        "samples of the mean round trip / 2. **spsc-floor-seq** is the same ring, but the "
+        "consumer polls a sequence word inside the slot instead of the producer's head, so "
+        "a small message moves one cache line instead of two.",
+        "- **railgauge shm**: `railgauge run -n 2 --transport shm -- railgauge-bench pingpong "
+        f"--sizes {_sizes_arg()}`; its `median_us` is the median round trip, so one-way = "
+        "median_us / 2 and bandwidth = s / (median_us / 2). Where the ranks run is left to "
+        "railgauge's launcher. If railgauge-bench times every round trip alone, its small-"
+        "size medians move in steps of the timer (10 ns per round trip on AMD, 5 ns "
+        "one-way), which near a 50 ns floor is a tenth of the figure.",
+        "- **libfabric shm**: `fi_pingpong -p shm -e rdm -I N -S s` (libfabric's fabtests), "
+        f"server on core {args.cores.split(',')[0]} and client on core "
+        f"{args.cores.split(',')[1]} (taskset), control connection on 127.0.0.1. It prints "
+        "`usec/xfer` = elapsed / (2 × iterations), i.e. the **mean** one-way time over all "
+        "iterations (gettimeofday around the whole loop, no warm-up, 0.01 µs resolution), "
+        "and `MB/sec` = 2 × iterations × s / elapsed = s / usec/xfer in bytes/µs = MB/s. "
+        "The table takes usec/xfer as the one-way time and MB/sec as the bandwidth. "
+        f"N = {args.iters * args.batches} for 1 B and 8 B, "
+        f"{max(args.min_iters, args.big_bytes // MIB) * args.batches} for 1 MiB.",
+        "- **Open MPI**: `bench/mpi_pingpong.c` (MPI_Send/MPI_Recv, timed like the floor), "
+        "`mpirun.openmpi --allow-run-as-root --oversubscribe -n 2 --bind-to core "
+        "--mca btl self,vader` with OMPI_ALLOW_RUN_AS_ROOT=1 and "
+        "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 (vader's single-copy mechanism is left at its "
+        "default, CMA).",
+    ]
+    if "mpich" in run.order:
+        lines.append("- **MPICH**: the same program built with `mpicc.mpich`, run with "
+                     "`mpiexec.mpich -n 2 -bind-to core`.")
+    lines += [
+        "",
+        "Two processes spinning on the only two cores of a machine also shared with other "
+        "work get preempted: a spinning wait that does not yield then stretches to a "
+        "scheduler tick. The medians resist that; the min–max column shows how much the "
+        "rounds disagreed. On a virtual machine the placement of the virtual CPUs can change "
+        "between runs and shift every row together, which is why all rows come from one "
+        "interleaved run.",
+        "",
+    ]
+    lines += facts_md(facts, command, raw)
+    return "\n".join(lines)
+
+
+def gauge_md(runs: list[GaugeRun], gs: GaugeSummary, args: argparse.Namespace,
+             facts: dict[str, Any], command: str, raw: Path) -> str:
+    n = gs.runs
+    need = math.ceil(GAUGE_SAME_RANGES * n)
+    first = gs.per_range[0] if gs.per_range else {}
+    cv_l = first.get("L_us")
+    cv_o = first.get("o_us")
+    cv_ok = None if cv_l is None or cv_o is None else (
+        cv_l.cv <= GAUGE_CV_MAX and cv_o.cv <= GAUGE_CV_MAX)
+    max_cv = {p: max((st[p].cv for st in gs.per_range if p in st), default=math.nan)
+              for p in ("L_us", "o_us")}
+    gauge_cmd = shlex.join(["railgauge", "gauge", "--out", "DIR", "--json",
+                            *shlex.split(args.gauge_args)])
+    lines = [
+        f"## railgauge gauge: wall time and stability over {n} runs",
+        "",
+        f"`{gauge_cmd}` run {n} time(s) in a row, each into a fresh DIR; the wall clock "
+        "includes starting Python. Parameters come from DIR/model-loggp.json; a range's "
+        "parameters are compared across runs by index (range 0 is the smallest sizes). A "
+        "run's set of ranges is the tuple of its ranges' from_bytes, each rounded to the "
+        "nearest size that the run measured (log scale; to the nearest power of two when "
+        "the measured sizes are not found in DIR).",
+        "",
+        "| target | measured | result |",
+        "| --- | --- | --- |",
+        f"| same set of ranges in >= {need} of {n} runs | {gs.modal_count} of {n} | "
+        f"{verdict(gs.modal_count >= need if n else None)} |",
+        f"| CV of L and o (range 0) <= {GAUGE_CV_MAX:.0%} | "
+        + (f"L {cv_l.cv:.1%}, o {cv_o.cv:.1%} (largest over all ranges: L "
+           f"{max_cv['L_us']:.1%}, o {max_cv['o_us']:.1%})" if cv_l and cv_o else "n/a")
+        + f" | {verdict(cv_ok)} |",
+        f"| wall time of every run <= {GAUGE_WALL_MAX_S:.0f} s | median "
+        f"{gs.wall_median:.1f} s, max {gs.wall_max:.1f} s | "
+        f"{verdict(gs.wall_max <= GAUGE_WALL_MAX_S if n else None)} |",
+        "| every parameter positive | "
+        + ("all positive" if gs.all_positive else "; ".join(gs.bad_values[:6]) or "no ranges")
+        + f" | {verdict(gs.all_positive if gs.per_range else None)} |",
+        f"| runs that produced a model | {gs.ok} of {n} | {verdict(gs.ok == n)} |",
+        "",
+        "| range | parameter | mean | CV | min | runs |",
+        "| ---: | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for k, stats in enumerate(gs.per_range):
+        for p in PARAMS:
+            st = stats.get(p)
+            if st is None:
+                lines.append(f"| {k} | {p} | n/a | n/a | n/a | 0 |")
+                continue
+            fmt = "{:.4g}"
+            lines.append(f"| {k} | {p} | {fmt.format(st.mean)} | {st.cv:.1%} | "
+                         f"{fmt.format(st.min)} | {st.n} |")
+    lines += [
+        "",
+        "| set of ranges (from_bytes) | runs |",
+        "| --- | ---: |",
+    ]
+    for sig, count in gs.signatures:
+        name = "no model" if sig is None else "(" + ", ".join(str(v) for v in sig) + ")"
+        lines.append(f"| {name} | {count} |")
+    walls = ", ".join(f"{r.wall_s:.1f}" for r in runs)
+    lines += ["", f"Wall time of each run (s): {walls}."]
+    errs = [r for r in runs if r.error]
+    if errs:
+        lines += ["", "Failed runs:", ""]
+        lines += [f"- run {r.index}: {r.error}" for r in errs]
+    lines += [""]
+    lines += facts_md(facts, command, raw)
+    return "\n".join(lines)
+
+
+DOC_HEAD = (
+    "# Benchmarks\n\n"
+    "Written by `bench/run_bench.py`; the text between each pair of `bench:` markers is "
+    "regenerated by that script, so edit the script, not the figures. Benchmarks measure "
+    "speed on one machine; the tests assert behaviour only.\n"
+)
+
+
+def write_sections(path: Path, sections: dict[str, str]) -> None:
+    text = path.read_text() if path.is_file() else DOC_HEAD
+    for name, body in sections.items():
+        begin, end = f"<!-- bench:{name}:begin -->", f"<!-- bench:{name}:end -->"
+        block = f"{begin}\n{body.rstrip()}\n{end}"
+        m = re.search(re.escape(begin) + r".*?" + re.escape(end), text, re.DOTALL)
+        if m:
+            text = text[:m.start()] + block + text[m.end():]
+        else:
+            text = text.rstrip("\n") + "\n\n" + block + "\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text if text.endswith("\n") else text + "\n")
+    tmp.replace(path)
+
+
+# --------------------------------------------------------------------------------------
+
+
+def log(msg: str) -> None:
+    print(f"run_bench: {msg}", file=sys.stderr, flush=True)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="bench/run_bench.py",
+        description="Side-by-side shm benchmark (floor, railgauge, libfabric, MPI) and "
+                    "railgauge gauge stability; writes docs/BENCHMARKS.md.")
+    p.add_argument("--rounds", type=int, default=5,
+                   help="interleaved rounds of the latency benchmark (default 5)")
+    p.add_argument("--gauge-runs", type=int, default=10,
+                   help="runs of `railgauge gauge` (default 10)")
+    p.add_argument("--skip-gauge", action="store_true", help="leave out the gauge section")
+    p.add_argument("--skip-railgauge", action="store_true",
+                   help="leave railgauge out of the latency rounds (and skip the gauge)")
+    p.add_argument("--no-mpich", action="store_true", help="leave out the MPICH row")
+    p.add_argument("--no-floor-seq", action="store_true",
+                   help="leave out the spsc-floor-seq row")
+    p.add_argument("--section", action="append", choices=SECTIONS, default=None,
+                   help="section(s) to produce; repeatable (default: all)")
+    p.add_argument("--out", type=Path, default=REPO / "docs" / "BENCHMARKS.md",
+                   help="document to update (default docs/BENCHMARKS.md)")
+    p.add_argument("--iters", type=int, default=100000,
+                   help="timed round trips per batch for 1 B and 8 B (default 100000)")
+    p.add_argument("--batches", type=int, default=5, help="batches per size (default 5)")
+    p.add_argument("--group", type=int, default=16,
+                   help="round trips per timed sample for 1 B and 8 B (default 16)")
+    p.add_argument("--warmup", type=int, default=10000,
+                   help="warm-up round trips per size (default 10000)")
+    p.add_argument("--big-bytes", type=int, default=256 << 20,
+                   help="bytes per batch that bound the round trips of 1 MiB (default 256 MiB)")
+    p.add_argument("--min-iters", type=int, default=100,
+                   help="least round trips per batch (default 100)")
+    p.add_argument("--cores", default="0,1", help="the two cores to pin to (default 0,1)")
+    p.add_argument("--timeout", type=float, default=300.0,
+                   help="seconds any one benchmark command may take (default 300)")
+    p.add_argument("--gauge-timeout", type=float, default=600.0,
+                   help="seconds one gauge run may take (default 600)")
+    p.add_argument("--gauge-args", default="", help="extra arguments for `railgauge gauge`")
+    p.add_argument("--railgauge", default=None, help="railgauge command (default: found)")
+    p.add_argument("--railgauge-bench", default=None,
+                   help="path of railgauge-bench (default: found like railgauge does)")
+    p.add_argument("--railgauge-run-args", default="",
+                   help="extra arguments for `railgauge run` before `--`")
+    p.add_argument("--railgauge-bench-args", default="",
+                   help="extra arguments for `railgauge-bench pingpong`")
+    p.add_argument("--cc", default="cc", help="C compiler for spsc_floor (default cc)")
+    args = p.parse_args(argv)
+    if args.rounds < 1 or args.gauge_runs < 1 or args.iters < 1 or args.batches < 1:
+        p.error("--rounds, --gauge-runs, --iters and --batches must be at least 1")
+    if not re.fullmatch(r"\d+,\d+", args.cores):
+        p.error("--cores takes two core numbers, e.g. 0,1")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    sections = list(dict.fromkeys(args.section or SECTIONS))
+    if (args.skip_gauge or args.skip_railgauge) and "gauge" in sections:
+        sections.remove("gauge")
+    if not sections:
+        log("nothing to do: every section is skipped")
+        return 2
+    do_latency = "foundation" in sections
+    do_gauge = "gauge" in sections
+    command = shlex.join(["python3", "bench/run_bench.py",
+                          *(sys.argv[1:] if argv is None else argv)])
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    raw_path = BUILD / f"results-{stamp}.json"
+    out_path = args.out if args.out.is_absolute() else Path.cwd() / args.out
+
+    try:
+        tools = build_tools(args, need_railgauge=not args.skip_railgauge,
+                            need_latency=do_latency)
+    except UsageError as exc:
+        print(f"run_bench: {exc}", file=sys.stderr)
+        return 2
+    except BenchError as exc:
+        print(f"run_bench: {exc}", file=sys.stderr)
+        return 1
+    facts = machine_facts(tools)
+    raw: dict[str, Any] = {"command": command, "args": {k: str(v) for k, v in
+                                                          vars(args).items()},
+                           "machine": facts, "sizes": list(SIZES)}
+    md: dict[str, str] = {}
+    failed = False
+
+    if do_latency:
+        impls = ["spsc-floor"]
+        if not args.no_floor_seq:
+            impls.append("spsc-floor-seq")
+        if not args.skip_railgauge:
+            impls.append("railgauge")
+        impls += ["libfabric-shm", "openmpi"]
+        if tools.mpi_mpich:
+            impls.append("mpich")
+        run = latency_rounds(tools, args, impls)
+        summ = summarize_latency(run)
+        failed |= bool(run.errors)
+        raw["latency"] = {
+            "order": run.order,
+            "rounds": [{impl: {str(s): rec for s, rec in recs.items()}
+                        for impl, recs in rnd.items()} for rnd in run.per_round],
+            "errors": run.errors,
+            "summary": {k: vars(v) for k, v in summ.items()},
+        }
+    if do_gauge:
+        runs = gauge_runs(tools, args, stamp)
+        gs = summarize_gauge(runs)
+        failed |= gs.ok != gs.runs
+        raw["gauge"] = {
+            "runs": [vars(r) for r in runs],
+            "summary": {
+                "runs": gs.runs, "ok": gs.ok, "wall_median": gs.wall_median,
+                "wall_max": gs.wall_max, "modal_count": gs.modal_count,
+                "signatures": [[list(s) if s else None, c] for s, c in gs.signatures],
+                "per_range": [{p: vars(st) for p, st in rng.items()} for rng in gs.per_range],
+                "all_positive": gs.all_positive, "bad_values": gs.bad_values,
+            },
+        }
+
+    facts["loadavg_end"] = os.getloadavg()
+    if do_latency:
+        md["foundation"] = foundation_md(run, summ, args, facts, command, raw_path)
+    if do_gauge:
+        md["gauge"] = gauge_md(runs, gs, args, facts, command, raw_path)
+    BUILD.mkdir(parents=True, exist_ok=True)
+    raw_path.write_text(json.dumps(raw, indent=1, default=str) + "\n")
+    write_sections(out_path, md)
+    log(f"wrote {out_path} ({', '.join(md)}) and {raw_path}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        print("run_bench: interrupted", file=sys.stderr)
+        sys.exit(130)

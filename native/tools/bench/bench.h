@@ -1,0 +1,82 @@
+/*
+ * railgauge-bench: measurement patterns over any transport.
+ *
+ * One process per rank, started by `railgauge run` (or, later, mpirun). Rank 0
+ * drives: it chooses every measurement point, tells the other ranks what to do
+ * with a small control message, takes the time and writes JSON Lines. The other
+ * ranks only follow, so all decisions (sizes, repetitions, the delay d) are
+ * made in one place.
+ */
+#ifndef RG_TOOLS_BENCH_H
+#define RG_TOOLS_BENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "base/error.h"
+#include "base/stats.h"
+#include "base/timer.h"
+#include "xport/xport.h"
+
+#define RG_BENCH_MAX_SIZES 512
+
+/* Exit codes of the tool: user errors 2, failed measurements 1. */
+enum { RG_BENCH_EXIT_OK = 0, RG_BENCH_EXIT_FAIL = 1, RG_BENCH_EXIT_USAGE = 2 };
+
+typedef struct rg_bench_opts {
+    const char *pattern;        /* "prtt" or "pingpong" */
+    char        transport[64];
+    const char *out_path;       /* NULL: stdout */
+    size_t      sizes[RG_BENCH_MAX_SIZES];
+    size_t      nsizes;
+    int         n;              /* PRTT's number of successive messages */
+    double      target_rel;     /* stop when the median's CI half-width is below this */
+    int         min_reps, max_reps;
+    double      point_budget_s; /* time budget of one measurement point */
+    double      budget_s;       /* time budget of the whole run (0: none) */
+    double      warmup_s;       /* warm-up time before each size */
+    int         force_monotonic;
+} rg_bench_opts_t;
+
+/* One run: the context every pattern works in. */
+typedef struct rg_bench {
+    rg_bench_opts_t opts;
+    rg_timer_t      timer;
+    rg_boot_t      *boot;
+    rg_xport_t     *xp;
+    int             rank, size;
+    FILE           *out;
+    unsigned char  *sbuf, *rbuf;   /* message buffers of the largest size */
+    size_t          buf_size;
+    double         *samples;       /* one per repetition of the current point */
+    size_t          samples_cap;
+    uint64_t        start_ns;      /* CLOCK_MONOTONIC at the first point */
+    rg_err_t        err;
+} rg_bench_t;
+
+/* Control message from rank 0 to the followers. */
+typedef struct rg_bench_ctl {
+    uint32_t cmd;      /* RG_BENCH_CMD_* */
+    uint32_t n;        /* messages per repetition */
+    uint64_t size;     /* bytes per message */
+    uint64_t reps;     /* repetitions in this batch */
+    double   d_us;     /* ORECV: the follower's delay before each receive */
+} rg_bench_ctl_t;
+
+enum {
+    RG_BENCH_CMD_END = 0,
+    RG_BENCH_CMD_PRTT = 1,  /* receive n messages of size, answer with one */
+    RG_BENCH_CMD_ORECV = 2  /* the same, timing each receive after a delay,
+                             * then send the mean receive time (a double) */
+};
+
+/* Patterns: each returns a tool exit code; the message is in bench->err. */
+int rg_bench_prtt_run(rg_bench_t *bench);
+int rg_bench_pingpong_run(rg_bench_t *bench);
+
+/* Shared by patterns (prtt.c). */
+rg_status_t rg_bench_write_header(rg_bench_t *bench, size_t planned_points);
+rg_status_t rg_bench_write_footer(rg_bench_t *bench, size_t points, const char *status);
+
+#endif /* RG_TOOLS_BENCH_H */

@@ -1,0 +1,1 @@
+"""The railgauge command line: one thin module per verb."""

@@ -1,0 +1,64 @@
+"""Entry point of the ``railgauge`` command.
+
+User errors (a bad option, transport, size range or input file) exit 2 with one
+line naming the problem; failed measurements exit 1 with the cause; neither
+prints a traceback."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from railgauge import __version__
+from railgauge.cli.common import FailError, UserError
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="railgauge")
+def cli() -> None:
+    """railgauge: measure a network, model it (LogGP by PRTT), and report.
+
+    Start with `railgauge gauge`."""
+
+
+def _register() -> None:
+    from railgauge.cli import fit, gauge, measure, report, run
+
+    cli.add_command(gauge.gauge)
+    cli.add_command(measure.measure)
+    cli.add_command(fit.fit)
+    cli.add_command(report.report)
+    cli.add_command(run.run)
+
+
+_register()
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        rv = cli.main(args=argv, prog_name="railgauge", standalone_mode=False)
+    except click.UsageError as exc:
+        msg = exc.format_message().replace("\n", " ")
+        print(f"railgauge: error: {msg}", file=sys.stderr)
+        sys.exit(2)
+    except click.ClickException as exc:
+        print(f"railgauge: error: {exc.format_message()}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except UserError as exc:
+        print(f"railgauge: error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    except FailError as exc:
+        print(f"railgauge: failed: {exc}", file=sys.stderr)
+        sys.exit(1)
+    except click.Abort:
+        print("railgauge: interrupted", file=sys.stderr)
+        sys.exit(130)
+    except KeyboardInterrupt:
+        print("railgauge: interrupted", file=sys.stderr)
+        sys.exit(130)
+    sys.exit(rv if isinstance(rv, int) else 0)
+
+
+if __name__ == "__main__":
+    main()

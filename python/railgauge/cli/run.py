@@ -1,0 +1,35 @@
+"""`railgauge run`: start N local ranks of a program, bootstrapped together."""
+
+from __future__ import annotations
+
+import click
+
+from railgauge.cli.common import FailError, UserError
+from railgauge.measure import TRANSPORTS
+from railgauge.terminal import Terminal
+
+
+@click.command(context_settings={"ignore_unknown_options": True,
+                                 "allow_interspersed_args": False})
+@click.option("-n", "--ranks", "nranks", type=click.IntRange(1, 1024), required=True,
+              help="Number of ranks.")
+@click.option("--transport", type=click.Choice(TRANSPORTS), default=None,
+              help="Transport the ranks use (passed as RG_TRANSPORT).")
+@click.option("--timeout", type=click.FloatRange(0.1, None), default=None,
+              help="End every rank after this many seconds.")
+@click.argument("argv", nargs=-1, required=True, type=click.UNPROCESSED)
+def run(nranks: int, transport: str | None, timeout: float | None, argv: tuple[str, ...]) -> int:
+    """Run PROG ARGS as N local ranks: railgauge run -n N -- PROG ARGS.
+
+    If a rank dies, every other rank is ended and the exit status names it."""
+    from railgauge.launcher import LaunchError, launch
+
+    term = Terminal()
+    try:
+        res = launch(list(argv), nranks, transport=transport, timeout_s=timeout,
+                     on_event=term.detail)
+    except LaunchError as exc:
+        raise UserError(str(exc)) from None
+    if res.returncode != 0:
+        raise FailError(res.failure or f"exit status {res.returncode}")
+    return 0

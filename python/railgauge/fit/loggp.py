@@ -1,0 +1,1236 @@
+"""LogGP parameters from PRTT measurements (Hoefler, Lichei, Rehm 2007), with protocol ranges.
+
+The model of the paper, for a message size s in bytes and times in us::
+
+    PRTT(1,0,s) = 2 (L + 2 o + (s-1) G)
+    G_all(s)    = g + (s-1) G
+    PRTT(n,0,s) = PRTT(1,0,s) + (n-1) G_all(s)
+    PRTT(n,d,s) = PRTT(1,0,s) + (n-1) max(o + d, G_all(s))
+
+Per measured size three series are derived (the paper's formulas)::
+
+    G_all(s) = (PRTT(n,0,s) - PRTT(1,0,s)) / (n-1)
+    o(s)     = (PRTT(n,d,s) - PRTT(1,0,s)) / (n-1) - d          (needs d >= G_all(s))
+    y_L(s)   = PRTT(1,0,s)/2 - 2 o(s)                             (= L + (s-1) G)
+
+The sizes are split into protocol ranges by penalised segmented least squares
+(:mod:`railgauge.fit.segment`) on G_all(s), o(s) and PRTT(1,0,s)/2. In every range three
+weighted lines in x = s-1 are fitted with non-negative coefficients (bounded least squares,
+``scipy.optimize.lsq_linear``)::
+
+    G_all(s) ~ g + G x          o(s) ~ o + O x          y_L(s) ~ L + G_lat x
+
+``o`` is the paper's overhead, ``O`` the per-byte overhead of LogGOPS, ``G_lat`` the
+per-byte slope of the one-message latency (G in the model; fitted freely so that L does
+not inherit errors of G). 95% confidence intervals come from a seeded bootstrap. The exact
+procedure is stated in ``docs/fit.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from scipy.optimize import lsq_linear
+
+from railgauge import __version__
+from railgauge.fit.segment import Segmentation, bic_penalty, segment
+from railgauge.measurements import Measurements, Triples, triples
+
+__all__ = [
+    "PARAMS",
+    "DerivedSeries",
+    "LoggpFit",
+    "LoggpRange",
+    "ModelError",
+    "derive_series",
+    "fit_loggp",
+    "fit_loggp_arrays",
+    "g_all",
+    "load_loggp_model",
+    "loggp_from_json",
+    "overhead",
+    "prtt",
+    "range_index",
+]
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+ArrayLike = float | int | Sequence[float] | npt.NDArray[Any]
+
+#: Parameters of a range: JSON key -> (description, unit).
+PARAMS: dict[str, tuple[str, str]] = {
+    "L_us": ("latency L", "us"),
+    "o_us": ("overhead o", "us"),
+    "g_us": ("gap g", "us"),
+    "G_us_per_byte": ("gap per byte G", "us/B"),
+    "O_us_per_byte": ("overhead per byte O", "us/B"),
+    "Glat_us_per_byte": ("latency per byte (slope of PRTT(1,0,s)/2 - 2 o(s))", "us/B"),
+}
+_CONTRACT_PARAMS = ("L_us", "o_us", "g_us", "G_us_per_byte")
+#: Parameters added to the model per extra range: two per line of the three series plus
+#: the breakpoint.
+K_PARAMS_PER_SEGMENT = 7
+_Z95 = 1.959963984540054
+_SIGNIFICANT_Z = 1.959963984540054
+
+
+class ModelError(ValueError):
+    """A fitted-model document is not a valid LogGP model."""
+
+
+# --------------------------------------------------------------------------------------
+# Derived series
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DerivedSeries:
+    """The per-size series derived from the three PRTT patterns.
+
+    ``*_stat`` are the statistical standard uncertainties propagated from the CIs of the
+    medians; ``*_sigma`` are the normalisers used by the segmentation and as fit weights:
+    each raw median's uncertainty is floored at ``rel_tol`` times the median, propagated
+    with the same formulas, and floored at ``abs_floor_us``. ``o_valid`` marks the sizes
+    where d >= G_all(s), so that max(o + d, G_all) = o + d and o(s) is identifiable.
+    """
+
+    sizes: IntArray
+    x: FloatArray
+    g_all: FloatArray
+    g_all_stat: FloatArray
+    g_all_sigma: FloatArray
+    o: FloatArray
+    o_stat: FloatArray
+    o_sigma: FloatArray
+    o_valid: BoolArray
+    h: FloatArray
+    h_stat: FloatArray
+    h_sigma: FloatArray
+    y_l: FloatArray
+    y_l_stat: FloatArray
+    y_l_sigma: FloatArray
+
+
+def _derive(
+    p1: FloatArray,
+    pn: FloatArray,
+    pd: FloatArray,
+    d: FloatArray,
+    n_pn: FloatArray,
+    n_pd: FloatArray,
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """G_all(s), o(s), PRTT(1,0,s)/2 and y_L(s); broadcasts over leading axes."""
+    gall = (pn - p1) / (n_pn - 1.0)
+    o = (pd - p1) / (n_pd - 1.0) - d
+    h = 0.5 * p1
+    y_l = h - 2.0 * o
+    return gall, o, h, y_l
+
+
+def _propagate(
+    s1: FloatArray, sn: FloatArray, sd: FloatArray, n_pn: FloatArray, n_pd: FloatArray
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """Standard uncertainties of the derived series from those of the raw medians."""
+    a = 1.0 / (n_pn - 1.0)
+    b = 1.0 / (n_pd - 1.0)
+    gall = a * np.hypot(sn, s1)
+    o = b * np.hypot(sd, s1)
+    h = 0.5 * s1
+    y_l = np.hypot((0.5 + 2.0 * b) * s1, 2.0 * b * sd)
+    return gall, o, h, y_l
+
+
+def derive_series(
+    tr: Triples, *, rel_tol: float = 0.03, abs_floor_us: float = 0.01
+) -> DerivedSeries:
+    """Derives G_all(s), o(s), PRTT(1,0,s)/2 and PRTT(1,0,s)/2 - 2 o(s) with uncertainties."""
+    n_pn = tr.n_pn.astype(np.float64)
+    n_pd = tr.n_pd.astype(np.float64)
+    gall, o, h, y_l = _derive(tr.p1, tr.pn, tr.pd, tr.d, n_pn, n_pd)
+    st = _propagate(tr.p1_sigma, tr.pn_sigma, tr.pd_sigma, n_pn, n_pd)
+    eff = _propagate(
+        np.maximum(tr.p1_sigma, rel_tol * np.abs(tr.p1)),
+        np.maximum(tr.pn_sigma, rel_tol * np.abs(tr.pn)),
+        np.maximum(tr.pd_sigma, rel_tol * np.abs(tr.pd)),
+        n_pn,
+        n_pd,
+    )
+    norm = tuple(np.maximum(e, abs_floor_us) for e in eff)
+    return DerivedSeries(
+        sizes=tr.sizes.copy(),
+        x=tr.sizes.astype(np.float64) - 1.0,
+        g_all=gall,
+        g_all_stat=st[0],
+        g_all_sigma=norm[0],
+        o=o,
+        o_stat=st[1],
+        o_sigma=norm[1],
+        o_valid=tr.d >= gall,
+        h=h,
+        h_stat=st[2],
+        h_sigma=norm[2],
+        y_l=y_l,
+        y_l_stat=st[3],
+        y_l_sigma=norm[3],
+    )
+
+
+# --------------------------------------------------------------------------------------
+# Line fits
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _LineFit:
+    a: float  # intercept at s = 1 (x = 0)
+    b: float  # slope per byte
+    a_free: float
+    b_free: float
+    a_se: float  # conservative SE: normalisers as sigmas, scaled up if chi2_red > 1
+    b_se: float
+    chi2_red: float  # reduced chi^2 with the normalisers (floored sigmas)
+    a_se_obs: float  # SE from the observed scatter (scaled by chi2_red either way)
+    b_se_obs: float
+
+
+def _design(x: FloatArray, w: FloatArray) -> tuple[FloatArray, float]:
+    scale = float(max(np.max(np.abs(x)), 1.0))
+    sw = np.sqrt(w)
+    return np.column_stack([sw, sw * (x / scale)]), scale
+
+
+def _fit_line(x: FloatArray, y: FloatArray, w: FloatArray) -> _LineFit:
+    """Weighted line with a, b >= 0 (lsq_linear), plus the unconstrained estimate and SE."""
+    keep = w > 0.0
+    x, y, w = x[keep], y[keep], w[keep]
+    m = x.size
+    if m == 0:
+        nan = math.nan
+        return _LineFit(0.0, 0.0, nan, nan, nan, nan, nan, nan, nan)
+    if m == 1 or np.ptp(x) == 0.0:
+        # A single size: a constant, no slope.
+        a_free = float(np.average(y, weights=w))
+        se = float(1.0 / math.sqrt(w.sum()))
+        return _LineFit(max(a_free, 0.0), 0.0, a_free, 0.0, se, math.inf, math.nan, se, math.inf)
+    A, scale = _design(x, w)
+    rhs = np.sqrt(w) * y
+    res = lsq_linear(A, rhs, bounds=(0.0, np.inf), method="bvls", tol=1e-12)
+    a, bs = (float(v) for v in res.x)
+    free, *_ = np.linalg.lstsq(A, rhs, rcond=None)
+    resid = rhs - A @ free
+    dof = max(m - 2, 1)
+    chi2_red = float(resid @ resid) / dof
+    unscaled = np.linalg.pinv(A.T @ A)
+    cov = unscaled * max(chi2_red, 1.0)
+    cov_obs = unscaled * chi2_red
+    return _LineFit(
+        a=max(a, 0.0),
+        b=max(bs, 0.0) / scale,
+        a_free=float(free[0]),
+        b_free=float(free[1]) / scale,
+        a_se=float(math.sqrt(max(cov[0, 0], 0.0))),
+        b_se=float(math.sqrt(max(cov[1, 1], 0.0))) / scale,
+        chi2_red=chi2_red,
+        a_se_obs=float(math.sqrt(max(cov_obs[0, 0], 0.0))),
+        b_se_obs=float(math.sqrt(max(cov_obs[1, 1], 0.0))) / scale,
+    )
+
+
+def _nnls_lines(x: FloatArray, ys: FloatArray, w: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Exact weighted non-negative line fits a + b x for many right-hand sides at once.
+
+    ``ys`` has shape (B, m). The minimiser of a convex quadratic over the quadrant
+    {a >= 0, b >= 0} is the unconstrained minimiser when it is feasible, otherwise the
+    minimiser on one of the faces a = 0 or b = 0 (or the corner); every candidate is
+    computed and the feasible one of least cost is kept. Agrees with ``lsq_linear``.
+    """
+    keep = w > 0.0
+    x, ys, w = x[keep], ys[:, keep], w[keep]
+    bcount = ys.shape[0]
+    if x.size == 0:
+        return np.zeros(bcount), np.zeros(bcount)
+    if x.size == 1 or np.ptp(x) == 0.0:
+        a = np.maximum(ys @ w / w.sum(), 0.0)
+        return a, np.zeros(bcount)
+    A, scale = _design(x, w)
+    R = ys * np.sqrt(w)  # (B, m)
+    c0, c1 = A[:, 0], A[:, 1]
+    g00, g01, g11 = float(c0 @ c0), float(c0 @ c1), float(c1 @ c1)
+    r0, r1 = R @ c0, R @ c1
+    det = g00 * g11 - g01 * g01
+    a_u = (g11 * r0 - g01 * r1) / det
+    b_u = (g00 * r1 - g01 * r0) / det
+    cands = [
+        (a_u, b_u),
+        (np.zeros(bcount), np.maximum(r1 / g11, 0.0)),
+        (np.maximum(r0 / g00, 0.0), np.zeros(bcount)),
+        (np.zeros(bcount), np.zeros(bcount)),
+    ]
+    rr = np.einsum("ij,ij->i", R, R)
+    best_cost = np.full(bcount, np.inf)
+    best_a = np.zeros(bcount)
+    best_b = np.zeros(bcount)
+    for a, b in cands:
+        # ||R - a c0 - b c1||^2 expanded with the Gram matrix.
+        cost = rr - 2 * (a * r0 + b * r1) + a * a * g00 + 2 * a * b * g01 + b * b * g11
+        ok = (a >= 0.0) & (b >= 0.0) & (cost < best_cost)
+        best_cost = np.where(ok, cost, best_cost)
+        best_a = np.where(ok, a, best_a)
+        best_b = np.where(ok, b, best_b)
+    return best_a, best_b / scale
+
+
+def _finite_json(v: Any) -> Any:
+    """A copy of a JSON-like value with numpy scalars made plain and NaN/inf made None."""
+    if isinstance(v, Mapping):
+        return {str(k): _finite_json(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_finite_json(x) for x in v]
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+# --------------------------------------------------------------------------------------
+# Results
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class LoggpRange:
+    """The LogGP parameters of one protocol range.
+
+    ``from_bytes`` is the first measured size of the range; ``to_bytes`` the last measured
+    size, or ``None`` for the last range (it extends to infinity). ``ci95`` maps each
+    parameter key to its 95% bootstrap interval. A range is ``reliable`` unless a
+    parameter had to be held at its bound 0 against significant evidence, or o could not
+    be identified; ``warnings`` says why.
+    """
+
+    from_bytes: int
+    to_bytes: int | None
+    L_us: float
+    o_us: float
+    g_us: float
+    G_us_per_byte: float
+    O_us_per_byte: float = 0.0
+    Glat_us_per_byte: float | None = None
+    ci95: dict[str, tuple[float, float]] = field(default_factory=dict)
+    reliable: bool = True
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    points: int = 0
+    last_measured_bytes: int | None = None
+    chi2_red: dict[str, float] = field(default_factory=dict)
+
+    def value(self, key: str) -> float:
+        """A parameter by its JSON key (``L_us``, ``G_us_per_byte``, ...)."""
+        v = getattr(self, key)
+        return float(v) if v is not None else math.nan
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "from_bytes": int(self.from_bytes),
+            "to_bytes": None if self.to_bytes is None else int(self.to_bytes),
+            "L_us": float(self.L_us),
+            "o_us": float(self.o_us),
+            "g_us": float(self.g_us),
+            "G_us_per_byte": float(self.G_us_per_byte),
+            "O_us_per_byte": float(self.O_us_per_byte),
+        }
+        if self.Glat_us_per_byte is not None:
+            out["Glat_us_per_byte"] = float(self.Glat_us_per_byte)
+        out["ci95"] = {k: [float(lo), float(hi)] for k, (lo, hi) in self.ci95.items()}
+        out["reliable"] = bool(self.reliable)
+        out["warnings"] = list(self.warnings)
+        out["notes"] = list(self.notes)
+        out["points"] = int(self.points)
+        if self.last_measured_bytes is not None:
+            out["last_measured_bytes"] = int(self.last_measured_bytes)
+        if self.chi2_red:
+            out["chi2_red"] = {
+                k: (float(v) if math.isfinite(v) else None) for k, v in self.chi2_red.items()
+            }
+        return out
+
+
+@dataclass
+class LoggpFit:
+    """The result of :func:`fit_loggp`: ranges, fit diagnostics and provenance.
+
+    Like ``scipy.optimize`` results it carries ``success`` and ``message``; a failed fit has
+    no ranges. :meth:`to_json` gives the fitted-model document other tools read.
+    """
+
+    ranges: list[LoggpRange]
+    success: bool
+    message: str
+    transport: str = "unknown"
+    n: int | None = None
+    criterion: dict[str, Any] = field(default_factory=dict)
+    residuals: dict[str, Any] = field(default_factory=dict)
+    source: dict[str, Any] = field(default_factory=dict)
+    method: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The fitted-model document (``model`` = ``loggp``); non-finite numbers become null."""
+        return _finite_json(
+            {
+                "model": "loggp",
+                "version": __version__,
+                "success": bool(self.success),
+                "message": self.message,
+                "transport": self.transport,
+                "ranges": [r.to_json() for r in self.ranges],
+                "criterion": self.criterion,
+                "method": self.method,
+                "residuals": self.residuals,
+                "n": self.n,
+                "source": self.source,
+            }
+        )
+
+    @property
+    def reliable(self) -> bool:
+        return self.success and all(r.reliable for r in self.ranges)
+
+    def range_for(self, s: float) -> LoggpRange:
+        """The range that applies to size s (see :func:`range_index`)."""
+        return self.ranges[int(range_index(self, s))]
+
+
+# --------------------------------------------------------------------------------------
+# Fitting
+# --------------------------------------------------------------------------------------
+
+
+def _fmt_bytes(n: float) -> str:
+    n = int(n)
+    for unit, f in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= f and n % f == 0:
+            return f"{n // f} {unit}"
+    return f"{n} B"
+
+
+def _bound_messages(
+    key: str, fit: _LineFit, from_bytes: int, span: int, *, intercept: bool
+) -> tuple[str | None, str | None]:
+    """(warning, note) for a coefficient held at its bound 0."""
+    est, se = (fit.a_free, fit.a_se) if intercept else (fit.b_free, fit.b_se)
+    value = fit.a if intercept else fit.b
+    if not (math.isfinite(est) and est < 0.0 and value <= 0.0):
+        return None, None
+    if key == "O_us_per_byte" and est >= -_SIGNIFICANT_Z * se:
+        # O = 0 is plain LogGP: nothing to note.
+        return None, None
+    name = {
+        "L_us": "L",
+        "o_us": "o",
+        "g_us": "g",
+        "G_us_per_byte": "G",
+        "O_us_per_byte": "O",
+        "Glat_us_per_byte": "the latency slope G_lat",
+    }[key]
+    unit = "us" if intercept else "us/B"
+    what = f"{est:.4g} {unit} (standard error {se:.2g} {unit})"
+    if not (math.isfinite(se) and est < -_SIGNIFICANT_Z * se):
+        return None, (
+            f"{name} is at its bound 0: the unconstrained estimate {what} is consistent with 0"
+        )
+    series = {
+        "L_us": "PRTT(1,0,s)/2 - 2 o(s)",
+        "Glat_us_per_byte": "PRTT(1,0,s)/2 - 2 o(s)",
+        "o_us": "o(s) = (PRTT(n,d,s) - PRTT(1,0,s))/(n-1) - d",
+        "O_us_per_byte": "o(s)",
+        "g_us": "the gap line G_all(s)",
+        "G_us_per_byte": "the gap line G_all(s)",
+    }[key]
+    if intercept:
+        msg = f"{name} constrained to 0: {series} extrapolates to {what} at s=1"
+        if from_bytes > 1:
+            far = " far from s=1," if from_bytes - 1 > 0.05 * max(span, 1) else ""
+            msg += (
+                f"; the range starts at {from_bytes} B ({_fmt_bytes(from_bytes)}),{far} so the "
+                "value at s=1 is an extrapolation"
+            )
+        elif key == "L_us":
+            msg += "; the measured overhead o(s) is too large for PRTT(1,0,s)"
+        elif key == "o_us":
+            msg += "; the delay between messages may be longer than d"
+    else:
+        msg = f"{name} constrained to 0: {series} decreases with size in this range (slope {what})"
+    return msg, None
+
+
+def _fit_range(ds: DerivedSeries, idx: npt.NDArray[np.int64]) -> dict[str, Any]:
+    x = ds.x[idx]
+    valid = ds.o_valid[idx]
+    w_g = 1.0 / ds.g_all_sigma[idx] ** 2
+    w_o = np.where(valid, 1.0 / ds.o_sigma[idx] ** 2, 0.0)
+    w_l = np.where(valid, 1.0 / ds.y_l_sigma[idx] ** 2, 0.0)
+    warnings: list[str] = []
+    reliable = True
+    if int(valid.sum()) < 2:
+        warnings.append(
+            "o(s) is not identifiable: the delay d was not above G_all(s) at "
+            f"{int((~valid).sum())} of {idx.size} sizes; all sizes were used, o may be wrong"
+        )
+        reliable = False
+        w_o = 1.0 / ds.o_sigma[idx] ** 2
+        w_l = 1.0 / ds.y_l_sigma[idx] ** 2
+    elif not bool(valid.all()):
+        bad = ", ".join(str(int(s)) for s in ds.sizes[idx][~valid])
+        warnings.append(
+            f"d was not above G_all(s) at size(s) {bad} B: o(s) is not identifiable there; "
+            "these sizes were left out of the o and L fits"
+        )
+    gfit = _fit_line(x, ds.g_all[idx], w_g)
+    ofit = _fit_line(x, ds.o[idx], w_o)
+    lfit = _fit_line(x, ds.y_l[idx], w_l)
+    return {
+        "fits": {"g": gfit, "o": ofit, "l": lfit},
+        "weights": {"g": w_g, "o": w_o, "l": w_l},
+        "warnings": warnings,
+        "reliable": reliable,
+    }
+
+
+def _excess(
+    resid: FloatArray, sigma: FloatArray, stat: FloatArray, w: FloatArray
+) -> tuple[FloatArray, float]:
+    """Centred standardised residuals and the fraction of their variance beyond the CIs."""
+    keep = w > 0.0
+    u = np.zeros_like(resid)
+    m = int(keep.sum())
+    if m < 3:
+        return u, 0.0
+    uk = resid[keep] / sigma[keep]
+    uk = uk - uk.mean()
+    u[keep] = uk
+    ms = float(uk @ uk) / (m - 2)
+    ms_stat = float(np.mean((stat[keep] / sigma[keep]) ** 2))
+    if ms <= 0.0:
+        return u, 0.0
+    return u, max(0.0, ms - ms_stat) / ms
+
+
+def _bootstrap(
+    tr: Triples,
+    ds: DerivedSeries,
+    segs: list[npt.NDArray[np.int64]],
+    fitted: list[dict[str, Any]],
+    *,
+    n_boot: int,
+    seed: int,
+) -> list[dict[str, FloatArray]]:
+    """Bootstrap replicates of every parameter of every range (dict of arrays (n_boot,))."""
+    rng = np.random.default_rng(seed)
+    n = len(tr)
+    eps = rng.standard_normal((3, n_boot, n))
+    p1 = tr.p1 + tr.p1_sigma * eps[0]
+    pn = tr.pn + tr.pn_sigma * eps[1]
+    pd = tr.pd + tr.pd_sigma * eps[2]
+    gall, o, _, y_l = _derive(
+        p1, pn, pd, tr.d, tr.n_pn.astype(np.float64), tr.n_pd.astype(np.float64)
+    )
+    out: list[dict[str, FloatArray]] = []
+    for idx, fr in zip(segs, fitted, strict=True):
+        x = ds.x[idx]
+        reps: dict[str, FloatArray] = {}
+        series = (
+            ("g", gall[:, idx], ds.g_all[idx], ds.g_all_sigma[idx], ds.g_all_stat[idx]),
+            ("o", o[:, idx], ds.o[idx], ds.o_sigma[idx], ds.o_stat[idx]),
+            ("l", y_l[:, idx], ds.y_l[idx], ds.y_l_sigma[idx], ds.y_l_stat[idx]),
+        )
+        for name, ystar, y, sigma, stat in series:
+            lf: _LineFit = fr["fits"][name]
+            w = fr["weights"][name]
+            resid = y - (lf.a + lf.b * x)
+            u, frac = _excess(resid, sigma, stat, w)
+            m = int((w > 0.0).sum())
+            if frac > 0.0 and m >= 3:
+                pick = rng.integers(0, idx.size, size=(n_boot, idx.size))
+                # Draw only among the points that enter the fit.
+                pool = np.flatnonzero(w > 0.0)
+                pick = pool[pick % pool.size]
+                ystar = ystar + math.sqrt(frac * m / (m - 2)) * sigma * u[pick]
+            a, b = _nnls_lines(x, ystar, w)
+            reps[name + "_a"] = a
+            reps[name + "_b"] = b
+        out.append(
+            {
+                "g_us": reps["g_a"],
+                "G_us_per_byte": reps["g_b"],
+                "o_us": reps["o_a"],
+                "O_us_per_byte": reps["o_b"],
+                "L_us": reps["l_a"],
+                "Glat_us_per_byte": reps["l_b"],
+            }
+        )
+    return out
+
+
+def _ci(samples: FloatArray, est: float) -> tuple[float, float]:
+    lo, hi = (float(v) for v in np.quantile(samples, [0.025, 0.975]))
+    lo, hi = max(lo, 0.0), max(hi, 0.0)
+    return min(lo, est), max(hi, est)
+
+
+def _normal_cis(f_g: _LineFit, f_o: _LineFit, f_l: _LineFit) -> dict[str, tuple[float, float]]:
+    """Normal-approximation CIs (estimate +- 1.96 SE of the unconstrained fit), for n_boot=0."""
+
+    def one(est: float, se: float) -> tuple[float, float]:
+        if not math.isfinite(se):
+            return est, est
+        return max(est - _Z95 * se, 0.0), max(est + _Z95 * se, est)
+
+    return {
+        "L_us": one(f_l.a, f_l.a_se_obs),
+        "o_us": one(f_o.a, f_o.a_se_obs),
+        "g_us": one(f_g.a, f_g.a_se_obs),
+        "G_us_per_byte": one(f_g.b, f_g.b_se_obs),
+        "O_us_per_byte": one(f_o.b, f_o.b_se_obs),
+        "Glat_us_per_byte": one(f_l.b, f_l.b_se_obs),
+    }
+
+
+def _validate_options(
+    rel_tol: float,
+    abs_floor_us: float,
+    penalty: float | None,
+    penalty_factor: float,
+    min_seg: int,
+    max_segments: int,
+    n_boot: int,
+) -> None:
+    if not (math.isfinite(rel_tol) and rel_tol >= 0.0):
+        raise ValueError(f"rel_tol must be a finite number >= 0, got {rel_tol}")
+    if not (math.isfinite(abs_floor_us) and abs_floor_us > 0.0):
+        raise ValueError(f"abs_floor_us must be a finite number > 0, got {abs_floor_us}")
+    if penalty is not None and not (math.isfinite(penalty) and penalty >= 0.0):
+        raise ValueError(f"penalty must be None or a finite number >= 0, got {penalty}")
+    if not (math.isfinite(penalty_factor) and penalty_factor >= 0.0):
+        raise ValueError(f"penalty_factor must be a finite number >= 0, got {penalty_factor}")
+    if min_seg < 2:
+        raise ValueError(f"min_seg must be >= 2, got {min_seg}")
+    if max_segments < 1:
+        raise ValueError(f"max_segments must be >= 1, got {max_segments}")
+    if n_boot != 0 and n_boot < 20:
+        raise ValueError(f"n_boot must be 0 (normal-approximation CIs) or >= 20, got {n_boot}")
+
+
+def _criterion_statement(rel_tol: float, abs_floor_us: float, penalty: float) -> str:
+    return (
+        "minimise over partitions of the sorted sizes into m <= max_segments contiguous "
+        "ranges of >= min_seg sizes: sum over ranges and over the series G_all(s), o(s), "
+        "PRTT(1,0,s)/2 of the weighted residual sum of squares of the best unconstrained "
+        "line in s-1, each residual divided by max(sigma_prop, abs_floor), where sigma_prop "
+        "propagates max(sigma_CI, rel_tol*median) of the raw medians (rel_tol="
+        f"{rel_tol:g}, abs_floor={abs_floor_us:g} us), plus penalty*(m-1) with penalty="
+        f"{penalty:.6g}; exact by dynamic programming, ties to fewer ranges"
+    )
+
+
+def _fit_core(
+    tr: Triples,
+    *,
+    transport: str,
+    source: dict[str, Any],
+    rel_tol: float,
+    abs_floor_us: float,
+    penalty: float | None,
+    penalty_factor: float,
+    min_seg: int,
+    max_segments: int,
+    n_boot: int,
+    seed: int,
+) -> LoggpFit:
+    _validate_options(rel_tol, abs_floor_us, penalty, penalty_factor, min_seg, max_segments, n_boot)
+    n_sizes = len(tr)
+    n_common = int(np.bincount(tr.n_pn).argmax()) if n_sizes else None
+    method = {
+        "fit": "weighted bounded least squares (scipy.optimize.lsq_linear, coefficients >= 0)",
+        "weights": "1/sigma^2, sigma = max(propagated max(sigma_CI, rel_tol*median), abs_floor)",
+        "ci": (
+            "percentile bootstrap: raw medians resampled from their CIs plus resampled "
+            "residuals for scatter beyond the CIs; ranges held fixed; clipped at 0"
+            if n_boot > 0
+            else "normal approximation: estimate +- 1.96 standard errors of the unconstrained "
+            "weighted fit, scaled by its observed residual scatter; clipped at 0"
+        ),
+        "n_boot": n_boot,
+        "seed": seed,
+        "rel_tol": rel_tol,
+        "abs_floor_us": abs_floor_us,
+    }
+    if n_sizes < 2:
+        return LoggpFit(
+            ranges=[],
+            success=False,
+            message=(
+                f"need at least 2 sizes with all three patterns PRTT(1,0,s), PRTT(n,0,s), "
+                f"PRTT(n,d,s); have {n_sizes}"
+            ),
+            transport=transport,
+            n=n_common,
+            source=source,
+            method=method,
+        )
+
+    ds = derive_series(tr, rel_tol=rel_tol, abs_floor_us=abs_floor_us)
+    ys = np.vstack([ds.g_all, ds.o, ds.h])
+    ws = np.vstack(
+        [
+            1.0 / ds.g_all_sigma**2,
+            np.where(ds.o_valid, 1.0 / ds.o_sigma**2, 0.0),
+            1.0 / ds.h_sigma**2,
+        ]
+    )
+    n_res = int(np.count_nonzero(ws > 0.0))
+    lam = (
+        penalty if penalty is not None else bic_penalty(n_res, K_PARAMS_PER_SEGMENT, penalty_factor)
+    )
+    seg: Segmentation = segment(
+        ds.x, ys, ws, penalty=lam, min_seg=min_seg, max_segments=max_segments
+    )
+    segs = [np.arange(i, j + 1) for i, j in seg.bounds]
+    fitted = [_fit_range(ds, idx) for idx in segs]
+    boots: list[dict[str, FloatArray] | None] = [None] * len(segs)
+    if n_boot > 0:
+        boots = list(_bootstrap(tr, ds, segs, fitted, n_boot=n_boot, seed=seed))
+
+    ranges: list[LoggpRange] = []
+    for r, (idx, fr, bs) in enumerate(zip(segs, fitted, boots, strict=True)):
+        f_g: _LineFit = fr["fits"]["g"]
+        f_o: _LineFit = fr["fits"]["o"]
+        f_l: _LineFit = fr["fits"]["l"]
+        from_b = int(ds.sizes[idx[0]])
+        last_b = int(ds.sizes[idx[-1]])
+        span = last_b - from_b
+        values = {
+            "L_us": f_l.a,
+            "o_us": f_o.a,
+            "g_us": f_g.a,
+            "G_us_per_byte": f_g.b,
+            "O_us_per_byte": f_o.b,
+            "Glat_us_per_byte": f_l.b,
+        }
+        warnings = list(fr["warnings"])
+        notes: list[str] = []
+        reliable = bool(fr["reliable"])
+        if idx.size < min_seg:
+            warnings.append(f"only {idx.size} sizes in this range (fewer than min_seg={min_seg})")
+            reliable = False
+        for key, lf, intercept in (
+            ("L_us", f_l, True),
+            ("o_us", f_o, True),
+            ("g_us", f_g, True),
+            ("G_us_per_byte", f_g, False),
+            ("O_us_per_byte", f_o, False),
+            ("Glat_us_per_byte", f_l, False),
+        ):
+            warn, note = _bound_messages(key, lf, from_b, span, intercept=intercept)
+            if warn is not None:
+                warnings.append(warn)
+                reliable = False
+            if note is not None:
+                notes.append(note)
+        chi2 = {"G_all": f_g.chi2_red, "o": f_o.chi2_red, "L_line": f_l.chi2_red}
+        ranges.append(
+            LoggpRange(
+                from_bytes=from_b,
+                to_bytes=last_b if r < len(segs) - 1 else None,
+                ci95=(
+                    {k: _ci(bs[k], v) for k, v in values.items()}
+                    if bs is not None
+                    else _normal_cis(f_g, f_o, f_l)
+                ),
+                reliable=reliable,
+                warnings=warnings,
+                notes=notes,
+                points=int(idx.size),
+                last_measured_bytes=last_b,
+                chi2_red=chi2,
+                **values,
+            )
+        )
+
+    fit = LoggpFit(
+        ranges=ranges,
+        success=True,
+        message=(
+            f"{len(ranges)} protocol range(s) from {n_sizes} sizes"
+            + ("" if all(r.reliable for r in ranges) else "; some ranges are unreliable")
+        ),
+        transport=transport,
+        n=n_common,
+        source=source,
+        method=method,
+    )
+    fit.criterion = {
+        "method": "penalised segmented least squares (dynamic programming)",
+        "series": ["G_all(s)", "o(s)", "PRTT(1,0,s)/2"],
+        "rel_tol": rel_tol,
+        "abs_floor_us": abs_floor_us,
+        "penalty": lam,
+        "penalty_factor": penalty_factor if penalty is None else None,
+        "k_params_per_segment": K_PARAMS_PER_SEGMENT,
+        "n_residuals": n_res,
+        "min_seg": min_seg,
+        "max_segments": max_segments,
+        "segments": len(ranges),
+        "fit_cost": seg.fit_cost,
+        "cost": seg.cost,
+        "fit_cost_by_segments": [c if math.isfinite(c) else None for c in seg.fit_cost_by_count],
+        "statement": _criterion_statement(rel_tol, abs_floor_us, lam),
+    }
+    fit.residuals = _residuals(tr, ds, segs, fit)
+    return fit
+
+
+def _residuals(
+    tr: Triples, ds: DerivedSeries, segs: list[npt.NDArray[np.int64]], fit: LoggpFit
+) -> dict[str, Any]:
+    ridx = np.zeros(len(tr), dtype=np.int64)
+    for r, idx in enumerate(segs):
+        ridx[idx] = r
+    x = ds.x
+    par = np.array(
+        [
+            [
+                fit.ranges[r].g_us,
+                fit.ranges[r].G_us_per_byte,
+                fit.ranges[r].o_us,
+                fit.ranges[r].O_us_per_byte,
+                fit.ranges[r].L_us,
+                fit.ranges[r].value("Glat_us_per_byte"),
+            ]
+            for r in ridx
+        ]
+    )
+    g_fit = par[:, 0] + par[:, 1] * x
+    o_fit = par[:, 2] + par[:, 3] * x
+    l_fit = par[:, 4] + par[:, 5] * x
+    p1_fit = 2.0 * (l_fit + 2.0 * o_fit)
+    pn_fit = p1_fit + (tr.n_pn - 1) * g_fit
+    pd_fit = p1_fit + (tr.n_pd - 1) * np.maximum(o_fit + tr.d, g_fit)
+
+    def series(y: FloatArray, yf: FloatArray, sig: FloatArray) -> dict[str, Any]:
+        return {
+            "measured": y.tolist(),
+            "fitted": yf.tolist(),
+            "sigma": sig.tolist(),
+            "normalised": ((y - yf) / sig).tolist(),
+        }
+
+    def rms(y: FloatArray, yf: FloatArray, sig: FloatArray, keep: BoolArray) -> float:
+        z = ((y - yf) / sig)[keep]
+        return float(np.sqrt(np.mean(z * z))) if z.size else math.nan
+
+    allk = np.ones(len(tr), dtype=bool)
+
+    def relative(y: FloatArray, yf: FloatArray) -> list[float]:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = np.where(yf > 0.0, (y - yf) / yf, np.nan)
+        return [float(v) for v in r]
+
+    rel = {
+        "p1": relative(tr.p1, p1_fit),
+        "pn": relative(tr.pn, pn_fit),
+        "pd": relative(tr.pd, pd_fit),
+    }
+    finite = [abs(v) for vs in rel.values() for v in vs if math.isfinite(v)]
+    max_rel = max(finite) if finite else math.nan
+    o_ser = series(ds.o, o_fit, ds.o_sigma)
+    o_ser["valid"] = ds.o_valid.tolist()
+    return {
+        "sizes": ds.sizes.tolist(),
+        "range_index": ridx.tolist(),
+        "G_all_us": series(ds.g_all, g_fit, ds.g_all_sigma),
+        "o_us": o_ser,
+        "L_line_us": series(ds.y_l, l_fit, ds.y_l_sigma),
+        "prtt_rel": rel,
+        "rms_normalised": {
+            "G_all": rms(ds.g_all, g_fit, ds.g_all_sigma, allk),
+            "o": rms(ds.o, o_fit, ds.o_sigma, ds.o_valid),
+            "L_line": rms(ds.y_l, l_fit, ds.y_l_sigma, ds.o_valid),
+        },
+        "max_abs_prtt_rel": float(max_rel),
+    }
+
+
+def _source_of(meas: Measurements, n_sizes: int) -> dict[str, Any]:
+    h = meas.header
+    return {
+        "files": list(meas.paths),
+        "tool": h.get("tool"),
+        "version": h.get("version"),
+        "host": h.get("host"),
+        "ranks": h.get("ranks"),
+        "transport_info": h.get("transport_info"),
+        "timer": h.get("timer"),
+        "params": h.get("params"),
+        "started_utc": h.get("started_utc"),
+        "blocks": len(meas.headers),
+        "sizes": n_sizes,
+        "reader_warnings": list(meas.warnings),
+    }
+
+
+def fit_loggp(
+    meas: Measurements,
+    *,
+    rel_tol: float = 0.03,
+    abs_floor_us: float = 0.01,
+    penalty: float | None = None,
+    penalty_factor: float = 1.0,
+    min_seg: int = 3,
+    max_segments: int = 6,
+    n_boot: int = 300,
+    seed: int = 0,
+) -> LoggpFit:
+    """Fits LogGP parameters per automatically detected protocol range.
+
+    Parameters
+    ----------
+    meas
+        Measurements from :func:`railgauge.measurements.read_measurements` (or synth).
+    rel_tol
+        Relative reproducibility of one median: each raw median's uncertainty is at least
+        ``rel_tol`` times its value (segmentation and weights; see docs/fit.md).
+    abs_floor_us
+        Absolute floor (us) of the uncertainty of a derived value.
+    penalty
+        Cost of each range beyond the first, in squared normalised residuals; ``None``
+        gives ``penalty_factor * 7 * ln(M)`` with M residuals (BIC).
+    penalty_factor
+        Factor on the default penalty.
+    min_seg
+        Fewest sizes per range.
+    max_segments
+        Most ranges.
+    n_boot
+        Bootstrap resamples for the 95% CIs (>= 20), or 0 for quick normal-approximation
+        CIs (estimate +- 1.96 standard errors).
+    seed
+        Seed of the bootstrap (same seed, same result).
+
+    Returns
+    -------
+    LoggpFit
+        ``success`` is False (with a ``message``) when fewer than two sizes have all three
+        patterns. Bad arguments raise ``ValueError`` naming the argument.
+    """
+    tr = triples(meas)
+    return _fit_core(
+        tr,
+        transport=meas.transport,
+        source=_source_of(meas, len(tr)),
+        rel_tol=rel_tol,
+        abs_floor_us=abs_floor_us,
+        penalty=penalty,
+        penalty_factor=penalty_factor,
+        min_seg=min_seg,
+        max_segments=max_segments,
+        n_boot=n_boot,
+        seed=seed,
+    )
+
+
+def _as_array(name: str, v: ArrayLike | None, size: int, default: float | None) -> FloatArray:
+    if v is None:
+        if default is None:
+            raise ValueError(f"{name} is required")
+        return np.full(size, default, dtype=np.float64)
+    a = np.asarray(v, dtype=np.float64)
+    if a.ndim == 0:
+        a = np.full(size, float(a))
+    if a.shape != (size,):
+        raise ValueError(f"{name} must be a scalar or have the length of sizes ({size})")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} must be finite")
+    return a
+
+
+def fit_loggp_arrays(
+    sizes: ArrayLike,
+    p1: ArrayLike,
+    pn: ArrayLike,
+    pd: ArrayLike,
+    d: ArrayLike,
+    n: ArrayLike,
+    *,
+    p1_sigma: ArrayLike | None = None,
+    pn_sigma: ArrayLike | None = None,
+    pd_sigma: ArrayLike | None = None,
+    n_d: ArrayLike | None = None,
+    transport: str = "unknown",
+    source: Mapping[str, Any] | None = None,
+    rel_tol: float = 0.03,
+    abs_floor_us: float = 0.01,
+    penalty: float | None = None,
+    penalty_factor: float = 1.0,
+    min_seg: int = 3,
+    max_segments: int = 6,
+    n_boot: int = 300,
+    seed: int = 0,
+) -> LoggpFit:
+    """:func:`fit_loggp` on arrays: PRTT(1,0,s), PRTT(n,0,s), PRTT(n_d,d,s) medians in us.
+
+    ``*_sigma`` are standard uncertainties of the medians (default 0: the ``rel_tol`` floor
+    alone); ``n`` (and ``n_d``, default ``n``) may be scalars or per-size arrays.
+    """
+    s = np.asarray(sizes, dtype=np.float64)
+    if s.ndim != 1:
+        raise ValueError("sizes must be one-dimensional")
+    m = s.size
+    if np.any(s < 0) or np.any(s != np.round(s)):
+        raise ValueError("sizes must be integers >= 0")
+    order = np.argsort(s, kind="stable")
+    if np.any(np.diff(s[order]) == 0):
+        raise ValueError("sizes must be distinct")
+    arrs = {
+        "p1": _as_array("p1", p1, m, None),
+        "pn": _as_array("pn", pn, m, None),
+        "pd": _as_array("pd", pd, m, None),
+        "d": _as_array("d", d, m, None),
+        "p1_sigma": _as_array("p1_sigma", p1_sigma, m, 0.0),
+        "pn_sigma": _as_array("pn_sigma", pn_sigma, m, 0.0),
+        "pd_sigma": _as_array("pd_sigma", pd_sigma, m, 0.0),
+    }
+    n_arr = _as_array("n", n, m, None)
+    nd_arr = _as_array("n_d", n_d, m, None) if n_d is not None else n_arr
+    for name, a in arrs.items():
+        if np.any(a < 0):
+            raise ValueError(f"{name} must be >= 0")
+    if np.any(n_arr < 2) or np.any(nd_arr < 2):
+        raise ValueError("n and n_d must be >= 2")
+    tr = Triples(
+        sizes=s[order].astype(np.int64),
+        p1=arrs["p1"][order],
+        p1_sigma=arrs["p1_sigma"][order],
+        pn=arrs["pn"][order],
+        pn_sigma=arrs["pn_sigma"][order],
+        n_pn=n_arr[order].astype(np.int64),
+        pd=arrs["pd"][order],
+        pd_sigma=arrs["pd_sigma"][order],
+        n_pd=nd_arr[order].astype(np.int64),
+        d=arrs["d"][order],
+    )
+    return _fit_core(
+        tr,
+        transport=transport,
+        source=dict(source) if source is not None else {"sizes": m},
+        rel_tol=rel_tol,
+        abs_floor_us=abs_floor_us,
+        penalty=penalty,
+        penalty_factor=penalty_factor,
+        min_seg=min_seg,
+        max_segments=max_segments,
+        n_boot=n_boot,
+        seed=seed,
+    )
+
+
+# --------------------------------------------------------------------------------------
+# Loading and predicting
+# --------------------------------------------------------------------------------------
+
+
+def _num(doc: Mapping[str, Any], key: str, where: str, *, required: bool = True) -> float | None:
+    if key not in doc or doc[key] is None:
+        if required:
+            raise ModelError(f"{where}: missing '{key}'")
+        return None
+    v = doc[key]
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(float(v)):
+        raise ModelError(f"{where}: '{key}' must be a finite number, got {v!r}")
+    if float(v) < 0.0:
+        raise ModelError(f"{where}: '{key}' must be >= 0, got {v!r}")
+    return float(v)
+
+
+def _range_from_json(doc: Any, where: str) -> LoggpRange:
+    if not isinstance(doc, Mapping):
+        raise ModelError(f"{where}: a range must be an object")
+    fb = doc.get("from_bytes")
+    if isinstance(fb, bool) or not isinstance(fb, int) or fb < 0:
+        raise ModelError(f"{where}: 'from_bytes' must be an integer >= 0, got {fb!r}")
+    tb = doc.get("to_bytes")
+    if tb is not None and (isinstance(tb, bool) or not isinstance(tb, int) or tb < fb):
+        raise ModelError(f"{where}: 'to_bytes' must be null or an integer >= from_bytes")
+    vals = {k: _num(doc, k, where) for k in _CONTRACT_PARAMS}
+    big_o = _num(doc, "O_us_per_byte", where, required=False)
+    glat = _num(doc, "Glat_us_per_byte", where, required=False)
+    ci: dict[str, tuple[float, float]] = {}
+    raw_ci = doc.get("ci95", {})
+    if not isinstance(raw_ci, Mapping):
+        raise ModelError(f"{where}: 'ci95' must be an object")
+    for k, v in raw_ci.items():
+        if (
+            not isinstance(v, list | tuple)
+            or len(v) != 2
+            or not all(isinstance(t, int | float) and not isinstance(t, bool) for t in v)
+        ):
+            raise ModelError(f"{where}: ci95['{k}'] must be [lo, hi]")
+        ci[str(k)] = (float(v[0]), float(v[1]))
+    return LoggpRange(
+        from_bytes=int(fb),
+        to_bytes=None if tb is None else int(tb),
+        L_us=float(vals["L_us"] or 0.0),
+        o_us=float(vals["o_us"] or 0.0),
+        g_us=float(vals["g_us"] or 0.0),
+        G_us_per_byte=float(vals["G_us_per_byte"] or 0.0),
+        O_us_per_byte=float(big_o or 0.0),
+        Glat_us_per_byte=glat,
+        ci95=ci,
+        reliable=bool(doc.get("reliable", True)),
+        warnings=[str(w) for w in doc.get("warnings", [])],
+        notes=[str(w) for w in doc.get("notes", [])],
+        points=int(doc.get("points", 0) or 0),
+        last_measured_bytes=doc.get("last_measured_bytes"),
+    )
+
+
+def loggp_from_json(doc: Mapping[str, Any], where: str = "model") -> LoggpFit:
+    """Validates a fitted-model document and returns it as a :class:`LoggpFit`."""
+    if not isinstance(doc, Mapping):
+        raise ModelError(f"{where}: a model document must be a JSON object")
+    model = doc.get("model")
+    if model != "loggp":
+        raise ModelError(f"{where}: not a loggp model (model = {model!r})")
+    raw_ranges = doc.get("ranges")
+    if not isinstance(raw_ranges, list) or not raw_ranges:
+        raise ModelError(f"{where}: 'ranges' must be a non-empty list")
+    ranges = [_range_from_json(r, f"{where}: ranges[{i}]") for i, r in enumerate(raw_ranges)]
+    for i in range(1, len(ranges)):
+        if ranges[i].from_bytes <= ranges[i - 1].from_bytes:
+            raise ModelError(f"{where}: ranges must be sorted by increasing from_bytes")
+    n = doc.get("n")
+    return LoggpFit(
+        ranges=ranges,
+        success=bool(doc.get("success", True)),
+        message=str(doc.get("message", "")),
+        transport=str(doc.get("transport", "unknown")),
+        n=int(n) if isinstance(n, int) and not isinstance(n, bool) else None,
+        criterion=dict(doc.get("criterion") or {}),
+        residuals=dict(doc.get("residuals") or {}),
+        source=dict(doc.get("source") or {}),
+        method=dict(doc.get("method") or {}),
+    )
+
+
+def load_loggp_model(path: str | Path) -> LoggpFit:
+    """Reads a fitted LogGP model (the JSON of :meth:`LoggpFit.to_json`) and validates it.
+
+    Raises :class:`ModelError` (a ``ValueError``) naming the file when it cannot be read,
+    is not JSON, or is not a valid ``loggp`` model.
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ModelError(f"{p}: cannot read model file: {exc.strerror}") from exc
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ModelError(f"{p}: invalid JSON ({exc.msg} at line {exc.lineno})") from exc
+    return loggp_from_json(doc, str(p))
+
+
+def _as_fit(model: LoggpFit | Mapping[str, Any] | str | Path) -> LoggpFit:
+    if isinstance(model, LoggpFit):
+        if not model.ranges:
+            raise ModelError("the model has no ranges (the fit failed)")
+        return model
+    if isinstance(model, str | Path):
+        return load_loggp_model(model)
+    return loggp_from_json(model)
+
+
+def range_index(model: LoggpFit | Mapping[str, Any] | str | Path, s: ArrayLike) -> Any:
+    """Index of the range that applies to size s: the last range whose from_bytes <= s.
+
+    Sizes below the first range use the first range; sizes in the unmeasured gap between
+    ranges use the lower range.
+    """
+    fit = _as_fit(model)
+    starts = np.array([r.from_bytes for r in fit.ranges], dtype=np.float64)
+    idx = np.searchsorted(starts, np.asarray(s, dtype=np.float64), side="right") - 1
+    return np.clip(idx, 0, len(starts) - 1)
+
+
+def _params_at(fit: LoggpFit, s: FloatArray) -> FloatArray:
+    idx = range_index(fit, s)
+    table = np.array(
+        [
+            [
+                r.L_us,
+                r.o_us,
+                r.g_us,
+                r.G_us_per_byte,
+                r.O_us_per_byte,
+                r.Glat_us_per_byte if r.Glat_us_per_byte is not None else r.G_us_per_byte,
+            ]
+            for r in fit.ranges
+        ]
+    )
+    return np.asarray(table[idx])
+
+
+def _ret(v: FloatArray, scalar: bool) -> Any:
+    return float(v) if scalar else v
+
+
+def g_all(model: LoggpFit | Mapping[str, Any] | str | Path, s: ArrayLike) -> Any:
+    """G_all(s) = g + (s-1) G of the range of s, in us."""
+    fit = _as_fit(model)
+    sa = np.asarray(s, dtype=np.float64)
+    p = _params_at(fit, sa)
+    return _ret(p[..., 2] + (sa - 1.0) * p[..., 3], sa.ndim == 0)
+
+
+def overhead(model: LoggpFit | Mapping[str, Any] | str | Path, s: ArrayLike) -> Any:
+    """o(s) = o + (s-1) O of the range of s, in us."""
+    fit = _as_fit(model)
+    sa = np.asarray(s, dtype=np.float64)
+    p = _params_at(fit, sa)
+    return _ret(p[..., 1] + (sa - 1.0) * p[..., 4], sa.ndim == 0)
+
+
+def prtt(
+    model: LoggpFit | Mapping[str, Any] | str | Path,
+    n: ArrayLike,
+    d: ArrayLike,
+    s: ArrayLike,
+) -> Any:
+    """The model's PRTT(n, d, s) in us (scalars or broadcast arrays).
+
+    PRTT(1,0,s) = 2 (L + 2 o(s) + (s-1) G_lat) with the range's latency slope G_lat (G
+    where a model has none), and PRTT(n,d,s) = PRTT(1,0,s) + (n-1) max(o(s) + d, G_all(s))
+    (d = 0: PRTT(n,0,s) = PRTT(1,0,s) + (n-1) G_all(s)).
+    """
+    fit = _as_fit(model)
+    sa, na, da = np.broadcast_arrays(
+        np.asarray(s, dtype=np.float64),
+        np.asarray(n, dtype=np.float64),
+        np.asarray(d, dtype=np.float64),
+    )
+    p = _params_at(fit, sa)
+    x = sa - 1.0
+    o_s = p[..., 1] + x * p[..., 4]
+    gall = p[..., 2] + x * p[..., 3]
+    p1 = 2.0 * (p[..., 0] + 2.0 * o_s + x * p[..., 5])
+    per = np.where(da > 0.0, np.maximum(o_s + da, gall), gall)
+    out = p1 + (na - 1.0) * per
+    return _ret(out, sa.ndim == 0)

@@ -1,0 +1,196 @@
+"""Running the PRTT benchmark under the launcher: the coarse sweep, then a
+refinement around each protocol change the fit finds (plain functions; the CLI
+only wires them to the terminal)."""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from railgauge.launcher import LaunchResult, launch
+from railgauge.native import find_tool
+
+#: Transports a local run can use (a later issue adds ofi:* and mpi).
+TRANSPORTS = ("shm", "tcp")
+
+#: The largest message the benchmark takes (its buffers are this big).
+SIZE_LIMIT = 1 << 30
+
+ProgressCb = Callable[[int, int, str], None]
+
+
+class MeasureError(RuntimeError):
+    """The measurement failed; the message names the cause."""
+
+
+@dataclass
+class MeasurePlan:
+    """What to measure and how precisely."""
+
+    transport: str = "shm"
+    nranks: int = 2
+    min_size: int = 1
+    max_size: int = 1 << 20
+    per_octave: int = 2
+    n: int = 16
+    target_rel: float = 0.01
+    min_reps: int = 20
+    point_budget_s: float = 0.25
+    budget_s: float = 45.0
+    refine: bool = True
+    refine_points: int = 3
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def quick(cls, **kw: object) -> MeasurePlan:
+        """Less precision for less time: one size per octave, looser targets."""
+        plan = cls(per_octave=1, target_rel=0.03, min_reps=10, point_budget_s=0.08,
+                   budget_s=15.0, refine_points=2)
+        for k, v in kw.items():
+            setattr(plan, k, v)
+        return plan
+
+    def validate(self) -> None:
+        """Raises ValueError naming the bad setting."""
+        if self.transport not in TRANSPORTS:
+            raise ValueError(
+                f"unknown transport '{self.transport}' (known: {', '.join(TRANSPORTS)})")
+        if self.nranks < 2:
+            raise ValueError(f"PRTT needs at least 2 ranks, not {self.nranks}")
+        if not 0 <= self.min_size <= SIZE_LIMIT or not 1 <= self.max_size <= SIZE_LIMIT:
+            raise ValueError(
+                f"size range {self.min_size}..{self.max_size} B is outside 0 B .. 1 GiB")
+        if self.min_size >= self.max_size:
+            raise ValueError(
+                f"empty size range: min size {self.min_size} B is not below "
+                f"max size {self.max_size} B")
+        if self.n < 2:
+            raise ValueError(f"n must be at least 2, not {self.n}")
+
+
+@dataclass
+class MeasureResult:
+    path: Path
+    points: int
+    wall_s: float
+    refined_sizes: list[int]
+
+
+def sweep_sizes(lo: int, hi: int, per_octave: int) -> list[int]:
+    """Log-spaced sizes from lo to hi (both included), per_octave per doubling."""
+    out: set[int] = {lo, hi}
+    x = float(max(lo, 1))
+    step = 2.0 ** (1.0 / per_octave)
+    while x <= hi * (1 + 1e-9):
+        out.add(round(x))
+        x *= step
+    return sorted(s for s in out if lo <= s <= hi)
+
+
+def refine_sizes(boundaries: list[tuple[int, int]], known: set[int], k: int) -> list[int]:
+    """k geometric points strictly inside each (a, b) gap, where the fit put a
+    protocol change, so that the change is located more precisely."""
+    new: set[int] = set()
+    for a, b in boundaries:
+        if b - a < 2:
+            continue
+        lo, hi = math.log(max(a, 1)), math.log(b)
+        for i in range(1, k + 1):
+            s = round(math.exp(lo + (hi - lo) * i / (k + 1)))
+            if a < s < b and s not in known:
+                new.add(s)
+    return sorted(new)
+
+
+def _count_points(path: Path) -> tuple[int, int]:
+    """(records, last size) in a JSON Lines file being written."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return 0, -1
+    n, last = 0, -1
+    for line in data.splitlines():
+        if line.startswith(b'{"type":"prtt"'):
+            n += 1
+            i = line.find(b'"s":')
+            if i >= 0:
+                j = i + 4
+                while j < len(line) and line[j : j + 1].isdigit():
+                    j += 1
+                last = int(line[i + 4 : j] or b"-1")
+    return n, last
+
+
+def run_prtt(plan: MeasurePlan, sizes: list[int], out: Path, *, budget_s: float,
+             progress: ProgressCb | None = None, done_before: int = 0,
+             total: int = 0) -> LaunchResult:
+    """One run of ``railgauge-bench prtt`` over the given sizes into out."""
+    bench = find_tool("railgauge-bench")
+    argv = [bench, "prtt", "--transport", plan.transport, "--out", str(out),
+            "--sizes", ",".join(str(s) for s in sizes), "--n", str(plan.n),
+            "--target-rel", str(plan.target_rel), "--min-reps", str(plan.min_reps),
+            "--point-budget", str(plan.point_budget_s), "--budget", f"{budget_s:.3f}"]
+    holder: dict[str, LaunchResult | BaseException] = {}
+
+    def target() -> None:
+        try:
+            holder["r"] = launch(argv, plan.nranks, transport=plan.transport,
+                                 env=plan.extra_env or None, timeout_s=budget_s + 120.0)
+        except BaseException as exc:  # re-raised in the caller's thread
+            holder["r"] = exc
+
+    th = threading.Thread(target=target, name="railgauge-launch", daemon=True)
+    th.start()
+    while th.is_alive():
+        th.join(0.2)
+        if progress is not None:
+            n, last = _count_points(out)
+            progress(done_before + n, total, f"s={last} B" if last >= 0 else "starting")
+    res = holder["r"]
+    if isinstance(res, BaseException):
+        raise res
+    return res
+
+
+def measure_prtt(plan: MeasurePlan, out: Path, *, progress: ProgressCb | None = None,
+                 fit_boundaries: Callable[[Path], list[tuple[int, int]]] | None = None
+                 ) -> MeasureResult:
+    """Measures PRTT over the plan's sweep into out (JSON Lines), then, where
+    fit_boundaries finds protocol changes, measures refinement sizes between
+    the two measured sizes around each change and appends them."""
+    plan.validate()
+    t0 = time.monotonic()
+    sizes = sweep_sizes(plan.min_size, plan.max_size, plan.per_octave)
+    total = 3 * len(sizes)
+    part = out.with_name(out.name + ".part")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    res = run_prtt(plan, sizes, part, budget_s=plan.budget_s, progress=progress, total=total)
+    if res.returncode != 0:
+        part.unlink(missing_ok=True)
+        raise MeasureError(f"the PRTT benchmark failed: {res.failure}")
+    os.replace(part, out)
+    points, _ = _count_points(out)
+    refined: list[int] = []
+    left = plan.budget_s - (time.monotonic() - t0)
+    if plan.refine and fit_boundaries is not None and left > 1.0:
+        refined = refine_sizes(fit_boundaries(out), set(sizes), plan.refine_points)
+        if refined:
+            total = points + 3 * len(refined)
+            res = run_prtt(plan, refined, part, budget_s=left, progress=progress,
+                           done_before=points, total=total)
+            if res.returncode != 0:
+                part.unlink(missing_ok=True)
+                raise MeasureError(f"the PRTT refinement run failed: {res.failure}")
+            with out.open("ab") as f:
+                f.write(part.read_bytes())
+            part.unlink()
+            points, _ = _count_points(out)
+    if progress is not None:
+        progress(points, points, "done")
+    return MeasureResult(path=out, points=points, wall_s=time.monotonic() - t0,
+                         refined_sizes=refined)

@@ -1,0 +1,428 @@
+"""Reading PRTT measurement files (JSON Lines written by ``railgauge-bench prtt``).
+
+A file is a sequence of blocks, each a ``header`` record, measurement records and a
+``footer`` record. Several blocks may follow each other in one file (a coarse sweep, then
+refinement sweeps appended to it), and several files may be read together; they are treated
+as one stream in the order given.
+
+Record types used here::
+
+    {"type": "header", "transport": "shm", "host": ..., "timer": {...}, "params": {...}, ...}
+    {"type": "prtt", "n": 16, "d_us": 0.0, "s": 1024, "median_us": ..., "count": ...,
+     "ci95_median_us": [lo, hi], "min_us": ..., "mean_us": ..., "p99_us": ...,
+     "max_us": ..., "stddev_us": ..., "stable": true}
+    {"type": "footer", "wall_s": ..., "points": ..., "status": "ok"}
+
+Every other record type is ignored (forward compatibility). Times are round-trip times in
+microseconds. A later ``prtt`` record for the same key ``(n, d_us > 0, s)`` replaces an
+earlier one only if its ``count`` is larger.
+
+Problems in the input raise :class:`MeasurementError` (a ``ValueError``) whose message names
+the file and the line.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "MeasurementError",
+    "Measurements",
+    "PrttPoint",
+    "Triples",
+    "read_measurements",
+    "sizes_triples",
+    "triples",
+]
+
+#: Keys a ``prtt`` record must have.
+REQUIRED_PRTT_KEYS: tuple[str, ...] = ("n", "d_us", "s", "median_us", "count")
+#: Optional time keys of a ``prtt`` record; validated when present and not null.
+OPTIONAL_TIME_KEYS: tuple[str, ...] = ("min_us", "mean_us", "p99_us", "max_us", "stddev_us")
+#: Keys a ``header`` record must have.
+REQUIRED_HEADER_KEYS: tuple[str, ...] = ("transport",)
+
+# z value of a two-sided 95% normal interval; converts a CI half-width to a sigma.
+_Z95 = 1.959963984540054
+# Asymptotic ratio of the standard error of the median to that of the mean (normal data).
+_MEDIAN_SE_FACTOR = math.sqrt(math.pi / 2.0)
+
+PointKind = Literal["p1", "pn", "pd", "other"]
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+
+class MeasurementError(ValueError):
+    """A measurement file cannot be used; the message names the file and the line."""
+
+
+@dataclass(frozen=True)
+class PrttPoint:
+    """One PRTT(n, d, s) measurement: summary statistics of round-trip times in us."""
+
+    n: int
+    d_us: float
+    s: int
+    median_us: float
+    count: int
+    min_us: float | None = None
+    mean_us: float | None = None
+    p99_us: float | None = None
+    max_us: float | None = None
+    stddev_us: float | None = None
+    ci95_median_us: tuple[float, float] | None = None
+    stable: bool | None = None
+    file: str = ""
+    line: int = 0
+
+    @property
+    def kind(self) -> PointKind:
+        """``p1`` for PRTT(1,0,s), ``pn`` for PRTT(n,0,s), ``pd`` for PRTT(n,d,s), d > 0."""
+        if self.n == 1 and self.d_us == 0.0:
+            return "p1"
+        if self.n > 1 and self.d_us == 0.0:
+            return "pn"
+        if self.n > 1 and self.d_us > 0.0:
+            return "pd"
+        return "other"
+
+    @property
+    def key(self) -> tuple[int, bool, int]:
+        """The replacement key ``(n, d_us > 0, s)``."""
+        return (self.n, self.d_us > 0.0, self.s)
+
+    @property
+    def sigma_us(self) -> float:
+        """Standard uncertainty of the median.
+
+        From the 95% CI of the median (half-width / 1.96) when present, otherwise from the
+        standard deviation (sqrt(pi/2) * stddev / sqrt(count)), otherwise 0 (unknown; the fit
+        then relies on its relative tolerance floor).
+        """
+        if self.ci95_median_us is not None:
+            lo, hi = self.ci95_median_us
+            return max(hi - lo, 0.0) / (2.0 * _Z95)
+        if self.stddev_us is not None and self.count > 0:
+            return _MEDIAN_SE_FACTOR * self.stddev_us / math.sqrt(self.count)
+        return 0.0
+
+    def to_record(self) -> dict[str, Any]:
+        """The JSON Lines record of this point (``type`` = ``prtt``)."""
+        rec: dict[str, Any] = {"type": "prtt", "n": self.n, "d_us": self.d_us, "s": self.s}
+        for key in ("min_us", "median_us", "mean_us", "p99_us", "max_us", "stddev_us"):
+            rec[key] = getattr(self, key)
+        rec["count"] = self.count
+        rec["ci95_median_us"] = (
+            list(self.ci95_median_us) if self.ci95_median_us is not None else None
+        )
+        rec["stable"] = self.stable
+        return rec
+
+
+@dataclass
+class Measurements:
+    """The PRTT measurements of one or more files.
+
+    ``header`` is the first header record; ``headers`` and ``footers`` hold all of them in
+    order. ``records`` holds the surviving ``prtt`` records (after replacement), sorted by
+    size, then n, then d. ``warnings`` lists non-fatal findings (an interrupted run, for
+    example).
+    """
+
+    header: dict[str, Any]
+    records: list[PrttPoint]
+    transport: str
+    headers: list[dict[str, Any]] = field(default_factory=list)
+    footers: list[dict[str, Any]] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def host(self) -> str:
+        return str(self.header.get("host", ""))
+
+
+@dataclass(frozen=True)
+class Triples:
+    """Per-size arrays of the three PRTT patterns, for the sizes that have all three.
+
+    ``p1`` = PRTT(1,0,s), ``pn`` = PRTT(n_pn,0,s), ``pd`` = PRTT(n_pd,d,s), medians in us,
+    with their standard uncertainties ``*_sigma`` (from the CI of the median).
+    """
+
+    sizes: IntArray
+    p1: FloatArray
+    p1_sigma: FloatArray
+    pn: FloatArray
+    pn_sigma: FloatArray
+    n_pn: IntArray
+    pd: FloatArray
+    pd_sigma: FloatArray
+    n_pd: IntArray
+    d: FloatArray
+
+    def __len__(self) -> int:
+        return int(self.sizes.size)
+
+
+def _where(path: str, line: int) -> str:
+    return f"{path}:{line}"
+
+
+def _finite_number(value: Any) -> bool:
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(float(value))
+    )
+
+
+def _int_value(rec: dict[str, Any], key: str, where: str) -> int:
+    value = rec[key]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise MeasurementError(f"{where}: '{key}' must be an integer, got {value!r}")
+    if isinstance(value, float) and (not math.isfinite(value) or value != int(value)):
+        raise MeasurementError(f"{where}: '{key}' must be an integer, got {value!r}")
+    return int(value)
+
+
+def _time_value(rec: dict[str, Any], key: str, where: str, *, required: bool) -> float | None:
+    value = rec.get(key)
+    if value is None:
+        if required:
+            raise MeasurementError(f"{where}: '{key}' is null; a finite time is required")
+        return None
+    if not _finite_number(value):
+        raise MeasurementError(f"{where}: '{key}' must be a finite number, got {value!r}")
+    out = float(value)
+    if out < 0.0:
+        raise MeasurementError(f"{where}: '{key}' is negative ({out!r} us)")
+    return out
+
+
+def _parse_prtt(rec: dict[str, Any], path: str, line: int) -> PrttPoint:
+    where = _where(path, line)
+    missing = [k for k in REQUIRED_PRTT_KEYS if k not in rec]
+    if missing:
+        raise MeasurementError(
+            f"{where}: prtt record is missing required key(s): {', '.join(missing)}"
+        )
+    n = _int_value(rec, "n", where)
+    if n < 1:
+        raise MeasurementError(f"{where}: 'n' must be >= 1, got {n}")
+    s = _int_value(rec, "s", where)
+    if s < 0:
+        raise MeasurementError(f"{where}: message size 's' must be >= 0, got {s}")
+    count = _int_value(rec, "count", where)
+    if count < 1:
+        raise MeasurementError(f"{where}: 'count' must be >= 1, got {count}")
+    d_us = _time_value(rec, "d_us", where, required=True)
+    median = _time_value(rec, "median_us", where, required=True)
+    assert d_us is not None and median is not None
+    times = {k: _time_value(rec, k, where, required=False) for k in OPTIONAL_TIME_KEYS}
+
+    ci: tuple[float, float] | None = None
+    raw_ci = rec.get("ci95_median_us")
+    if isinstance(raw_ci, list) and len(raw_ci) == 2 and raw_ci[0] is None and raw_ci[1] is None:
+        # The C JSON writer writes a non-finite number as null: no CI known.
+        raw_ci = None
+    if raw_ci is not None:
+        if (
+            not isinstance(raw_ci, list)
+            or len(raw_ci) != 2
+            or not all(_finite_number(v) for v in raw_ci)
+        ):
+            raise MeasurementError(
+                f"{where}: 'ci95_median_us' must be [lo, hi] with finite numbers, got {raw_ci!r}"
+            )
+        lo, hi = float(raw_ci[0]), float(raw_ci[1])
+        if lo < 0.0 or hi < 0.0:
+            raise MeasurementError(f"{where}: 'ci95_median_us' has a negative bound {raw_ci!r}")
+        if lo > hi:
+            raise MeasurementError(f"{where}: 'ci95_median_us' has lo > hi {raw_ci!r}")
+        ci = (lo, hi)
+    stable = rec.get("stable")
+    if stable is not None and not isinstance(stable, bool):
+        raise MeasurementError(f"{where}: 'stable' must be true, false or null, got {stable!r}")
+
+    return PrttPoint(
+        n=n,
+        d_us=d_us,
+        s=s,
+        median_us=median,
+        count=count,
+        ci95_median_us=ci,
+        stable=stable,
+        file=path,
+        line=line,
+        **times,
+    )
+
+
+def _iter_records(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise MeasurementError(f"{path}: cannot read measurement file: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise MeasurementError(f"{path}: not UTF-8 text: {exc.reason}") from exc
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            rec = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise MeasurementError(
+                f"{path}:{lineno}: invalid JSON ({exc.msg} at column {exc.colno})"
+            ) from exc
+        if not isinstance(rec, dict):
+            raise MeasurementError(f"{path}:{lineno}: a record must be a JSON object")
+        yield lineno, rec
+
+
+def read_measurements(paths: str | Path | Sequence[str | Path]) -> Measurements:
+    """Reads one or more JSON Lines measurement files.
+
+    Parameters
+    ----------
+    paths
+        A path or a sequence of paths, read in order as one stream.
+
+    Returns
+    -------
+    Measurements
+        The first header, every header and footer, and the ``prtt`` records after
+        replacement (a later record for the same ``(n, d_us > 0, s)`` replaces an earlier
+        one only if its ``count`` is larger).
+
+    Raises
+    ------
+    MeasurementError
+        Naming file and line, for unreadable files or JSON, a record before any header,
+        missing required keys, negative or non-finite times, sizes < 0, and headers that
+        disagree on the transport.
+    """
+    path_list = [paths] if isinstance(paths, str | Path) else list(paths)
+    if not path_list:
+        raise MeasurementError("no measurement file given")
+
+    headers: list[dict[str, Any]] = []
+    footers: list[dict[str, Any]] = []
+    warnings: list[str] = []
+    best: dict[tuple[int, bool, int], PrttPoint] = {}
+    transport: str | None = None
+    transport_where = ""
+
+    for p in path_list:
+        path = Path(p)
+        in_block = False
+        seen_header_here = False
+        for lineno, rec in _iter_records(path):
+            rtype = rec.get("type")
+            where = _where(str(path), lineno)
+            if rtype == "header":
+                missing = [k for k in REQUIRED_HEADER_KEYS if k not in rec]
+                if missing:
+                    raise MeasurementError(
+                        f"{where}: header is missing required key(s): {', '.join(missing)}"
+                    )
+                tr = rec["transport"]
+                if not isinstance(tr, str) or not tr:
+                    raise MeasurementError(
+                        f"{where}: header 'transport' must be a non-empty string"
+                    )
+                if transport is None:
+                    transport, transport_where = tr, where
+                elif tr != transport:
+                    raise MeasurementError(
+                        f"{where}: transport '{tr}' differs from '{transport}' of the header "
+                        f"at {transport_where}; measurements of different transports cannot "
+                        "be fitted together"
+                    )
+                if in_block:
+                    warnings.append(f"{where}: header without a footer before it")
+                headers.append(rec)
+                in_block = True
+                seen_header_here = True
+            elif rtype == "footer":
+                if not seen_header_here:
+                    raise MeasurementError(f"{where}: footer before any header")
+                footers.append(rec)
+                status = rec.get("status", "ok")
+                if status != "ok":
+                    warnings.append(f"{where}: footer status is '{status}'")
+                in_block = False
+            elif rtype == "prtt":
+                if not seen_header_here:
+                    raise MeasurementError(
+                        f"{where}: prtt record before any header (missing header)"
+                    )
+                point = _parse_prtt(rec, str(path), lineno)
+                old = best.get(point.key)
+                if old is None or point.count > old.count:
+                    best[point.key] = point
+            # Other record types are ignored on purpose (forward compatibility).
+        if not seen_header_here:
+            raise MeasurementError(f"{path}: no header record (missing header)")
+        if in_block:
+            warnings.append(f"{path}: the last block has no footer (interrupted run?)")
+
+    assert transport is not None
+    records = sorted(best.values(), key=lambda q: (q.s, q.n, q.d_us))
+    return Measurements(
+        header=headers[0],
+        records=records,
+        transport=transport,
+        headers=headers,
+        footers=footers,
+        paths=[str(p) for p in path_list],
+        warnings=warnings,
+    )
+
+
+def triples(meas: Measurements) -> Triples:
+    """The sizes that have all three patterns, as arrays sorted by size.
+
+    Where a size has PRTT(n,0,s) or PRTT(n,d,s) records for several n, the record with the
+    largest n is used (the error of the derived per-message values shrinks as 1/(n-1)).
+    """
+    by_size: dict[int, dict[str, PrttPoint]] = {}
+    for pt in meas.records:
+        kind = pt.kind
+        if kind == "other":
+            continue
+        slot = by_size.setdefault(pt.s, {})
+        old = slot.get(kind)
+        if old is None or pt.n > old.n:
+            slot[kind] = pt
+    sizes = sorted(s for s, slot in by_size.items() if len(slot) == 3)
+    rows = [by_size[s] for s in sizes]
+
+    def arr(kind: str, attr: str) -> FloatArray:
+        return np.array([float(getattr(r[kind], attr)) for r in rows], dtype=np.float64)
+
+    return Triples(
+        sizes=np.array(sizes, dtype=np.int64),
+        p1=arr("p1", "median_us"),
+        p1_sigma=arr("p1", "sigma_us"),
+        pn=arr("pn", "median_us"),
+        pn_sigma=arr("pn", "sigma_us"),
+        n_pn=np.array([r["pn"].n for r in rows], dtype=np.int64),
+        pd=arr("pd", "median_us"),
+        pd_sigma=arr("pd", "sigma_us"),
+        n_pd=np.array([r["pd"].n for r in rows], dtype=np.int64),
+        d=arr("pd", "d_us"),
+    )
+
+
+def sizes_triples(meas: Measurements) -> list[int]:
+    """The measured sizes that have all three patterns PRTT(1,0,s), PRTT(n,0,s), PRTT(n,d,s)."""
+    return [int(s) for s in triples(meas).sizes]

@@ -1,0 +1,359 @@
+"""The LogGP report: one self-contained HTML file, and the same table as plain text.
+
+:func:`write_report` writes ``report.html`` (inline CSS, the figures embedded as base64
+PNG data URIs, no external resources) and, beside it, the figures as PNG files.
+:func:`format_table` renders the ranges as plain text for a terminal.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from railgauge import __version__
+from railgauge.fit.loggp import LoggpFit, LoggpRange
+from railgauge.measurements import Measurements, PrttPoint
+from railgauge.report.plots import format_bytes, plot_gap, plot_prtt, plot_residuals
+
+__all__ = ["format_table", "write_report"]
+
+#: Table columns: (JSON key, header, unit).
+COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("L_us", "L", "us"),
+    ("o_us", "o", "us"),
+    ("g_us", "g", "us"),
+    ("G_us_per_byte", "G", "us/B"),
+    ("O_us_per_byte", "O", "us/B"),
+)
+
+FIGURES: tuple[tuple[str, str, str], ...] = (
+    ("prtt.png", "PRTT measurements and model", "plot_prtt"),
+    ("gap.png", "Derived series G_all(s), o(s) and PRTT(1,0,s)/2 - 2 o(s)", "plot_gap"),
+    ("residuals.png", "Residuals", "plot_residuals"),
+)
+
+
+def _num(v: float | None) -> str:
+    if v is None or not math.isfinite(v):
+        return "-"
+    if v == 0.0:
+        return "0"
+    a = abs(v)
+    if a >= 1e5 or a < 1e-4:
+        return f"{v:.3e}"
+    return f"{v:.4g}"
+
+
+def range_label(r: LoggpRange) -> str:
+    """``1 B .. 12 KiB`` or ``12289 B ..`` (open-ended last range)."""
+    hi = format_bytes(r.to_bytes) if r.to_bytes is not None else ""
+    return f"{format_bytes(r.from_bytes)} .. {hi}".rstrip()
+
+
+def _ci_text(r: LoggpRange, key: str) -> str:
+    ci = r.ci95.get(key)
+    if ci is None:
+        return ""
+    return f"[{_num(ci[0])}, {_num(ci[1])}]"
+
+
+def format_table(fit: LoggpFit) -> str:
+    """The fitted ranges as a plain-text table (values, then 95% CIs, then warnings)."""
+    head = f"LogGP fit, transport {fit.transport}"
+    if fit.n is not None:
+        head += f", n = {fit.n}"
+    lines = [head, fit.message]
+    if not fit.ranges:
+        return "\n".join(lines)
+    header = ["range"] + [f"{name} ({unit})" for _, name, unit in COLUMNS] + ["reliable"]
+    rows: list[list[str]] = []
+    for r in fit.ranges:
+        rows.append(
+            [range_label(r)]
+            + [_num(r.value(k)) for k, _, _ in COLUMNS]
+            + ["yes" if r.reliable else "NO"]
+        )
+        rows.append(["  95% CI"] + [_ci_text(r, k) for k, _, _ in COLUMNS] + [""])
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+
+    def fmt(row: list[str]) -> str:
+        cells = [row[0].ljust(widths[0])] + [
+            c.rjust(widths[i]) for i, c in enumerate(row[1:], start=1)
+        ]
+        return "  ".join(cells).rstrip()
+
+    lines.append("")
+    lines.append(fmt(header))
+    lines.append("  ".join("-" * w for w in widths))
+    lines.extend(fmt(row) for row in rows)
+    notes: list[str] = []
+    for i, r in enumerate(fit.ranges, start=1):
+        notes.extend(f"range {i}: warning: {w}" for w in r.warnings)
+        notes.extend(f"range {i}: note: {w}" for w in r.notes)
+    if notes:
+        lines.append("")
+        lines.extend(notes)
+    return "\n".join(lines)
+
+
+_CSS = """
+body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 2em auto;
+       max-width: 1100px; color: #222; line-height: 1.4; padding: 0 1em; }
+h1 { font-size: 1.6em; margin-bottom: 0.2em; }
+h2 { font-size: 1.25em; border-bottom: 1px solid #ddd; padding-bottom: 0.2em; margin-top: 1.8em; }
+table { border-collapse: collapse; margin: 0.6em 0; font-size: 0.92em; }
+th, td { border: 1px solid #d6d6d6; padding: 0.25em 0.6em; text-align: right; vertical-align: top; }
+th { background: #f2f4f7; }
+td.l, th.l { text-align: left; }
+table.facts td:first-child { text-align: left; font-weight: 600; background: #fafafa; }
+table.facts td { text-align: left; }
+.ci { color: #666; font-size: 0.85em; white-space: nowrap; }
+.bad { background: #fff1f0; }
+.warn { color: #a8071a; }
+.note { color: #555; }
+.muted { color: #777; font-size: 0.9em; }
+figure { margin: 1em 0; }
+figure img { max-width: 100%; border: 1px solid #eee; }
+figcaption { color: #555; font-size: 0.9em; }
+code { background: #f5f5f5; padding: 0 0.2em; }
+"""
+
+
+def _e(v: Any) -> str:
+    return html.escape(str(v), quote=True)
+
+
+def _facts(meas: Measurements, fit: LoggpFit) -> list[tuple[str, str]]:
+    h = meas.header
+    timer = h.get("timer") if isinstance(h.get("timer"), Mapping) else {}
+    assert isinstance(timer, Mapping)
+    timer_txt = ", ".join(
+        part
+        for part in (
+            str(timer.get("source", "")),
+            f"resolution {timer['resolution_ns']} ns" if "resolution_ns" in timer else "",
+            f"overhead {timer['overhead_ns']} ns" if "overhead_ns" in timer else "",
+        )
+        if part
+    )
+    info = h.get("transport_info")
+    facts = [
+        ("transport", meas.transport),
+        ("transport info", _compact(info) if info else "-"),
+        ("host", str(h.get("host", "-"))),
+        ("ranks", str(h.get("ranks", "-"))),
+        ("timer", timer_txt or "-"),
+        ("measured by", f"{h.get('tool', '-')} {h.get('version', '')}".strip()),
+        ("started (UTC)", str(h.get("started_utc", "-"))),
+        ("measurement blocks", str(len(meas.headers))),
+        ("files", ", ".join(meas.paths)),
+        ("messages per train n", str(fit.n) if fit.n is not None else "-"),
+        ("parameters", _compact(h.get("params")) if h.get("params") else "-"),
+    ]
+    return facts
+
+
+def _compact(v: Any) -> str:
+    if isinstance(v, Mapping):
+        return ", ".join(f"{k}={_compact(x)}" for k, x in v.items())
+    if isinstance(v, list | tuple):
+        if len(v) > 12:
+            return f"[{', '.join(_compact(x) for x in v[:12])}, ... ({len(v)} items)]"
+        return "[" + ", ".join(_compact(x) for x in v) + "]"
+    return str(v)
+
+
+def _bytes_exact(n: int) -> str:
+    text = format_bytes(n)
+    return text if text == f"{n} B" else f"{text} ({n} B)"
+
+
+def _ranges_table(fit: LoggpFit) -> str:
+    if not fit.ranges:
+        return f"<p class='warn'>No model: {_e(fit.message)}</p>"
+    head = "".join(f"<th>{_e(name)} ({_e(unit)})</th>" for _, name, unit in COLUMNS)
+    rows = []
+    for i, r in enumerate(fit.ranges, start=1):
+        cells = "".join(
+            f"<td>{_e(_num(r.value(k)))}<br><span class='ci'>{_e(_ci_text(r, k))}</span></td>"
+            for k, _, _ in COLUMNS
+        )
+        to = _e(_bytes_exact(r.to_bytes)) if r.to_bytes is not None else "&infin;"
+        rel = "yes" if r.reliable else "<span class='warn'>no</span>"
+        cls = "" if r.reliable else " class='bad'"
+        rows.append(
+            f"<tr{cls}><td class='l'>range {i}</td>"
+            f"<td class='l'>{_e(_bytes_exact(r.from_bytes))}</td>"
+            f"<td class='l'>{to}</td><td>{r.points}</td>{cells}<td>{rel}</td></tr>"
+        )
+    notes: list[str] = []
+    for i, r in enumerate(fit.ranges, start=1):
+        notes.extend(f"<li class='warn'>range {i}: {_e(w)}</li>" for w in r.warnings)
+        notes.extend(f"<li class='note'>range {i}: {_e(w)}</li>" for w in r.notes)
+    out = (
+        "<table class='ranges'><tr><th class='l'></th><th class='l'>from</th>"
+        f"<th class='l'>to (last measured)</th><th>sizes</th>{head}<th>reliable</th></tr>"
+        + "".join(rows)
+        + "</table>"
+        + "<p class='muted'>Values are the bounded weighted least-squares estimates; below each, "
+        "the 95% confidence interval. O is the per-byte overhead of LogGOPS (0 for plain "
+        "LogGP). A range applies from its first measured size up to the first measured size "
+        "of the next range.</p>"
+    )
+    if notes:
+        out += "<ul>" + "".join(notes) + "</ul>"
+    return out
+
+
+def _criterion(fit: LoggpFit) -> str:
+    c = fit.criterion
+    if not c:
+        return ""
+    items = [
+        ("method", c.get("method")),
+        ("series", ", ".join(c.get("series", []))),
+        ("relative tolerance", c.get("rel_tol")),
+        ("absolute floor (us)", c.get("abs_floor_us")),
+        ("penalty per extra range", _num(c.get("penalty"))),
+        ("fewest sizes per range", c.get("min_seg")),
+        ("most ranges", c.get("max_segments")),
+        ("fit cost (chosen)", _num(c.get("fit_cost"))),
+        (
+            "fit cost by number of ranges",
+            ", ".join(_num(v) for v in (c.get("fit_cost_by_segments") or [])),
+        ),
+        ("criterion", c.get("statement")),
+    ]
+    m = fit.method
+    if m:
+        items += [("fit", m.get("fit")), ("confidence intervals", m.get("ci"))]
+    rows = "".join(
+        f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in items if v not in (None, "")
+    )
+    return f"<table class='facts'>{rows}</table>"
+
+
+def _kind_label(pt: PrttPoint) -> str:
+    if pt.kind == "p1":
+        return "PRTT(1,0,s)"
+    if pt.kind == "pn":
+        return f"PRTT({pt.n},0,s)"
+    if pt.kind == "pd":
+        return f"PRTT({pt.n},d,s)"
+    return f"PRTT({pt.n},{pt.d_us:g},s)"
+
+
+def _measurement_table(meas: Measurements) -> str:
+    head = (
+        "<tr><th>s (B)</th><th class='l'>pattern</th><th>d (us)</th><th>median (us)</th>"
+        "<th>95% CI of median (us)</th><th>min (us)</th><th>p99 (us)</th><th>count</th>"
+        "<th>stable</th></tr>"
+    )
+    rows = []
+    for pt in meas.records:
+        ci = (
+            f"[{_num(pt.ci95_median_us[0])}, {_num(pt.ci95_median_us[1])}]"
+            if pt.ci95_median_us
+            else "-"
+        )
+        stable = "-" if pt.stable is None else ("yes" if pt.stable else "no")
+        rows.append(
+            f"<tr><td>{pt.s}</td><td class='l'>{_e(_kind_label(pt))}</td>"
+            f"<td>{_e(_num(pt.d_us))}</td><td>{_e(_num(pt.median_us))}</td><td>{_e(ci)}</td>"
+            f"<td>{_e(_num(pt.min_us))}</td><td>{_e(_num(pt.p99_us))}</td>"
+            f"<td>{pt.count}</td><td>{stable}</td></tr>"
+        )
+    return f"<table class='meas'>{head}{''.join(rows)}</table>"
+
+
+def _figure(path: Path, caption: str) -> str:
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return (
+        f"<figure><img alt='{_e(caption)}' src='data:image/png;base64,{data}'>"
+        f"<figcaption>{_e(caption)}</figcaption></figure>"
+    )
+
+
+def write_report(
+    out_dir: str | Path,
+    meas: Measurements,
+    fit: LoggpFit,
+    extra: Mapping[str, Any] | None = None,
+) -> Path:
+    """Writes ``report.html`` (self-contained) and the figures as PNGs into ``out_dir``.
+
+    Parameters
+    ----------
+    out_dir
+        Folder to write into (created if missing).
+    meas
+        The measurements the fit was made from.
+    fit
+        The fit (from :func:`railgauge.fit.loggp.fit_loggp` or ``load_loggp_model``).
+    extra
+        Further facts shown in a table (for example the wall time of the run).
+
+    Returns
+    -------
+    Path
+        The path of ``report.html``.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    plotters = {"plot_prtt": plot_prtt, "plot_gap": plot_gap, "plot_residuals": plot_residuals}
+    figures = []
+    for name, caption, fn in FIGURES:
+        png = out / name
+        plotters[fn](meas, fit, png)
+        figures.append(_figure(png, caption))
+
+    facts = "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in _facts(meas, fit))
+    extra_html = ""
+    if extra:
+        extra_rows = "".join(
+            f"<tr><td>{_e(k)}</td><td>{_e(_compact(v))}</td></tr>" for k, v in extra.items()
+        )
+        extra_html = f"<h2>Run</h2><table class='facts'>{extra_rows}</table>"
+    reader_warn = ""
+    if meas.warnings:
+        reader_warn = (
+            "<ul>" + "".join(f"<li class='warn'>{_e(w)}</li>" for w in meas.warnings) + "</ul>"
+        )
+    now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    doc = f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>railgauge LogGP report: {_e(meas.transport)} on {_e(meas.host or "-")}</title>
+<style>{_CSS}</style>
+</head>
+<body>
+<h1>LogGP parameters of {_e(meas.transport)} on {_e(meas.host or "-")}</h1>
+<p class="muted">railgauge {_e(__version__)}: LogGP by parametrised round-trip times
+(Hoefler, Lichei, Rehm 2007), protocol ranges found by penalised segmented least squares.
+{_e(fit.message)}.</p>
+<h2>Measurement</h2>
+<table class="facts">{facts}</table>
+{reader_warn}
+<h2>Model</h2>
+{_ranges_table(fit)}
+<h2>Figures</h2>
+{"".join(figures)}
+<h2>Protocol-range criterion and fit</h2>
+{_criterion(fit)}
+{extra_html}
+<h2>Measurements</h2>
+{_measurement_table(meas)}
+<p class="muted">Generated {now} by railgauge {_e(__version__)}.</p>
+</body>
+</html>
+"""
+    path = out / "report.html"
+    path.write_text(doc, encoding="utf-8")
+    return path

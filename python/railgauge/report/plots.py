@@ -1,0 +1,371 @@
+"""Figures of a LogGP fit: the PRTT curves, the derived gap and overhead series, residuals.
+
+Every function draws on its own :class:`matplotlib.figure.Figure` with the Agg canvas (no
+pyplot state, no display needed) and writes a PNG to a path or a binary file object.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+import numpy.typing as npt
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
+
+from railgauge.fit.loggp import LoggpFit, derive_series, g_all, overhead, prtt
+from railgauge.measurements import Measurements, triples
+
+__all__ = ["format_bytes", "plot_gap", "plot_prtt", "plot_residuals"]
+
+FloatArray = npt.NDArray[np.float64]
+PathOrFile = str | Path | IO[bytes]
+
+_DPI = 110
+_SPAN_COLOURS = ("#f2f5fa", "#fbf6ec")
+_SERIES_COLOURS = {"p1": "C0", "pn": "C1", "pd": "C2"}
+
+
+def format_bytes(n: float) -> str:
+    """A size in bytes for people: ``12 KiB`` when exact, else ``12289 B``; ``1.5 MiB``."""
+    if not math.isfinite(n):
+        return "inf"
+    v = round(n)
+    for unit, f in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if v >= f:
+            if v % f == 0:
+                return f"{v // f} {unit}"
+            if v % (f // 2) == 0:
+                return f"{v / f:.1f} {unit}"
+            break
+    return f"{v} B"
+
+
+def _save(fig: Figure, path: PathOrFile) -> Path | None:
+    FigureCanvasAgg(fig)
+    fig.savefig(path, format="png", dpi=_DPI)
+    return Path(path) if isinstance(path, str | Path) else None
+
+
+def _size_axis(ax: Axes, smin: float, smax: float) -> None:
+    """Log-scaled size axis with ticks at powers of two, labelled in B / KiB / MiB."""
+    lo = max(smin, 1.0)
+    hi = max(smax, lo * 2.0)
+    ax.set_xscale("log", base=2)
+    e0, e1 = math.floor(math.log2(lo)), math.ceil(math.log2(hi))
+    step = max(1, math.ceil((e1 - e0) / 10))
+    ticks = [2.0**e for e in range(e0, e1 + 1, step)]
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: format_bytes(v)))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlim(lo / 1.3, hi * 1.3)
+    for label in ax.get_xticklabels():
+        label.set_rotation(30)
+        label.set_horizontalalignment("right")
+
+
+def _range_edges(fit: LoggpFit, smin: float, smax: float) -> list[tuple[float, float]]:
+    """Plot extents of the ranges: from the first measured size of a range to the first of
+    the next (geometric midpoint of the unmeasured gap between them)."""
+    edges: list[tuple[float, float]] = []
+    rs = fit.ranges
+    for i, r in enumerate(rs):
+        start = max(float(r.from_bytes), 1.0) if i > 0 else max(smin, 1.0)
+        if i > 0:
+            prev_last = rs[i - 1].to_bytes or rs[i - 1].from_bytes
+            start = math.sqrt(max(prev_last, 1) * max(r.from_bytes, 1))
+        if i + 1 < len(rs):
+            last = r.to_bytes if r.to_bytes is not None else r.from_bytes
+            end = math.sqrt(max(last, 1) * max(rs[i + 1].from_bytes, 1))
+        else:
+            end = max(smax, start * 1.01)
+        edges.append((start, end))
+    return edges
+
+
+def _shade_ranges(ax: Axes, fit: LoggpFit, smin: float, smax: float, *, label: bool) -> None:
+    edges = _range_edges(fit, smin, smax)
+    for i, (a, b) in enumerate(edges):
+        ax.axvspan(a, b, color=_SPAN_COLOURS[i % 2], zorder=0, lw=0)
+        if i > 0:
+            ax.axvline(a, color="0.35", ls="--", lw=1.0, zorder=1)
+        if label:
+            r = fit.ranges[i]
+            tag = f"range {i + 1}: from {format_bytes(r.from_bytes)}"
+            if not r.reliable:
+                tag += " (unreliable)"
+            ax.text(
+                math.sqrt(a * b),
+                1.01,
+                tag,
+                transform=ax.get_xaxis_transform(),
+                ha="center",
+                va="bottom",
+                fontsize=8,
+                color="0.25",
+                clip_on=False,
+            )
+
+
+def _grid(ax: Axes) -> None:
+    ax.grid(True, which="major", color="0.85", lw=0.6)
+    ax.set_axisbelow(True)
+
+
+def _range_grid(fit: LoggpFit, smin: float, smax: float, points: int = 60) -> list[FloatArray]:
+    return [
+        np.geomspace(max(a, 1.0), max(b, a * 1.0001), points)
+        for a, b in _range_edges(fit, smin, smax)
+    ]
+
+
+def _interp_d(sizes: FloatArray, d: FloatArray, s: FloatArray) -> FloatArray:
+    """The delay d(s) between measured sizes, interpolated log-log (d > 0)."""
+    ls = np.log(np.maximum(sizes, 1.0))
+    ld = np.log(np.maximum(d, 1e-9))
+    return np.asarray(np.exp(np.interp(np.log(np.maximum(s, 1.0)), ls, ld)))
+
+
+def plot_prtt(
+    meas: Measurements, fit: LoggpFit, path: PathOrFile, *, title: str | None = None
+) -> Path | None:
+    """PRTT(1,0,s), PRTT(n,0,s) and PRTT(n,d,s) on log-log axes with 95% CI error bars,
+    the fitted model curves and the protocol ranges."""
+    tr = triples(meas)
+    fig = Figure(figsize=(9.0, 5.6))
+    ax = fig.add_subplot(1, 1, 1)
+    if len(tr) == 0:
+        ax.text(0.5, 0.5, "no sizes with all three patterns", ha="center", transform=ax.transAxes)
+        return _save(fig, path)
+    sizes = tr.sizes.astype(np.float64)
+    smin, smax = float(sizes.min()), float(sizes.max())
+    n = int(np.bincount(tr.n_pn).argmax())
+    series = (
+        ("p1", tr.p1, tr.p1_sigma, "PRTT(1,0,s)"),
+        ("pn", tr.pn, tr.pn_sigma, f"PRTT({n},0,s)"),
+        ("pd", tr.pd, tr.pd_sigma, f"PRTT({n},d,s)"),
+    )
+    for key, y, sig, label in series:
+        ax.errorbar(
+            np.maximum(sizes, 1.0),
+            y,
+            yerr=1.96 * sig,
+            fmt="o",
+            ms=3.5,
+            color=_SERIES_COLOURS[key],
+            ecolor=_SERIES_COLOURS[key],
+            elinewidth=1.0,
+            capsize=2,
+            label=f"{label} measured (median, 95% CI)",
+            zorder=3,
+        )
+    if fit.ranges:
+        _shade_ranges(ax, fit, smin, smax, label=True)
+        for i, s in enumerate(_range_grid(fit, smin, smax)):
+            d = _interp_d(sizes, tr.d, s)
+            curves = (
+                ("p1", prtt(fit, 1, 0.0, s)),
+                ("pn", prtt(fit, n, 0.0, s)),
+                ("pd", prtt(fit, n, d, s)),
+            )
+            for key, yv in curves:
+                ax.plot(
+                    s,
+                    yv,
+                    "-",
+                    color=_SERIES_COLOURS[key],
+                    lw=1.4,
+                    alpha=0.85,
+                    label="LogGP model" if (i == 0 and key == "p1") else None,
+                    zorder=2,
+                )
+    ax.set_yscale("log")
+    _size_axis(ax, smin, smax)
+    _grid(ax)
+    ax.set_xlabel("message size s")
+    ax.set_ylabel("round-trip time (us)")
+    ax.set_title(
+        title or f"PRTT over {meas.transport}: measurements and fitted LogGP model", pad=18
+    )
+    ax.legend(loc="upper left", fontsize=8, framealpha=0.9)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def _rel_tol(fit: LoggpFit) -> tuple[float, float]:
+    m = fit.method or {}
+    return float(m.get("rel_tol", 0.03)), float(m.get("abs_floor_us", 0.01))
+
+
+def plot_gap(
+    meas: Measurements, fit: LoggpFit, path: PathOrFile, *, title: str | None = None
+) -> Path | None:
+    """G_all(s), o(s) and PRTT(1,0,s)/2 - 2 o(s) per size with the fitted lines per range."""
+    tr = triples(meas)
+    fig = Figure(figsize=(9.0, 9.5))
+    axes = [fig.add_subplot(3, 1, k) for k in (1, 2, 3)]
+    if len(tr) == 0:
+        axes[0].text(0.5, 0.5, "no data", ha="center", transform=axes[0].transAxes)
+        return _save(fig, path)
+    rel_tol, floor = _rel_tol(fit)
+    ds = derive_series(tr, rel_tol=rel_tol, abs_floor_us=floor)
+    sizes = np.maximum(ds.sizes.astype(np.float64), 1.0)
+    smin, smax = float(sizes.min()), float(sizes.max())
+    grids = _range_grid(fit, smin, smax) if fit.ranges else []
+
+    def model_l(s: FloatArray) -> FloatArray:
+        p1 = np.asarray(prtt(fit, 1, 0.0, s))
+        return np.asarray(0.5 * p1 - 2.0 * np.asarray(overhead(fit, s)))
+
+    panels: Sequence[tuple[Axes, FloatArray, FloatArray, str, str, Any, str]] = (
+        (
+            axes[0],
+            ds.g_all,
+            ds.g_all_stat,
+            "G_all(s) = (PRTT(n,0,s) - PRTT(1,0,s)) / (n-1)",
+            "gap per message (us)",
+            lambda s: g_all(fit, s),
+            "g + (s-1) G",
+        ),
+        (
+            axes[1],
+            ds.o,
+            ds.o_stat,
+            "o(s) = (PRTT(n,d,s) - PRTT(1,0,s)) / (n-1) - d",
+            "overhead (us)",
+            lambda s: overhead(fit, s),
+            "o + (s-1) O",
+        ),
+        (
+            axes[2],
+            ds.y_l,
+            ds.y_l_stat,
+            "PRTT(1,0,s)/2 - 2 o(s)",
+            "latency part (us)",
+            model_l,
+            "L + (s-1) G_lat",
+        ),
+    )
+    for k, (ax, y, sig, name, ylabel, model, mlabel) in enumerate(panels):
+        mask = ds.o_valid if k > 0 else np.ones(y.size, dtype=bool)
+        ax.errorbar(
+            sizes[mask],
+            y[mask],
+            yerr=1.96 * sig[mask],
+            fmt="o",
+            ms=3.5,
+            color="C0",
+            capsize=2,
+            elinewidth=1.0,
+            label=f"{name} (95% CI)",
+            zorder=3,
+        )
+        if not bool(mask.all()):
+            ax.plot(
+                sizes[~mask],
+                y[~mask],
+                "x",
+                color="0.5",
+                label="left out: d not above G_all(s)",
+                zorder=3,
+            )
+        if fit.ranges:
+            _shade_ranges(ax, fit, smin, smax, label=(k == 0))
+            for i, s in enumerate(grids):
+                ax.plot(
+                    s,
+                    model(s),
+                    "-",
+                    color="C3",
+                    lw=1.5,
+                    label=f"fit per range: {mlabel}" if i == 0 else None,
+                    zorder=2,
+                )
+        positive = bool(np.all(y[mask] > 0.0))
+        if k != 1 and positive and (y[mask].max() / max(y[mask].min(), 1e-12)) > 20.0:
+            ax.set_yscale("log")
+        _size_axis(ax, smin, smax)
+        _grid(ax)
+        ax.set_ylabel(ylabel)
+        ax.legend(loc="best", fontsize=8, framealpha=0.9)
+    axes[2].set_xlabel("message size s")
+    axes[0].set_title(title or f"Derived LogGP series over {meas.transport}", pad=18)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def plot_residuals(
+    meas: Measurements, fit: LoggpFit, path: PathOrFile, *, title: str | None = None
+) -> Path | None:
+    """Normalised residuals of the three fitted series, and the relative error of the model
+    PRTT against each measured pattern."""
+    tr = triples(meas)
+    fig = Figure(figsize=(9.0, 7.0))
+    ax1 = fig.add_subplot(2, 1, 1)
+    ax2 = fig.add_subplot(2, 1, 2)
+    if len(tr) == 0 or not fit.ranges:
+        ax1.text(0.5, 0.5, "no fit", ha="center", transform=ax1.transAxes)
+        return _save(fig, path)
+    rel_tol, floor = _rel_tol(fit)
+    ds = derive_series(tr, rel_tol=rel_tol, abs_floor_us=floor)
+    sizes = np.maximum(ds.sizes.astype(np.float64), 1.0)
+    s_model = ds.sizes.astype(np.float64)
+    smin, smax = float(sizes.min()), float(sizes.max())
+    o_fit = np.asarray(overhead(fit, s_model))
+    series = (
+        ("G_all(s)", ds.g_all, np.asarray(g_all(fit, s_model)), ds.g_all_sigma, None, "o"),
+        ("o(s)", ds.o, o_fit, ds.o_sigma, ds.o_valid, "s"),
+        (
+            "PRTT(1,0,s)/2 - 2 o(s)",
+            ds.y_l,
+            0.5 * np.asarray(prtt(fit, 1, 0.0, s_model)) - 2.0 * o_fit,
+            ds.y_l_sigma,
+            ds.o_valid,
+            "^",
+        ),
+    )
+    _shade_ranges(ax1, fit, smin, smax, label=True)
+    ax1.axhspan(-1.0, 1.0, color="0.9", zorder=0.5, lw=0, label="within 1 sigma")
+    ax1.axhline(0.0, color="0.4", lw=0.8)
+    for name, y, yf, sig, valid, marker in series:
+        keep = np.ones(y.size, dtype=bool) if valid is None else valid
+        ax1.plot(sizes[keep], ((y - yf) / sig)[keep], marker, ms=4, label=name, zorder=3)
+    ax1.set_ylabel("residual / sigma")
+    ax1.set_title(title or f"Fit residuals over {meas.transport}", pad=18)
+    _size_axis(ax1, smin, smax)
+    _grid(ax1)
+    ax1.legend(loc="best", fontsize=8, ncol=4, framealpha=0.9)
+
+    n = int(np.bincount(tr.n_pn).argmax())
+    pats = (
+        ("PRTT(1,0,s)", tr.p1, prtt(fit, 1, 0.0, s_model), "p1"),
+        (f"PRTT({n},0,s)", tr.pn, prtt(fit, tr.n_pn, 0.0, s_model), "pn"),
+        (f"PRTT({n},d,s)", tr.pd, prtt(fit, tr.n_pd, tr.d, s_model), "pd"),
+    )
+    _shade_ranges(ax2, fit, smin, smax, label=False)
+    ax2.axhline(0.0, color="0.4", lw=0.8)
+    for name, y, yf, key in pats:
+        yfa = np.asarray(yf)
+        ax2.plot(
+            sizes,
+            100.0 * (y - yfa) / yfa,
+            "o-",
+            ms=3.5,
+            lw=0.8,
+            color=_SERIES_COLOURS[key],
+            label=name,
+            zorder=3,
+        )
+    ax2.set_ylabel("(measured - model) / model (%)")
+    ax2.set_xlabel("message size s")
+    _size_axis(ax2, smin, smax)
+    _grid(ax2)
+    ax2.legend(loc="best", fontsize=8, ncol=3, framealpha=0.9)
+    fig.tight_layout()
+    return _save(fig, path)

@@ -1,0 +1,286 @@
+"""Synthetic PRTT measurements from known LogGP parameters.
+
+Used by the tests (parameter recovery, protocol-change detection) and for demonstrations
+without a network. The generator follows the model of Hoefler, Lichei and Rehm (2007)::
+
+    o(s)        = o + (s-1) O                       (O = 0 is plain LogGP)
+    PRTT(1,0,s) = 2 (L + 2 o(s) + (s-1) G)
+    G_all(s)    = g + (s-1) G
+    PRTT(n,0,s) = PRTT(1,0,s) + (n-1) G_all(s)
+    PRTT(n,d,s) = PRTT(1,0,s) + (n-1) max(o(s) + d, G_all(s))
+
+The delay d is chosen as ``railgauge-bench prtt`` chooses it, from the measured values:
+d = PRTT(1,0,s), or PRTT(2,0,s) = PRTT(1,0,s) + G_all(s) where PRTT(1,0,s) is not at
+least 1.25 G_all(s) ("high gaps").
+
+Noise model: every point is the median of ``reps`` samples; a sample is the true time times
+``1 + noise * N(0, 1)``. The CI of the median is the distribution-free binomial order
+statistic interval (as the C statistics compute it). ``jitter`` adds a systematic relative
+error per point, ``1 + jitter * N(0, 1)``, that the CI does not show (like a cache or
+alignment effect at one size).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from scipy import stats
+
+from railgauge import __version__
+from railgauge.measurements import Measurements, PrttPoint
+
+__all__ = [
+    "PAPER_TABLE",
+    "RangeParams",
+    "prtt_true",
+    "sweep_sizes",
+    "synth_prtt",
+    "write_jsonl",
+]
+
+#: (from_bytes, L_us, o_us, g_us, G_us_per_byte) or the same with O_us_per_byte appended.
+RangeParams = tuple[float, ...]
+
+#: The numeric results of the paper (Hoefler, Lichei, Rehm 2007), per transport.
+PAPER_TABLE: dict[str, list[RangeParams]] = {
+    "TCP": [(1, 45.74, 3.46, 0.915, 0.00849)],
+    "SCI": [(1, 5.48, 6.10, 7.78, 0.0045), (12289, 5.48, 6.10, 13.34, 0.0037)],
+    "OFED": [(1, 5.96, 4.72, 5.14, 0.00073), (12289, 5.96, 4.72, 21.39, 0.00103)],
+    "GM": [(1, 10.53, 1.27, 9.44, 0.0092), (32769, 10.53, 1.27, 52.01, 0.0042)],
+}
+
+_HIGH_GAP_RATIO = 1.25
+_SYNTH_TIME = "2007-03-30T00:00:00Z"
+
+
+def sweep_sizes(
+    max_bytes: int = 1 << 20,
+    *,
+    per_octave: int = 2,
+    refine_at: Sequence[int] = (),
+) -> list[int]:
+    """A log-spaced size sweep 1 .. max_bytes plus refinement points.
+
+    ``per_octave`` sizes per factor of two (rounded to integers); for every size ``r`` in
+    ``refine_at`` the points r - r/4, r - r/8, r - 1, r, r + r/8, r + r/4 are added, as a
+    refinement sweep around a suspected protocol change would.
+    """
+    if max_bytes < 1:
+        raise ValueError(f"max_bytes must be >= 1, got {max_bytes}")
+    if per_octave < 1:
+        raise ValueError(f"per_octave must be >= 1, got {per_octave}")
+    out: set[int] = set()
+    k = 0
+    while True:
+        s = round(2.0 ** (k / per_octave))
+        if s > max_bytes:
+            break
+        out.add(int(s))
+        k += 1
+    out.add(int(max_bytes))
+    for r in refine_at:
+        for s in (r - r // 4, r - r // 8, r - 1, r, r + r // 8, r + r // 4):
+            if 1 <= s <= max_bytes:
+                out.add(int(s))
+    return sorted(out)
+
+
+def _range_for(params_by_range: Sequence[RangeParams], s: float) -> RangeParams:
+    chosen = params_by_range[0]
+    for p in params_by_range:
+        if s >= p[0]:
+            chosen = p
+    return chosen
+
+
+def _unpack(p: RangeParams) -> tuple[float, float, float, float, float]:
+    if len(p) == 5:
+        return p[1], p[2], p[3], p[4], 0.0
+    if len(p) == 6:
+        return p[1], p[2], p[3], p[4], p[5]
+    raise ValueError(
+        "params_by_range entries must be (from_bytes, L, o, g, G) or (from_bytes, L, o, g, G, O),"
+        f" got {p!r}"
+    )
+
+
+def prtt_true(params_by_range: Sequence[RangeParams], n: int, d: float, s: float) -> float:
+    """The noise-free PRTT(n, d, s) in us of the piecewise LogGP(S) model."""
+    L, o, g, G, per_byte_o = _unpack(_range_for(params_by_range, s))
+    o_s = o + (s - 1.0) * per_byte_o
+    p1 = 2.0 * (L + 2.0 * o_s + (s - 1.0) * G)
+    if n == 1:
+        return p1
+    g_all = g + (s - 1.0) * G
+    if d == 0.0:
+        return p1 + (n - 1) * g_all
+    return p1 + (n - 1) * max(o_s + d, g_all)
+
+
+def _median_ci(sorted_x: npt.NDArray[np.float64]) -> tuple[float, float]:
+    """Distribution-free 95% CI of the median from order statistics (binomial)."""
+    m = sorted_x.size
+    if m < 6:
+        return float(sorted_x[0]), float(sorted_x[-1])
+    # Largest j with P(B <= j - 1) <= 0.025 for B ~ Bin(m, 1/2); interval [x_(j), x_(m-j+1)].
+    j = int(stats.binom.ppf(0.025, m, 0.5))
+    j = max(j, 1)
+    return float(sorted_x[j - 1]), float(sorted_x[m - j])
+
+
+def _summarise(
+    rng: np.random.Generator, true_us: float, noise: float, reps: int, jitter: float
+) -> dict[str, Any]:
+    centre = true_us * (1.0 + jitter * rng.standard_normal()) if jitter > 0.0 else true_us
+    x = centre * (1.0 + noise * rng.standard_normal(reps))
+    x = np.maximum(x, 1e-6)
+    x.sort()
+    lo, hi = _median_ci(x)
+    return {
+        "min_us": float(x[0]),
+        "median_us": float(np.median(x)),
+        "mean_us": float(x.mean()),
+        "p99_us": float(np.quantile(x, 0.99)),
+        "max_us": float(x[-1]),
+        "stddev_us": float(x.std(ddof=1)) if reps > 1 else 0.0,
+        "count": int(reps),
+        "ci95_median_us": (lo, hi),
+    }
+
+
+def synth_prtt(
+    params_by_range: Sequence[RangeParams],
+    sizes: Sequence[int] | None = None,
+    *,
+    n: int = 16,
+    noise: float = 0.01,
+    seed: int = 0,
+    reps: int = 200,
+    jitter: float = 0.0,
+    transport: str = "synthetic",
+) -> Measurements:
+    """Synthetic PRTT measurements of a piecewise LogGP model.
+
+    Parameters
+    ----------
+    params_by_range
+        ``(from_bytes, L, o, g, G)`` or ``(from_bytes, L, o, g, G, O)`` per protocol range,
+        in us and us/byte; a size uses the last range whose ``from_bytes`` is <= it (the
+        first range also below its ``from_bytes``). Values that are physically impossible
+        (a negative L) are allowed, to test how a fit deals with such data, as long as
+        every time is positive.
+    sizes
+        Message sizes in bytes; default :func:`sweep_sizes` ().
+    n
+        Messages per train for PRTT(n,0,s) and PRTT(n,d,s) (>= 2).
+    noise
+        Relative standard deviation of one round-trip sample.
+    seed
+        Seed of the random generator (results are reproducible).
+    reps
+        Samples per point (the reported values are their median, mean, ...).
+    jitter
+        Relative standard deviation of a systematic error per point, not shown by its CI.
+    transport
+        The transport name written to the header.
+
+    Returns
+    -------
+    Measurements
+        The same object :func:`railgauge.measurements.read_measurements` returns.
+    """
+    if not params_by_range:
+        raise ValueError("params_by_range must hold at least one range")
+    for p in params_by_range:
+        _unpack(p)
+    if n < 2:
+        raise ValueError(f"n must be >= 2, got {n}")
+    if reps < 1:
+        raise ValueError(f"reps must be >= 1, got {reps}")
+    if noise < 0.0 or jitter < 0.0:
+        raise ValueError("noise and jitter must be >= 0")
+    size_list = sweep_sizes() if sizes is None else [int(s) for s in sizes]
+    if any(s < 0 for s in size_list):
+        raise ValueError("sizes must be >= 0")
+    rng = np.random.default_rng(seed)
+    ranges = sorted(params_by_range, key=lambda p: p[0])
+
+    records: list[PrttPoint] = []
+    line = 2
+    for s in sorted(set(size_list)):
+        p1_true = prtt_true(ranges, 1, 0.0, s)
+        pn_true = prtt_true(ranges, n, 0.0, s)
+        if p1_true <= 0.0 or pn_true <= 0.0:
+            raise ValueError(f"the parameters give a non-positive PRTT at s={s}")
+        p1 = _summarise(rng, p1_true, noise, reps, jitter)
+        pn = _summarise(rng, pn_true, noise, reps, jitter)
+        p1_med = p1["median_us"]
+        gall_meas = (pn["median_us"] - p1_med) / (n - 1)
+        d = p1_med if p1_med >= _HIGH_GAP_RATIO * gall_meas else p1_med + max(gall_meas, 0.0)
+        d = round(d, 3)
+        pd = _summarise(rng, prtt_true(ranges, n, d, s), noise, reps, jitter)
+        for nn, dd, summ in ((1, 0.0, p1), (n, 0.0, pn), (n, d, pd)):
+            records.append(
+                PrttPoint(n=nn, d_us=dd, s=s, stable=True, file="<synthetic>", line=line, **summ)
+            )
+            line += 1
+
+    header: dict[str, Any] = {
+        "type": "header",
+        "tool": "railgauge-synth",
+        "version": __version__,
+        "pattern": "prtt",
+        "transport": transport,
+        "transport_info": {
+            "synthetic": True,
+            "params_by_range": [list(p) for p in ranges],
+        },
+        "host": "synthetic",
+        "ranks": 2,
+        "timer": {"source": "synthetic", "resolution_ns": 1.0, "overhead_ns": 0.0},
+        "params": {"n": n, "noise": noise, "reps": reps, "jitter": jitter, "seed": seed},
+        "started_utc": _SYNTH_TIME,
+    }
+    footer = {"type": "footer", "wall_s": 0.0, "points": len(records), "status": "ok"}
+    return Measurements(
+        header=header,
+        records=records,
+        transport=transport,
+        headers=[header],
+        footers=[footer],
+        paths=["<synthetic>"],
+    )
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def write_jsonl(meas: Measurements, path: str | Path) -> Path:
+    """Writes measurements as one JSON Lines block (header, records, footer)."""
+    out = Path(path)
+    lines = [json.dumps(meas.header, sort_keys=False)]
+    for pt in meas.records:
+        rec = {k: _json_safe(v) for k, v in pt.to_record().items()}
+        lines.append(json.dumps(rec))
+    footer = (
+        meas.footers[-1]
+        if meas.footers
+        else {
+            "type": "footer",
+            "wall_s": 0.0,
+            "points": len(meas.records),
+            "status": "ok",
+        }
+    )
+    lines.append(json.dumps(footer))
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return out

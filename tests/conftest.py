@@ -1,0 +1,76 @@
+"""Shared pytest helpers: where the native tools are."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD_HINT = "cmake -S native -B build/native -G Ninja && ninja -C build/native {name}"
+
+
+def find_native_tool(name: str) -> str:
+    """Path of native tool `name`: $RG_NATIVE_DIR/<name>, else on PATH, else build/native.
+
+    A missing tool fails the test (tests must not skip silently).
+    """
+    native_dir = os.environ.get("RG_NATIVE_DIR")
+    if native_dir:
+        path = Path(native_dir) / name
+        if path.is_file() and os.access(path, os.X_OK):
+            return str(path)
+        pytest.fail(f"RG_NATIVE_DIR={native_dir} has no executable {name}; build it first")
+    found = shutil.which(name)
+    if found is not None:
+        return found
+    path = ROOT / "build" / "native" / name
+    if path.is_file() and os.access(path, os.X_OK):
+        return str(path)
+    pytest.fail(
+        f"native tool {name} not found (RG_NATIVE_DIR unset, not on PATH, not in "
+        f"build/native); build it: {BUILD_HINT.format(name=name)}"
+    )
+
+
+@pytest.fixture
+def native_tool() -> Callable[[str], str]:
+    """The function find_native_tool, as a fixture: native_tool("railgauge-xport-test")."""
+    return find_native_tool
+
+
+def procs_with_marker(marker: str) -> list[int]:
+    """Pids of live (non-zombie) processes whose command line contains `marker`."""
+    found = []
+    needle = marker.encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        state = stat.rsplit(")", 1)[-1].split()[0] if ")" in stat else "?"
+        if needle in cmdline and state not in ("Z", "X"):
+            found.append(int(entry.name))
+    return found
+
+
+def proc_environ(pid: int) -> dict[str, str]:
+    """The environment of a process (empty if it is gone)."""
+    try:
+        raw = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return {}
+    pairs = (item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
+    return {k.decode(errors="replace"): v.decode(errors="replace") for k, v in pairs}
+
+
+@pytest.fixture
+def proc_scan() -> Callable[[str], list[int]]:
+    """procs_with_marker, as a fixture."""
+    return procs_with_marker

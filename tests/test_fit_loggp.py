@@ -1,0 +1,483 @@
+"""LogGP by PRTT: parameter recovery, protocol ranges, bounds, CIs and the JSON contract.
+
+Noise model of the synthetic data (railgauge.synth): every point is the median of ``reps``
+round-trip samples, each the true time times 1 + noise * N(0, 1); the CI of the median comes
+from the order statistics, as in the C tool. ``jitter`` is a systematic per-point error the
+CI does not show.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.optimize import lsq_linear
+
+from railgauge.fit import (
+    LoggpFit,
+    ModelError,
+    bic_penalty,
+    fit_loggp,
+    fit_loggp_arrays,
+    load_loggp_model,
+    prtt,
+    segment,
+)
+from railgauge.fit.loggp import _design, _nnls_lines, g_all, overhead, range_index
+from railgauge.fit.segment import line_sse
+from railgauge.synth import PAPER_TABLE, prtt_true, sweep_sizes, synth_prtt
+
+CONTRACT = ("L_us", "o_us", "g_us", "G_us_per_byte")
+OFED = PAPER_TABLE["OFED"]
+TCP = PAPER_TABLE["TCP"]
+OFED_SIZES = sweep_sizes(1 << 20, per_octave=2, refine_at=(12289,))
+
+
+def rel_err(value: float, truth: float) -> float:
+    return abs(value / truth - 1.0)
+
+
+def truth_of(params: tuple[float, ...]) -> dict[str, float]:
+    return dict(zip(CONTRACT, params[1:5], strict=True))
+
+
+# ---------------------------------------------------------------------------------------
+# Recovery of the paper's parameters
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_ofed_two_ranges_recovered_within_2_percent(seed: int) -> None:
+    """The paper's OFED row: change at 12289 B, 1% sample noise, 1000 samples per point."""
+    meas = synth_prtt(OFED, OFED_SIZES, n=16, noise=0.01, reps=1000, seed=seed)
+    fit = fit_loggp(meas, n_boot=200, seed=seed)
+    assert fit.success
+    assert len(fit.ranges) == 2, [r.from_bytes for r in fit.ranges]
+    low, high = fit.ranges
+    assert low.from_bytes == 1
+    assert low.to_bytes == 12288
+    assert high.from_bytes == 12289
+    assert high.to_bytes is None
+    for rng, params in zip(fit.ranges, OFED, strict=True):
+        assert rng.reliable, rng.warnings
+        for key, truth in truth_of(params).items():
+            assert rel_err(rng.value(key), truth) < 0.02, (key, rng.value(key), truth)
+
+
+def test_ofed_change_between_measured_sizes() -> None:
+    """Without 12289 in the sweep the new range starts at the first measured size >= 12289."""
+    sizes = sweep_sizes(1 << 20, per_octave=2)
+    assert 12289 not in sizes
+    first_after = min(s for s in sizes if s >= 12289)
+    last_before = max(s for s in sizes if s < 12289)
+    for seed in range(5):
+        fit = fit_loggp(synth_prtt(OFED, sizes, noise=0.01, seed=seed), n_boot=50)
+        assert [r.from_bytes for r in fit.ranges] == [1, first_after]
+        assert fit.ranges[0].to_bytes == last_before
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_tcp_single_range_recovered(seed: int) -> None:
+    meas = synth_prtt(TCP, OFED_SIZES, noise=0.01, reps=1000, seed=seed)
+    fit = fit_loggp(meas, n_boot=100, seed=seed)
+    assert len(fit.ranges) == 1
+    (rng,) = fit.ranges
+    assert rng.from_bytes == 1 and rng.to_bytes is None and rng.reliable
+    for key, truth in truth_of(TCP[0]).items():
+        assert rel_err(rng.value(key), truth) < 0.02, (key, rng.value(key), truth)
+
+
+@pytest.mark.parametrize("name", ["SCI", "GM"])
+def test_other_paper_rows_change_found(name: str) -> None:
+    table = PAPER_TABLE[name]
+    change = int(table[1][0])
+    sizes = sweep_sizes(1 << 20, per_octave=2, refine_at=(change,))
+    for seed in range(3):
+        fit = fit_loggp(synth_prtt(table, sizes, noise=0.01, reps=1000, seed=seed), n_boot=50)
+        assert [r.from_bytes for r in fit.ranges] == [1, change]
+        for rng, params in zip(fit.ranges, table, strict=True):
+            truth = truth_of(params)
+            # Gaps are measured directly; check them tightly.
+            assert rel_err(rng.g_us, truth["g_us"]) < 0.02
+            assert rel_err(rng.G_us_per_byte, truth["G_us_per_byte"]) < 0.02
+
+
+def test_loggops_per_byte_overhead_recovered() -> None:
+    params = [(1, 3.0, 2.0, 6.0, 0.002, 0.0005)]
+    fit = fit_loggp(synth_prtt(params, OFED_SIZES, noise=0.01, reps=1000, seed=1))
+    assert len(fit.ranges) == 1
+    rng = fit.ranges[0]
+    assert rel_err(rng.O_us_per_byte, 0.0005) < 0.02
+    assert rel_err(rng.o_us, 2.0) < 0.05
+    assert rel_err(rng.G_us_per_byte, 0.002) < 0.02
+
+
+def test_ci_coverage_is_plausible() -> None:
+    """95% CIs: over 20 seeds x 8 parameters, at least 85% contain the truth."""
+    hits = total = 0
+    for seed in range(20):
+        fit = fit_loggp(synth_prtt(OFED, OFED_SIZES, noise=0.01, seed=seed), seed=seed)
+        assert len(fit.ranges) == 2
+        for rng, params in zip(fit.ranges, OFED, strict=True):
+            for key, truth in truth_of(params).items():
+                lo, hi = rng.ci95[key]
+                hits += lo <= truth <= hi
+                total += 1
+    assert hits / total >= 0.85, hits / total
+
+
+# ---------------------------------------------------------------------------------------
+# No invented ranges
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("params", "noise", "reps", "jitter"),
+    [
+        (TCP, 0.03, 9, 0.0),  # 3% sample noise, few samples: ~1.2% noise on each median
+        (TCP, 0.05, 5, 0.0),  # 5% sample noise: ~2.5% noise on each median
+        (OFED[:1], 0.05, 5, 0.0),
+        (TCP, 0.01, 200, 0.03),  # 3% systematic per-point error that no CI shows
+        (OFED[:1], 0.01, 200, 0.03),
+    ],
+)
+def test_no_invented_range_on_smooth_noisy_data(
+    params: list[tuple[float, ...]], noise: float, reps: int, jitter: float
+) -> None:
+    sizes = sweep_sizes(1 << 20, per_octave=3)
+    single = 0
+    for seed in range(50):
+        meas = synth_prtt(params, sizes, noise=noise, reps=reps, jitter=jitter, seed=seed)
+        fit = fit_loggp(meas, n_boot=20, seed=seed)
+        single += len(fit.ranges) == 1
+    assert single >= 49, single
+
+
+def test_rel_tol_sets_what_counts_as_a_change() -> None:
+    """5% systematic scatter exceeds the default 3% tolerance but not rel_tol=0.05."""
+    sizes = sweep_sizes(1 << 20, per_octave=3)
+    counts_default, counts_loose = [], []
+    for seed in range(10):
+        meas = synth_prtt(TCP, sizes, noise=0.01, jitter=0.05, seed=seed)
+        counts_default.append(len(fit_loggp(meas, n_boot=20).ranges))
+        counts_loose.append(len(fit_loggp(meas, n_boot=20, rel_tol=0.05).ranges))
+    assert max(counts_default) > 1
+    assert counts_loose.count(1) >= 9
+
+
+def test_penalty_and_max_segments_options() -> None:
+    meas = synth_prtt(OFED, OFED_SIZES, noise=0.01, seed=0)
+    assert len(fit_loggp(meas, max_segments=1, n_boot=20).ranges) == 1
+    assert len(fit_loggp(meas, penalty=1e9, n_boot=20).ranges) == 1
+    fit = fit_loggp(meas, penalty_factor=2.0, n_boot=20)
+    assert len(fit.ranges) == 2
+    assert fit.criterion["penalty"] == pytest.approx(2 * bic_penalty(fit.criterion["n_residuals"]))
+
+
+# ---------------------------------------------------------------------------------------
+# Physically impossible estimates
+# ---------------------------------------------------------------------------------------
+
+
+def test_negative_latency_is_bounded_and_flagged() -> None:
+    """Data where PRTT(1,0,s)/2 - 2 o(s) extrapolates below 0 (o too large for the RTT)."""
+    params = [(1, -1.0, 4.72, 5.14, 0.00073)]
+    fit = fit_loggp(synth_prtt(params, sweep_sizes(), noise=0.01, seed=0))
+    assert len(fit.ranges) == 1
+    rng = fit.ranges[0]
+    assert rng.L_us == 0.0
+    for key in ("L_us", "o_us", "g_us", "G_us_per_byte", "O_us_per_byte"):
+        assert rng.value(key) >= 0.0
+        assert all(v >= 0.0 for v in rng.ci95[key])
+    assert rng.reliable is False
+    assert any(w.startswith("L constrained to 0") for w in rng.warnings), rng.warnings
+    assert fit.reliable is False
+    doc = fit.to_json()
+    assert doc["ranges"][0]["reliable"] is False
+    assert doc["ranges"][0]["warnings"]
+
+
+def test_negative_gap_far_from_s1_says_why() -> None:
+    params = [(1, 5.96, 4.72, 5.14, 0.00073), (65536, 5.96, 4.72, -40.0, 0.0011)]
+    fit = fit_loggp(synth_prtt(params, sweep_sizes(), noise=0.01, seed=0))
+    assert [r.from_bytes for r in fit.ranges] == [1, 65536]
+    low, high = fit.ranges
+    assert low.reliable
+    assert high.g_us == 0.0 and not high.reliable
+    (warning,) = [w for w in high.warnings if w.startswith("g constrained to 0")]
+    assert "65536 B" in warning and "far from s=1" in warning
+
+
+def test_tiny_latency_is_not_a_false_alarm() -> None:
+    params = [(1, 0.05, 4.72, 5.14, 0.00073)]
+    for seed in range(5):
+        fit = fit_loggp(synth_prtt(params, sweep_sizes(), noise=0.01, seed=seed), n_boot=50)
+        rng = fit.ranges[0]
+        assert rng.L_us >= 0.0
+        assert rng.reliable, rng.warnings
+
+
+def test_delay_below_gap_sizes_are_left_out_of_o() -> None:
+    """Where d < G_all(s), max(o + d, G_all) hides o: those sizes must not feed the o fit."""
+    L, o, g, G, n = 5.0, 3.0, 4.0, 0.001, 16
+    sizes = np.array(sweep_sizes(1 << 20, per_octave=2), dtype=float)
+    x = sizes - 1
+    p1 = 2 * (L + 2 * o + x * G)
+    gall = g + x * G
+    d = np.where(sizes < 65536, p1, 0.3 * gall)  # too short a delay at large sizes
+    pn = p1 + (n - 1) * gall
+    pd = p1 + (n - 1) * np.maximum(o + d, gall)
+    fit = fit_loggp_arrays(sizes, p1, pn, pd, d, n, n_boot=20, max_segments=1)
+    rng = fit.ranges[0]
+    assert rng.o_us == pytest.approx(o, rel=1e-6)
+    assert rng.L_us == pytest.approx(L, rel=1e-6)
+    assert any("left out of the o and L fits" in w for w in rng.warnings)
+
+
+# ---------------------------------------------------------------------------------------
+# Exactness of the building blocks
+# ---------------------------------------------------------------------------------------
+
+
+def test_noise_free_arrays_are_exact() -> None:
+    sizes = np.array(OFED_SIZES, dtype=float)
+    n = 16
+    p1 = np.array([prtt_true(OFED, 1, 0.0, s) for s in sizes])
+    pn = np.array([prtt_true(OFED, n, 0.0, s) for s in sizes])
+    d = p1.copy()
+    pd = np.array([prtt_true(OFED, n, di, s) for di, s in zip(d, sizes, strict=True)])
+    fit = fit_loggp_arrays(sizes, p1, pn, pd, d, n, n_boot=20)
+    assert [r.from_bytes for r in fit.ranges] == [1, 12289]
+    for rng, params in zip(fit.ranges, OFED, strict=True):
+        for key, truth in truth_of(params).items():
+            assert rng.value(key) == pytest.approx(truth, rel=1e-7)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    data=st.lists(
+        st.tuples(
+            st.floats(-50, 50, allow_nan=False),
+            st.floats(0.1, 10, allow_nan=False),
+        ),
+        min_size=3,
+        max_size=12,
+    ),
+    slope=st.floats(-3, 3, allow_nan=False),
+    icpt=st.floats(-20, 20, allow_nan=False),
+)
+def test_batch_nnls_matches_lsq_linear(
+    data: list[tuple[float, float]], slope: float, icpt: float
+) -> None:
+    x = np.arange(len(data), dtype=float) * 37.0
+    y = icpt + slope * x / 37.0 + np.array([e for e, _ in data])
+    w = np.array([1.0 / s**2 for _, s in data])
+    a, b = _nnls_lines(x, y[None, :], w)
+    A, scale = _design(x, w)
+    ref = lsq_linear(A, np.sqrt(w) * y, bounds=(0.0, np.inf), method="bvls", tol=1e-14)
+    cost_batch = float(np.sum(w * (y - a[0] - b[0] * x) ** 2))
+    cost_ref = float(np.sum(w * (y - ref.x[0] - ref.x[1] / scale * x) ** 2))
+    assert a[0] >= 0.0 and b[0] >= 0.0
+    assert cost_batch <= cost_ref * (1 + 1e-9) + 1e-9
+
+
+def brute_force(
+    x: np.ndarray, ys: np.ndarray, ws: np.ndarray, lam: float, min_seg: int, kmax: int
+) -> float:
+    n = x.size
+    best = math.inf
+    for m in range(1, kmax + 1):
+        for cuts in itertools.combinations(range(1, n), m - 1):
+            edges = [0, *cuts, n]
+            if any(b - a < min_seg for a, b in itertools.pairwise(edges)):
+                continue
+            cost = lam * (m - 1)
+            for a, b in itertools.pairwise(edges):
+                cost += sum(line_sse(x[a:b], ys[k, a:b], ws[k, a:b]) for k in range(ys.shape[0]))
+            best = min(best, cost)
+    return best
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.integers(3, 10),
+    seed=st.integers(0, 10_000),
+    lam=st.floats(0.0, 20.0),
+    min_seg=st.integers(2, 4),
+    kmax=st.integers(1, 4),
+)
+def test_segmentation_is_the_exact_optimum(
+    n: int, seed: int, lam: float, min_seg: int, kmax: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    x = np.cumsum(rng.uniform(0.5, 3.0, n))
+    ys = rng.normal(size=(2, n)) + np.where(np.arange(n) >= n // 2, 3.0, 0.0)
+    ws = rng.uniform(0.5, 2.0, size=(2, n))
+    seg = segment(x, ys, ws, penalty=lam, min_seg=min_seg, max_segments=kmax)
+    expect = brute_force(x, ys, ws, lam, min_seg, kmax) if n >= min_seg else seg.cost
+    assert seg.cost == pytest.approx(expect, rel=1e-9, abs=1e-9)
+    # The bounds tile 0..n-1.
+    assert seg.bounds[0][0] == 0 and seg.bounds[-1][1] == n - 1
+    for (_, j), (i, _) in itertools.pairwise(seg.bounds):
+        assert i == j + 1
+
+
+# ---------------------------------------------------------------------------------------
+# API, JSON contract, loading and predictions
+# ---------------------------------------------------------------------------------------
+
+
+def check_contract(doc: dict[str, Any]) -> None:
+    assert doc["model"] == "loggp"
+    assert isinstance(doc["transport"], str)
+    assert isinstance(doc["n"], int)
+    for key in ("criterion", "residuals", "source"):
+        assert isinstance(doc[key], dict)
+    ranges = doc["ranges"]
+    assert isinstance(ranges, list) and ranges
+    assert ranges[-1]["to_bytes"] is None
+    for r in ranges[:-1]:
+        assert isinstance(r["to_bytes"], int)
+    for prev, nxt in itertools.pairwise(ranges):
+        assert prev["to_bytes"] < nxt["from_bytes"]
+    for r in ranges:
+        assert isinstance(r["from_bytes"], int)
+        assert isinstance(r["reliable"], bool)
+        assert isinstance(r["warnings"], list)
+        assert isinstance(r["points"], int)
+        for key in (*CONTRACT, "O_us_per_byte"):
+            v = r[key]
+            assert isinstance(v, float) and v >= 0.0 and math.isfinite(v)
+            lo, hi = r["ci95"][key]
+            assert isinstance(lo, float) and isinstance(hi, float)
+            assert 0.0 <= lo <= v <= hi
+    json.dumps(doc, allow_nan=False)
+
+
+def test_json_contract() -> None:
+    meas = synth_prtt(OFED, OFED_SIZES, noise=0.01, seed=2)
+    fit = fit_loggp(meas)
+    doc = fit.to_json()
+    check_contract(doc)
+    assert doc["transport"] == "synthetic"
+    assert doc["n"] == 16
+    assert doc["criterion"]["segments"] == 2
+    assert doc["criterion"]["min_seg"] == 3
+    assert "statement" in doc["criterion"]
+    assert len(doc["residuals"]["sizes"]) == len(OFED_SIZES)
+    assert doc["source"]["host"] == "synthetic"
+
+
+def test_same_seed_same_result_and_n_boot_zero() -> None:
+    meas = synth_prtt(OFED, OFED_SIZES, noise=0.01, seed=4)
+    a = fit_loggp(meas, seed=7).to_json()
+    b = fit_loggp(meas, seed=7).to_json()
+    c = fit_loggp(meas, seed=8).to_json()
+    assert a == b
+    assert a["ranges"][0]["L_us"] == c["ranges"][0]["L_us"]
+    assert a["ranges"][0]["ci95"] != c["ranges"][0]["ci95"]
+    quick = fit_loggp(meas, n_boot=0).to_json()
+    check_contract(quick)
+    assert [r["from_bytes"] for r in quick["ranges"]] == [r["from_bytes"] for r in a["ranges"]]
+
+
+def test_model_file_round_trip_and_predictions(tmp_path: Path) -> None:
+    meas = synth_prtt(OFED, OFED_SIZES, noise=0.01, seed=5)
+    fit = fit_loggp(meas, n_boot=50)
+    path = tmp_path / "model-loggp.json"
+    path.write_text(json.dumps(fit.to_json()))
+    loaded = load_loggp_model(path)
+    assert isinstance(loaded, LoggpFit)
+    assert [r.from_bytes for r in loaded.ranges] == [r.from_bytes for r in fit.ranges]
+    s = np.array([1.0, 100.0, 12288.0, 12289.0, 1e6])
+    for n, d in ((1, 0.0), (16, 0.0), (16, 50.0)):
+        np.testing.assert_allclose(prtt(loaded, n, d, s), prtt(fit, n, d, s))
+        np.testing.assert_allclose(prtt(path, n, d, s), prtt(fit, n, d, s))
+    assert isinstance(prtt(fit, 1, 0.0, 64), float)
+    assert range_index(fit, [0, 1, 12288, 12289, 10**9]).tolist() == [0, 0, 0, 1, 1]
+
+
+def test_prtt_helper_follows_the_paper_formulas() -> None:
+    doc = {
+        "model": "loggp",
+        "ranges": [
+            {"from_bytes": 1, "to_bytes": 12288, **truth_of(OFED[0])},
+            {"from_bytes": 12289, "to_bytes": None, **truth_of(OFED[1])},
+        ],
+    }
+    for s in (1, 1000, 12288, 12289, 500_000):
+        for n, d in ((1, 0.0), (16, 0.0), (16, 40.0), (8, 1.0)):
+            assert prtt(doc, n, d, s) == pytest.approx(prtt_true(OFED, n, d, s), rel=1e-12)
+        params = truth_of(OFED[0] if s < 12289 else OFED[1])
+        assert g_all(doc, s) == pytest.approx(params["g_us"] + (s - 1) * params["G_us_per_byte"])
+        assert overhead(doc, s) == pytest.approx(params["o_us"])
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        ("not json", "invalid JSON"),
+        ('{"model": "lop", "ranges": []}', "not a loggp model"),
+        ('{"model": "loggp"}', "'ranges'"),
+        (
+            '{"model": "loggp", "ranges": [{"from_bytes": 1, "L_us": 1, "o_us": 1, "g_us": 1}]}',
+            "G_us_per_byte",
+        ),
+        (
+            '{"model": "loggp", "ranges": [{"from_bytes": 1, "L_us": -1, "o_us": 1, "g_us": 1,'
+            ' "G_us_per_byte": 0.1}]}',
+            ">= 0",
+        ),
+        (
+            '{"model": "loggp", "ranges": [{"from_bytes": 9, "L_us": 1, "o_us": 1, "g_us": 1,'
+            ' "G_us_per_byte": 0.1}, {"from_bytes": 2, "L_us": 1, "o_us": 1, "g_us": 1,'
+            ' "G_us_per_byte": 0.1}]}',
+            "sorted",
+        ),
+    ],
+)
+def test_load_model_errors(tmp_path: Path, content: str, needle: str) -> None:
+    path = tmp_path / "model.json"
+    path.write_text(content)
+    with pytest.raises(ModelError, match=needle) as exc:
+        load_loggp_model(path)
+    assert "model.json" in str(exc.value)
+    with pytest.raises(ModelError, match="cannot read"):
+        load_loggp_model(tmp_path / "missing.json")
+
+
+def test_fit_arrays_argument_errors() -> None:
+    s = [1, 2, 4]
+    with pytest.raises(ValueError, match="pn"):
+        fit_loggp_arrays(s, [1, 1, 1], [1, 1], [1, 1, 1], 1.0, 16)
+    with pytest.raises(ValueError, match="n and n_d"):
+        fit_loggp_arrays(s, [1, 1, 1], [2, 2, 2], [3, 3, 3], 1.0, 1)
+    with pytest.raises(ValueError, match="distinct"):
+        fit_loggp_arrays([1, 1, 2], [1, 1, 1], [2, 2, 2], [3, 3, 3], 1.0, 16)
+    with pytest.raises(ValueError, match="rel_tol"):
+        fit_loggp_arrays(s, [1, 1, 1], [2, 2, 2], [3, 3, 3], 1.0, 16, rel_tol=-1)
+    with pytest.raises(ValueError, match="n_boot"):
+        fit_loggp_arrays(s, [1, 1, 1], [2, 2, 2], [3, 3, 3], 1.0, 16, n_boot=5)
+    with pytest.raises(ValueError, match="min_seg"):
+        fit_loggp_arrays(s, [1, 1, 1], [2, 2, 2], [3, 3, 3], 1.0, 16, min_seg=1)
+
+
+def test_too_few_sizes_is_not_a_success() -> None:
+    fit = fit_loggp_arrays([64], [10.0], [40.0], [200.0], 10.0, 16)
+    assert not fit.success and not fit.ranges
+    assert "at least 2 sizes" in fit.message
+    doc = fit.to_json()
+    assert doc["ranges"] == [] and doc["success"] is False
+    with pytest.raises(ModelError):
+        prtt(fit, 1, 0.0, 1)
+    two = fit_loggp_arrays([1, 64], [10.0, 11.0], [40.0, 42.0], [200.0, 210.0], [10.0, 11.0], 16)
+    assert two.success and len(two.ranges) == 1
+    assert not two.ranges[0].reliable
+    assert any("fewer than min_seg" in w for w in two.ranges[0].warnings)

@@ -1,0 +1,242 @@
+"""Reading PRTT measurement files: the format, replacement rules and clear errors."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from railgauge.measurements import (
+    MeasurementError,
+    PrttPoint,
+    read_measurements,
+    sizes_triples,
+    triples,
+)
+from railgauge.synth import PAPER_TABLE, synth_prtt, write_jsonl
+
+HEADER: dict[str, Any] = {
+    "type": "header",
+    "tool": "railgauge-bench",
+    "version": "0.1.0",
+    "pattern": "prtt",
+    "transport": "shm",
+    "transport_info": {"segment": "/rg-1"},
+    "host": "node1",
+    "ranks": 2,
+    "timer": {"source": "tsc", "resolution_ns": 0.3, "overhead_ns": 12.0},
+    "params": {"n": 16},
+    "started_utc": "2025-01-01T00:00:00Z",
+}
+FOOTER: dict[str, Any] = {"type": "footer", "wall_s": 1.0, "points": 3, "status": "ok"}
+
+
+def point(n: int, d: float, s: int, median: float, count: int = 100, **kw: Any) -> dict[str, Any]:
+    rec: dict[str, Any] = {
+        "type": "prtt",
+        "n": n,
+        "d_us": d,
+        "s": s,
+        "min_us": median * 0.95,
+        "median_us": median,
+        "mean_us": median * 1.01,
+        "p99_us": median * 1.2,
+        "max_us": median * 1.5,
+        "stddev_us": median * 0.02,
+        "count": count,
+        "ci95_median_us": [median * 0.99, median * 1.01],
+        "stable": True,
+    }
+    rec.update(kw)
+    return rec
+
+
+def triple(s: int, base: float = 10.0, count: int = 100) -> list[dict[str, Any]]:
+    return [
+        point(1, 0.0, s, base, count),
+        point(16, 0.0, s, base + 15 * 2.0, count),
+        point(16, base, s, base + 15 * (base + 1.0), count),
+    ]
+
+
+def write(path: Path, records: list[Any]) -> Path:
+    lines = [r if isinstance(r, str) else json.dumps(r) for r in records]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_round_trip_through_synth(tmp_path: Path) -> None:
+    meas = synth_prtt(PAPER_TABLE["OFED"], [1, 64, 4096, 65536], noise=0.01, reps=50, seed=3)
+    path = write_jsonl(meas, tmp_path / "m.jsonl")
+    back = read_measurements(path)
+    assert back.transport == "synthetic"
+    assert back.header["pattern"] == "prtt"
+    assert len(back.records) == 12
+    for a, b in zip(meas.records, back.records, strict=True):
+        assert (a.n, a.d_us, a.s, a.count) == (b.n, b.d_us, b.s, b.count)
+        assert a.median_us == b.median_us
+        assert a.ci95_median_us == b.ci95_median_us
+    assert sizes_triples(back) == [1, 64, 4096, 65536]
+    assert back.warnings == []
+
+
+def test_triples_arrays_and_sigma(tmp_path: Path) -> None:
+    recs = [HEADER, *triple(1), *triple(1024, base=20.0), point(1, 0.0, 2048, 30.0), FOOTER]
+    meas = read_measurements(write(tmp_path / "m.jsonl", recs))
+    tr = triples(meas)
+    # 2048 has only PRTT(1,0,s): not a triple.
+    assert tr.sizes.tolist() == [1, 1024]
+    assert tr.p1.tolist() == [10.0, 20.0]
+    assert tr.d.tolist() == [10.0, 20.0]
+    assert tr.n_pn.tolist() == [16, 16]
+    # sigma = CI half-width / 1.96
+    assert tr.p1_sigma[0] == pytest.approx(0.2 / (2 * 1.959963984540054))
+
+
+def test_sigma_without_ci_uses_stddev() -> None:
+    pt = PrttPoint(n=1, d_us=0.0, s=1, median_us=10.0, count=100, stddev_us=1.0)
+    assert pt.sigma_us == pytest.approx(math.sqrt(math.pi / 2) * 1.0 / 10.0)
+    assert PrttPoint(n=1, d_us=0.0, s=1, median_us=10.0, count=1).sigma_us == 0.0
+
+
+def test_null_ci_means_unknown(tmp_path: Path) -> None:
+    recs = [HEADER, point(1, 0.0, 8, 10.0, ci95_median_us=[None, None], stddev_us=None), FOOTER]
+    meas = read_measurements(write(tmp_path / "m.jsonl", recs))
+    assert meas.records[0].ci95_median_us is None
+    assert meas.records[0].sigma_us == 0.0
+
+
+def test_later_blocks_replace_only_with_larger_count(tmp_path: Path) -> None:
+    recs = [
+        HEADER,
+        *triple(64, base=10.0, count=100),
+        FOOTER,
+        HEADER,
+        # Refinement: larger count replaces, smaller count does not.
+        point(1, 0.0, 64, 11.0, count=500),
+        point(16, 0.0, 64, 99.0, count=50),
+        point(16, 0.0, 128, 50.0, count=10),
+        FOOTER,
+    ]
+    meas = read_measurements(write(tmp_path / "m.jsonl", recs))
+    by = {(p.n, p.d_us > 0, p.s): p for p in meas.records}
+    assert by[(1, False, 64)].median_us == 11.0
+    assert by[(1, False, 64)].count == 500
+    assert by[(16, False, 64)].median_us == 10.0 + 30.0
+    assert (16, False, 128) in by
+    assert len(meas.headers) == 2 and len(meas.footers) == 2
+
+
+def test_several_files_are_one_stream(tmp_path: Path) -> None:
+    a = write(tmp_path / "a.jsonl", [HEADER, *triple(8, count=10), FOOTER])
+    b = write(tmp_path / "b.jsonl", [HEADER, point(1, 0.0, 8, 9.0, count=20), FOOTER])
+    meas = read_measurements([a, b])
+    assert meas.paths == [str(a), str(b)]
+    assert next(p for p in meas.records if p.kind == "p1").median_us == 9.0
+
+
+def test_unknown_record_types_are_ignored(tmp_path: Path) -> None:
+    recs = [
+        HEADER,
+        {"type": "pingpong", "n": 1, "d_us": 0, "s": 8, "median_us": 3.0, "count": 5},
+        {"type": "future-thing", "whatever": [1, 2, 3]},
+        *triple(8),
+        FOOTER,
+    ]
+    meas = read_measurements(write(tmp_path / "m.jsonl", recs))
+    assert len(meas.records) == 3
+
+
+def test_largest_n_is_used_for_triples(tmp_path: Path) -> None:
+    recs = [HEADER, *triple(8), point(32, 0.0, 8, 80.0), point(32, 10.0, 8, 400.0), FOOTER]
+    tr = triples(read_measurements(write(tmp_path / "m.jsonl", recs)))
+    assert tr.n_pn.tolist() == [32] and tr.n_pd.tolist() == [32]
+    assert tr.pn.tolist() == [80.0]
+
+
+def test_missing_footer_is_a_warning(tmp_path: Path) -> None:
+    meas = read_measurements(write(tmp_path / "m.jsonl", [HEADER, *triple(8)]))
+    assert any("footer" in w for w in meas.warnings)
+    bad = dict(FOOTER, status="budget")
+    meas = read_measurements(write(tmp_path / "n.jsonl", [HEADER, *triple(8), bad]))
+    assert any("budget" in w for w in meas.warnings)
+
+
+@pytest.mark.parametrize(
+    ("records", "line", "needle"),
+    [
+        ([HEADER, '{"type": "prtt", "n": 1,', FOOTER], 2, "invalid JSON"),
+        ([point(1, 0.0, 8, 10.0), HEADER], 1, "missing header"),
+        ([{k: v for k, v in HEADER.items() if k != "transport"}], 1, "transport"),
+        (
+            [HEADER, {k: v for k, v in point(1, 0.0, 8, 1.0).items() if k != "median_us"}],
+            2,
+            "median_us",
+        ),
+        ([HEADER, {k: v for k, v in point(1, 0.0, 8, 1.0).items() if k != "count"}], 2, "count"),
+        ([HEADER, point(1, 0.0, 8, -1.0)], 2, "negative"),
+        ([HEADER, point(1, 0.0, 8, 10.0, min_us=-0.5)], 2, "min_us"),
+        ([HEADER, point(1, 0.0, 8, 10.0, median_us=None)], 2, "median_us"),
+        ([HEADER, point(1, -2.0, 8, 10.0)], 2, "d_us"),
+        ([HEADER, point(1, 0.0, -8, 10.0)], 2, "'s'"),
+        ([HEADER, point(0, 0.0, 8, 10.0)], 2, "'n'"),
+        ([HEADER, point(1, 0.0, 8, 10.0, ci95_median_us=[11.0, 9.0])], 2, "lo > hi"),
+        ([HEADER, point(1, 0.0, 8, 10.0, ci95_median_us=[1.0])], 2, "ci95"),
+        ([HEADER, point(1, 0.0, 8.5, 10.0)], 2, "integer"),
+        ([HEADER, FOOTER, dict(HEADER, transport="tcp")], 3, "transport 'tcp'"),
+        ([HEADER, "[1, 2]"], 2, "object"),
+    ],
+)
+def test_errors_name_file_and_line(
+    tmp_path: Path, records: list[Any], line: int, needle: str
+) -> None:
+    path = write(tmp_path / "bad.jsonl", records)
+    with pytest.raises(MeasurementError) as exc:
+        read_measurements(path)
+    msg = str(exc.value)
+    assert f"bad.jsonl:{line}:" in msg, msg
+    assert needle in msg, msg
+    assert isinstance(exc.value, ValueError)
+
+
+def test_non_finite_time_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "nan.jsonl"
+    rec = json.dumps(point(1, 0.0, 8, 10.0)).replace('"median_us": 10.0', '"median_us": NaN')
+    path.write_text(json.dumps(HEADER) + "\n" + rec + "\n")
+    with pytest.raises(MeasurementError, match=r"nan\.jsonl:2: 'median_us' must be a finite"):
+        read_measurements(path)
+    inf = rec.replace("NaN", "Infinity")
+    path.write_text(json.dumps(HEADER) + "\n" + inf + "\n")
+    with pytest.raises(MeasurementError, match="finite"):
+        read_measurements(path)
+
+
+def test_transport_mismatch_across_files(tmp_path: Path) -> None:
+    a = write(tmp_path / "a.jsonl", [HEADER, FOOTER])
+    b = write(tmp_path / "b.jsonl", [dict(HEADER, transport="tcp"), FOOTER])
+    with pytest.raises(MeasurementError, match=r"b\.jsonl:1: transport 'tcp' differs"):
+        read_measurements([a, b])
+
+
+def test_empty_and_missing_files(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    with pytest.raises(MeasurementError, match=r"empty\.jsonl: no header"):
+        read_measurements(empty)
+    with pytest.raises(MeasurementError, match="cannot read"):
+        read_measurements(tmp_path / "nope.jsonl")
+    with pytest.raises(MeasurementError, match="no measurement file"):
+        read_measurements([])
+
+
+def test_records_are_sorted_and_kinds(tmp_path: Path) -> None:
+    recs = [HEADER, *triple(1024), *triple(2), point(1, 5.0, 2, 3.0), FOOTER]
+    meas = read_measurements(write(tmp_path / "m.jsonl", recs))
+    assert [p.s for p in meas.records] == sorted(p.s for p in meas.records)
+    kinds = {p.kind for p in meas.records}
+    assert kinds == {"p1", "pn", "pd", "other"}
+    assert isinstance(triples(meas).sizes, np.ndarray)

@@ -1,0 +1,146 @@
+"""Figures, the self-contained HTML report and the plain-text table."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from railgauge.fit import LoggpFit, fit_loggp, fit_loggp_arrays, load_loggp_model
+from railgauge.measurements import Measurements, read_measurements
+from railgauge.report import (
+    format_bytes,
+    format_table,
+    plot_gap,
+    plot_prtt,
+    plot_residuals,
+    write_report,
+)
+from railgauge.synth import PAPER_TABLE, sweep_sizes, synth_prtt, write_jsonl
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def ofed() -> tuple[Measurements, LoggpFit]:
+    meas = synth_prtt(PAPER_TABLE["OFED"], sweep_sizes(refine_at=(12289,)), noise=0.02, seed=1)
+    return meas, fit_loggp(meas, n_boot=50)
+
+
+def test_report_is_one_self_contained_file(
+    tmp_path: Path, ofed: tuple[Measurements, LoggpFit]
+) -> None:
+    meas, fit = ofed
+    path = write_report(tmp_path / "rep", meas, fit, {"wall_s": 12.5, "quick": False})
+    assert path == tmp_path / "rep" / "report.html"
+    text = path.read_text(encoding="utf-8")
+    assert text.startswith("<!DOCTYPE html>")
+    images = re.findall(r"src='data:image/png;base64,([A-Za-z0-9+/=]+)'", text)
+    assert len(images) == 3
+    for data in images:
+        assert base64.b64decode(data).startswith(PNG_MAGIC)
+    # No external resources: no links, scripts or remote sources.
+    assert "<link" not in text and "<script" not in text
+    assert not re.search(r"(src|href)\s*=\s*['\"](https?:|//|/)", text)
+    assert "<style>" in text
+    # Header facts, the range rows and the extra facts.
+    assert "synthetic" in text and "2007-03-30T00:00:00Z" in text
+    assert "range 1" in text and "range 2" in text
+    assert "12289 B" in text
+    assert "wall_s" in text and "12.5" in text
+    # The measurement table has one row per record.
+    assert text.count("<td class='l'>PRTT(") == len(meas.records)
+    # The PNG files are written beside the report as well.
+    for name in ("prtt.png", "gap.png", "residuals.png"):
+        png = tmp_path / "rep" / name
+        assert png.read_bytes().startswith(PNG_MAGIC)
+        assert png.stat().st_size > 10_000
+
+
+def test_report_escapes_and_flags_unreliable(tmp_path: Path) -> None:
+    meas = synth_prtt([(1, -1.0, 4.72, 5.14, 0.00073)], sweep_sizes(), noise=0.01, seed=0)
+    meas.header["host"] = "<b>evil</b>"
+    fit = fit_loggp(meas, n_boot=20)
+    text = write_report(tmp_path, meas, fit, None).read_text()
+    assert "<b>evil</b>" not in text and "&lt;b&gt;evil&lt;/b&gt;" in text
+    assert "class='bad'" in text
+    assert "L constrained to 0" in text
+
+
+def test_report_from_files_and_loaded_model(
+    tmp_path: Path, ofed: tuple[Measurements, LoggpFit]
+) -> None:
+    meas, fit = ofed
+    mpath = write_jsonl(meas, tmp_path / "measurements.jsonl")
+    model = tmp_path / "model-loggp.json"
+    model.write_text(json.dumps(fit.to_json()))
+    path = write_report(tmp_path / "r", read_measurements(mpath), load_loggp_model(model))
+    assert "data:image/png;base64," in path.read_text()
+
+
+def test_report_of_a_failed_fit(tmp_path: Path) -> None:
+    meas = synth_prtt(PAPER_TABLE["TCP"], [64], noise=0.01)
+    fit = fit_loggp(meas, n_boot=20)
+    assert not fit.success
+    text = write_report(tmp_path, meas, fit).read_text()
+    assert "No model" in text
+
+
+@pytest.mark.parametrize("plot", [plot_prtt, plot_gap, plot_residuals])
+def test_plots_write_non_empty_pngs(
+    tmp_path: Path, ofed: tuple[Measurements, LoggpFit], plot: Any
+) -> None:
+    meas, fit = ofed
+    out = tmp_path / "fig.png"
+    assert plot(meas, fit, out) == out
+    data = out.read_bytes()
+    assert data.startswith(PNG_MAGIC) and len(data) > 10_000
+    buf = io.BytesIO()
+    assert plot(meas, fit, buf) is None
+    assert buf.getvalue().startswith(PNG_MAGIC)
+
+
+def test_format_table(ofed: tuple[Measurements, LoggpFit]) -> None:
+    _, fit = ofed
+    text = format_table(fit)
+    lines = text.splitlines()
+    assert "transport synthetic" in lines[0] and "n = 16" in lines[0]
+    header = next(ln for ln in lines if ln.startswith("range"))
+    for col in ("L (us)", "o (us)", "g (us)", "G (us/B)", "O (us/B)", "reliable"):
+        assert col in header
+    assert any(ln.startswith("1 B .. 12 KiB") for ln in lines)
+    assert any(ln.startswith("12289 B ..") for ln in lines)
+    assert sum("95% CI" in ln for ln in lines) == 2
+    assert "[" in text
+
+
+def test_format_table_warnings_and_failure() -> None:
+    meas = synth_prtt([(1, -1.0, 4.72, 5.14, 0.00073)], sweep_sizes(), noise=0.01, seed=0)
+    text = format_table(fit_loggp(meas, n_boot=20))
+    row = next(ln for ln in text.splitlines() if ln.startswith("1 B .."))
+    assert row.split()[-1] == "NO"
+    assert "range 1: warning: L constrained to 0" in text
+    failed = fit_loggp_arrays([1], [10.0], [40.0], [300.0], 10.0, 16)
+    assert "at least 2 sizes" in format_table(failed)
+
+
+@pytest.mark.parametrize(
+    ("n", "text"),
+    [
+        (1, "1 B"),
+        (1000, "1000 B"),
+        (1024, "1 KiB"),
+        (1536, "1.5 KiB"),
+        (12288, "12 KiB"),
+        (12289, "12289 B"),
+        (1 << 20, "1 MiB"),
+        (3 << 29, "1.5 GiB"),
+    ],
+)
+def test_format_bytes(n: int, text: str) -> None:
+    assert format_bytes(n) == text
