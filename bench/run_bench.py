@@ -557,6 +557,7 @@ class GaugeRun:
     rc: int
     ranges: list[dict[str, Any]] | None
     grid: list[int]
+    grid_source: str
     error: str | None = None
     model: dict[str, Any] | None = None
 
@@ -564,26 +565,43 @@ class GaugeRun:
 PARAMS = ("L_us", "o_us", "g_us", "G_us_per_byte")
 
 
-def measured_sizes(out_dir: Path) -> list[int]:
-    """Message sizes found in the measurement records that gauge left in its directory."""
-    sizes: set[int] = set()
-    for path in out_dir.rglob("*.jsonl"):
+def size_grid(out_dir: Path) -> tuple[list[int], str]:
+    """The size grid of a gauge run and where it came from.
+
+    Preferably the planned sweep: the longest ``params.sizes`` among the measurement
+    headers (gauge writes one header for the sweep and one for each refinement pass,
+    whose points near range boundaries differ from run to run); else every measured
+    size; else nothing (powers of two are used)."""
+    planned: set[int] = set()
+    measured: set[int] = set()
+    for path in sorted(out_dir.rglob("*.jsonl")):
         with contextlib.suppress(OSError, UnicodeDecodeError):
             for rec in json_lines(path.read_text()):
-                s = rec.get("s", rec.get("size"))
+                params = rec.get("params")
+                if rec.get("type") == "header" and isinstance(params, dict):
+                    sizes = {v for v in params.get("sizes") or []
+                             if isinstance(v, int) and v > 0}
+                    if len(sizes) > len(planned):
+                        planned = sizes
+                s = rec.get("s")
                 if isinstance(s, int) and s > 0:
-                    sizes.add(s)
-    return sorted(sizes)
+                    measured.add(s)
+    if planned:
+        return sorted(planned), "planned"
+    if measured:
+        return sorted(measured), "measured"
+    return [], "pow2"
 
 
 def snap(value: int, grid: list[int]) -> int:
-    """`value` rounded to the nearest size of `grid` on a log scale, or to the nearest
-    power of two when the grid is unknown."""
+    """`value` rounded up to the next size of `grid` (so every boundary found inside
+    one grid interval maps to the same size), or up to a power of two when the grid is
+    unknown; values above the grid stay as they are."""
     if value <= 0:
         return value
     if grid:
-        return min(grid, key=lambda g: abs(math.log(g) - math.log(value)))
-    return 1 << round(math.log2(value))
+        return next((g for g in grid if g >= value), value)
+    return 1 << math.ceil(math.log2(value))
 
 
 def gauge_runs(tools: Tools, args: argparse.Namespace, stamp: str) -> list[GaugeRun]:
@@ -596,8 +614,9 @@ def gauge_runs(tools: Tools, args: argparse.Namespace, stamp: str) -> list[Gauge
                 *shlex.split(args.gauge_args)]
         res = run_proc(argv, timeout=args.gauge_timeout,
                        env={**os.environ, **tools.railgauge_env})
-        run = GaugeRun(index=i + 1, wall_s=res.wall_s, rc=res.rc, ranges=None,
-                       grid=measured_sizes(out_dir))
+        grid, grid_source = size_grid(out_dir)
+        run = GaugeRun(index=i + 1, wall_s=res.wall_s, rc=res.rc, ranges=None, grid=grid,
+                       grid_source=grid_source)
         model_path = out_dir / "model-loggp.json"
         if res.rc != 0:
             run.error = res.describe()
@@ -757,6 +776,10 @@ def fmt_us(v: float | None) -> str:
 
 def fmt_bw(v: float | None) -> str:
     return "n/a" if v is None or math.isnan(v) else f"{v:,.0f}"
+
+
+def fmt_cv(v: float) -> str:
+    return "undefined (mean 0)" if math.isinf(v) else ("n/a" if math.isnan(v) else f"{v:.1%}")
 
 
 def verdict(ok: bool | None) -> str:
@@ -937,17 +960,21 @@ def gauge_md(runs: list[GaugeRun], gs: GaugeSummary, args: argparse.Namespace,
         f"`{gauge_cmd}` run {n} time(s) in a row, each into a fresh DIR; the wall clock "
         "includes starting Python. Parameters come from DIR/model-loggp.json; a range's "
         "parameters are compared across runs by index (range 0 is the smallest sizes). A "
-        "run's set of ranges is the tuple of its ranges' from_bytes, each rounded to the "
-        "nearest size that the run measured (log scale; to the nearest power of two when "
-        "the measured sizes are not found in DIR).",
+        "run's set of ranges is the tuple of its ranges' from_bytes, each rounded up to the "
+        "next size of the run's planned size sweep (the `params.sizes` of its measurement "
+        "header), so a boundary that gauge's refinement places anywhere inside one interval "
+        "of the sweep counts as the same boundary. CV = standard deviation / mean over the "
+        "runs; it is undefined where the mean is 0. The CV target is judged on range 0; "
+        "the largest CV over all ranges is shown beside it.",
         "",
         "| target | measured | result |",
         "| --- | --- | --- |",
         f"| same set of ranges in >= {need} of {n} runs | {gs.modal_count} of {n} | "
         f"{verdict(gs.modal_count >= need if n else None)} |",
         f"| CV of L and o (range 0) <= {GAUGE_CV_MAX:.0%} | "
-        + (f"L {cv_l.cv:.1%}, o {cv_o.cv:.1%} (largest over all ranges: L "
-           f"{max_cv['L_us']:.1%}, o {max_cv['o_us']:.1%})" if cv_l and cv_o else "n/a")
+        + (f"L {fmt_cv(cv_l.cv)}, o {fmt_cv(cv_o.cv)} (largest over all ranges: L "
+           f"{fmt_cv(max_cv['L_us'])}, o {fmt_cv(max_cv['o_us'])})" if cv_l and cv_o
+           else "n/a")
         + f" | {verdict(cv_ok)} |",
         f"| wall time of every run <= {GAUGE_WALL_MAX_S:.0f} s | median "
         f"{gs.wall_median:.1f} s, max {gs.wall_max:.1f} s | "
@@ -957,18 +984,23 @@ def gauge_md(runs: list[GaugeRun], gs: GaugeSummary, args: argparse.Namespace,
         + f" | {verdict(gs.all_positive if gs.per_range else None)} |",
         f"| runs that produced a model | {gs.ok} of {n} | {verdict(gs.ok == n)} |",
         "",
-        "| range | parameter | mean | CV | min | runs |",
-        "| ---: | --- | ---: | ---: | ---: | ---: |",
+        "Per range (matched by index): mean, CV and min over the runs that have it.",
+        "",
+        "| range | from_bytes (runs) | L (µs) | o (µs) | g (µs) | G (µs/byte) |",
+        "| ---: | --- | --- | --- | --- | --- |",
     ]
     for k, stats in enumerate(gs.per_range):
+        froms = Counter(int(r.ranges[k]["from_bytes"]) for r in runs
+                        if r.ranges and k < len(r.ranges) and "from_bytes" in r.ranges[k])
+        from_txt = ", ".join(f"{v} ({c})" for v, c in sorted(froms.items())[:4])
+        if len(froms) > 4:
+            from_txt += f", {len(froms) - 4} more"
+        cells = []
         for p in PARAMS:
             st = stats.get(p)
-            if st is None:
-                lines.append(f"| {k} | {p} | n/a | n/a | n/a | 0 |")
-                continue
-            fmt = "{:.4g}"
-            lines.append(f"| {k} | {p} | {fmt.format(st.mean)} | {st.cv:.1%} | "
-                         f"{fmt.format(st.min)} | {st.n} |")
+            cells.append("n/a" if st is None else
+                         f"{st.mean:.4g} (CV {fmt_cv(st.cv)}, min {st.min:.4g}, n {st.n})")
+        lines.append(f"| {k} | {from_txt} | " + " | ".join(cells) + " |")
     lines += [
         "",
         "| set of ranges (from_bytes) | runs |",

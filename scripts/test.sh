@@ -9,6 +9,8 @@ root=$(pwd)
 jobs=$(nproc 2>/dev/null || echo 2)
 
 bash scripts/install.sh --dev
+# The installed tools (railgauge, railgauge-bench, ...) come first on PATH.
+export PATH="$root/.venv/bin:$PATH"
 
 echo "== C unit tests (default build)" >&2
 (cd native && cmake --preset default >/dev/null && cmake --build --preset default -j "$jobs" \

@@ -1,4 +1,4 @@
-"""Shared pytest helpers: where the native tools are."""
+"""Shared pytest helpers: where the native tools are, and which processes run."""
 
 from __future__ import annotations
 
@@ -68,9 +68,3 @@ def proc_environ(pid: int) -> dict[str, str]:
         return {}
     pairs = (item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
     return {k.decode(errors="replace"): v.decode(errors="replace") for k, v in pairs}
-
-
-@pytest.fixture
-def proc_scan() -> Callable[[str], list[int]]:
-    """procs_with_marker, as a fixture."""
-    return procs_with_marker

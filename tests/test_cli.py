@@ -12,7 +12,8 @@ import pytest
 RG = [sys.executable, "-m", "railgauge.cli.main"]
 
 
-def rg(*args: str, timeout: float = 120.0, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def rg(*args: str, timeout: float = 120.0,
+       cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*RG, *args], capture_output=True, text=True, timeout=timeout,
                           cwd=cwd, stdin=subprocess.DEVNULL)
 
@@ -56,8 +57,8 @@ def test_version() -> None:
 
 
 def test_run_reports_dead_rank() -> None:
-    proc = rg("run", "-n", "2", "--", "sh", "-c", 'if [ "$RG_RANK" = 1 ]; then exit 7; fi; sleep 30',
-              timeout=20)
+    script = 'if [ "$RG_RANK" = 1 ]; then exit 7; fi; sleep 30'
+    proc = rg("run", "-n", "2", "--", "sh", "-c", script, timeout=20)
     assert proc.returncode == 1
     assert "rank 1" in proc.stderr and "7" in proc.stderr
 

@@ -11,11 +11,19 @@ Record types used here::
     {"type": "prtt", "n": 16, "d_us": 0.0, "s": 1024, "median_us": ..., "count": ...,
      "ci95_median_us": [lo, hi], "min_us": ..., "mean_us": ..., "p99_us": ...,
      "max_us": ..., "stddev_us": ..., "stable": true}
+    {"type": "prtt", "n": 16, "d_us": 3.1, "d_actual_us": 3.2, "s": 1024, ...}
+    {"type": "orecv", "n": 16, "d_us": 3.1, "d_actual_us": 3.2, "s": 1024, "median_us": ...,
+     "count": ..., "ci95_median_us": [lo, hi], ...}
     {"type": "footer", "wall_s": ..., "points": ..., "status": "ok"}
 
-Every other record type is ignored (forward compatibility). Times are round-trip times in
-microseconds. A later ``prtt`` record for the same key ``(n, d_us > 0, s)`` replaces an
-earlier one only if its ``count`` is larger.
+Every other record type is ignored (forward compatibility). The times of ``prtt`` records
+are round-trip times in microseconds. ``d_actual_us`` (optional, PRTT(n,d,s) records) is the
+measured mean length of the busy delays, which overshoot the requested ``d_us`` a little.
+The times of ``orecv`` records are not round trips: each sample is the receiver's mean time
+of one receive call when the message was already there, the receive overhead o_r(s).
+
+A later ``prtt`` record for the same key ``(n, d_us > 0, s)`` replaces an earlier one only
+if its ``count`` is larger; likewise a later ``orecv`` record for the same size ``s``.
 
 Problems in the input raise :class:`MeasurementError` (a ``ValueError``) whose message names
 the file and the line.
@@ -55,7 +63,10 @@ _Z95 = 1.959963984540054
 # Asymptotic ratio of the standard error of the median to that of the mean (normal data).
 _MEDIAN_SE_FACTOR = math.sqrt(math.pi / 2.0)
 
-PointKind = Literal["p1", "pn", "pd", "other"]
+PointKind = Literal["p1", "pn", "pd", "orecv", "other"]
+RecordType = Literal["prtt", "orecv"]
+#: The record types read as measurements.
+RECORD_TYPES: tuple[str, ...] = ("prtt", "orecv")
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
@@ -66,7 +77,12 @@ class MeasurementError(ValueError):
 
 @dataclass(frozen=True)
 class PrttPoint:
-    """One PRTT(n, d, s) measurement: summary statistics of round-trip times in us."""
+    """One PRTT(n, d, s) measurement: summary statistics of round-trip times in us.
+
+    With ``type == "orecv"`` the point is a receive-overhead measurement instead: its times
+    are the receiver's mean time of one receive call (o_r(s)), not round trips.
+    ``d_actual_us`` is the measured mean length of the busy delays (None when not recorded).
+    """
 
     n: int
     d_us: float
@@ -82,10 +98,15 @@ class PrttPoint:
     stable: bool | None = None
     file: str = ""
     line: int = 0
+    type: RecordType = "prtt"
+    d_actual_us: float | None = None
 
     @property
     def kind(self) -> PointKind:
-        """``p1`` for PRTT(1,0,s), ``pn`` for PRTT(n,0,s), ``pd`` for PRTT(n,d,s), d > 0."""
+        """``p1`` for PRTT(1,0,s), ``pn`` for PRTT(n,0,s), ``pd`` for PRTT(n,d,s), d > 0,
+        ``orecv`` for a receive-overhead record."""
+        if self.type == "orecv":
+            return "orecv"
         if self.n == 1 and self.d_us == 0.0:
             return "p1"
         if self.n > 1 and self.d_us == 0.0:
@@ -95,9 +116,17 @@ class PrttPoint:
         return "other"
 
     @property
-    def key(self) -> tuple[int, bool, int]:
-        """The replacement key ``(n, d_us > 0, s)``."""
-        return (self.n, self.d_us > 0.0, self.s)
+    def key(self) -> tuple[str, int, bool, int]:
+        """The replacement key: ``("prtt", n, d_us > 0, s)``, or ``("orecv", 0, True, s)``
+        (one receive-overhead record per size)."""
+        if self.type == "orecv":
+            return ("orecv", 0, True, self.s)
+        return ("prtt", self.n, self.d_us > 0.0, self.s)
+
+    @property
+    def delay_us(self) -> float:
+        """The delay that elapsed: ``d_actual_us`` when recorded, else ``d_us``."""
+        return self.d_actual_us if self.d_actual_us is not None else self.d_us
 
     @property
     def sigma_us(self) -> float:
@@ -115,8 +144,11 @@ class PrttPoint:
         return 0.0
 
     def to_record(self) -> dict[str, Any]:
-        """The JSON Lines record of this point (``type`` = ``prtt``)."""
-        rec: dict[str, Any] = {"type": "prtt", "n": self.n, "d_us": self.d_us, "s": self.s}
+        """The JSON Lines record of this point (``type`` = ``prtt`` or ``orecv``)."""
+        rec: dict[str, Any] = {"type": self.type, "n": self.n, "d_us": self.d_us}
+        if self.d_actual_us is not None:
+            rec["d_actual_us"] = self.d_actual_us
+        rec["s"] = self.s
         for key in ("min_us", "median_us", "mean_us", "p99_us", "max_us", "stddev_us"):
             rec[key] = getattr(self, key)
         rec["count"] = self.count
@@ -132,8 +164,8 @@ class Measurements:
     """The PRTT measurements of one or more files.
 
     ``header`` is the first header record; ``headers`` and ``footers`` hold all of them in
-    order. ``records`` holds the surviving ``prtt`` records (after replacement), sorted by
-    size, then n, then d. ``warnings`` lists non-fatal findings (an interrupted run, for
+    order. ``records`` holds the surviving ``prtt`` and ``orecv`` records (after
+    replacement), sorted by size, then type (``prtt`` first), then n, then d. ``warnings`` lists non-fatal findings (an interrupted run, for
     example).
     """
 
@@ -155,7 +187,11 @@ class Triples:
     """Per-size arrays of the three PRTT patterns, for the sizes that have all three.
 
     ``p1`` = PRTT(1,0,s), ``pn`` = PRTT(n_pn,0,s), ``pd`` = PRTT(n_pd,d,s), medians in us,
-    with their standard uncertainties ``*_sigma`` (from the CI of the median).
+    with their standard uncertainties ``*_sigma`` (from the CI of the median). ``d`` is the
+    requested delay of PRTT(n_pd,d,s), ``d_actual`` the measured one (NaN where not
+    recorded; :attr:`d_eff` falls back to ``d``). ``o_r`` is the measured receive overhead
+    o_r(s) (median of the ``orecv`` record, NaN where the size has none) with its standard
+    uncertainty ``o_r_sigma``. Left out (None), the optional arrays are all NaN.
     """
 
     sizes: IntArray
@@ -168,9 +204,28 @@ class Triples:
     pd_sigma: FloatArray
     n_pd: IntArray
     d: FloatArray
+    d_actual: FloatArray | None = None
+    o_r: FloatArray | None = None
+    o_r_sigma: FloatArray | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("d_actual", "o_r", "o_r_sigma"):
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, np.full(self.sizes.shape, np.nan))
 
     def __len__(self) -> int:
         return int(self.sizes.size)
+
+    @property
+    def d_eff(self) -> FloatArray:
+        """The delay that elapsed: ``d_actual`` where recorded, else ``d``."""
+        da = np.asarray(self.d_actual, dtype=np.float64)
+        return np.where(np.isfinite(da), da, self.d)
+
+    @property
+    def o_r_measured(self) -> npt.NDArray[np.bool_]:
+        """True where the size has a measured receive overhead."""
+        return np.isfinite(np.asarray(self.o_r, dtype=np.float64))
 
 
 def _where(path: str, line: int) -> str:
@@ -210,10 +265,11 @@ def _time_value(rec: dict[str, Any], key: str, where: str, *, required: bool) ->
 
 def _parse_prtt(rec: dict[str, Any], path: str, line: int) -> PrttPoint:
     where = _where(path, line)
+    rtype: RecordType = "orecv" if rec.get("type") == "orecv" else "prtt"
     missing = [k for k in REQUIRED_PRTT_KEYS if k not in rec]
     if missing:
         raise MeasurementError(
-            f"{where}: prtt record is missing required key(s): {', '.join(missing)}"
+            f"{where}: {rtype} record is missing required key(s): {', '.join(missing)}"
         )
     n = _int_value(rec, "n", where)
     if n < 1:
@@ -227,6 +283,7 @@ def _parse_prtt(rec: dict[str, Any], path: str, line: int) -> PrttPoint:
     d_us = _time_value(rec, "d_us", where, required=True)
     median = _time_value(rec, "median_us", where, required=True)
     assert d_us is not None and median is not None
+    d_actual = _time_value(rec, "d_actual_us", where, required=False)
     times = {k: _time_value(rec, k, where, required=False) for k in OPTIONAL_TIME_KEYS}
 
     ci: tuple[float, float] | None = None
@@ -263,6 +320,8 @@ def _parse_prtt(rec: dict[str, Any], path: str, line: int) -> PrttPoint:
         stable=stable,
         file=path,
         line=line,
+        type=rtype,
+        d_actual_us=d_actual,
         **times,
     )
 
@@ -299,9 +358,10 @@ def read_measurements(paths: str | Path | Sequence[str | Path]) -> Measurements:
     Returns
     -------
     Measurements
-        The first header, every header and footer, and the ``prtt`` records after
-        replacement (a later record for the same ``(n, d_us > 0, s)`` replaces an earlier
-        one only if its ``count`` is larger).
+        The first header, every header and footer, and the ``prtt`` and ``orecv`` records
+        after replacement (a later ``prtt`` record for the same ``(n, d_us > 0, s)``, or a
+        later ``orecv`` record for the same ``s``, replaces an earlier one only if its
+        ``count`` is larger).
 
     Raises
     ------
@@ -317,7 +377,7 @@ def read_measurements(paths: str | Path | Sequence[str | Path]) -> Measurements:
     headers: list[dict[str, Any]] = []
     footers: list[dict[str, Any]] = []
     warnings: list[str] = []
-    best: dict[tuple[int, bool, int], PrttPoint] = {}
+    best: dict[tuple[str, int, bool, int], PrttPoint] = {}
     transport: str | None = None
     transport_where = ""
 
@@ -360,10 +420,10 @@ def read_measurements(paths: str | Path | Sequence[str | Path]) -> Measurements:
                 if status != "ok":
                     warnings.append(f"{where}: footer status is '{status}'")
                 in_block = False
-            elif rtype == "prtt":
+            elif rtype in RECORD_TYPES:
                 if not seen_header_here:
                     raise MeasurementError(
-                        f"{where}: prtt record before any header (missing header)"
+                        f"{where}: {rtype} record before any header (missing header)"
                     )
                 point = _parse_prtt(rec, str(path), lineno)
                 old = best.get(point.key)
@@ -376,7 +436,7 @@ def read_measurements(paths: str | Path | Sequence[str | Path]) -> Measurements:
             warnings.append(f"{path}: the last block has no footer (interrupted run?)")
 
     assert transport is not None
-    records = sorted(best.values(), key=lambda q: (q.s, q.n, q.d_us))
+    records = sorted(best.values(), key=lambda q: (q.s, q.type != "prtt", q.n, q.d_us))
     return Measurements(
         header=headers[0],
         records=records,
@@ -393,11 +453,16 @@ def triples(meas: Measurements) -> Triples:
 
     Where a size has PRTT(n,0,s) or PRTT(n,d,s) records for several n, the record with the
     largest n is used (the error of the derived per-message values shrinks as 1/(n-1)).
+    The receive overhead ``o_r`` and ``d_actual`` are NaN where not measured.
     """
     by_size: dict[int, dict[str, PrttPoint]] = {}
+    orecv: dict[int, PrttPoint] = {}
     for pt in meas.records:
         kind = pt.kind
         if kind == "other":
+            continue
+        if kind == "orecv":
+            orecv[pt.s] = pt  # one per size after replacement
             continue
         slot = by_size.setdefault(pt.s, {})
         old = slot.get(kind)
@@ -408,6 +473,11 @@ def triples(meas: Measurements) -> Triples:
 
     def arr(kind: str, attr: str) -> FloatArray:
         return np.array([float(getattr(r[kind], attr)) for r in rows], dtype=np.float64)
+
+    def opt(values: Iterable[float | None]) -> FloatArray:
+        return np.array([math.nan if v is None else v for v in values], dtype=np.float64)
+
+    o_r_pts = [orecv.get(s) for s in sizes]
 
     return Triples(
         sizes=np.array(sizes, dtype=np.int64),
@@ -420,9 +490,13 @@ def triples(meas: Measurements) -> Triples:
         pd_sigma=arr("pd", "sigma_us"),
         n_pd=np.array([r["pd"].n for r in rows], dtype=np.int64),
         d=arr("pd", "d_us"),
+        d_actual=opt(r["pd"].d_actual_us for r in rows),
+        o_r=opt(p.median_us if p is not None else None for p in o_r_pts),
+        o_r_sigma=opt(p.sigma_us if p is not None else None for p in o_r_pts),
     )
 
 
 def sizes_triples(meas: Measurements) -> list[int]:
-    """The measured sizes that have all three patterns PRTT(1,0,s), PRTT(n,0,s), PRTT(n,d,s)."""
+    """The measured sizes that have all three patterns PRTT(1,0,s), PRTT(n,0,s), PRTT(n,d,s)
+    (with or without a receive-overhead record)."""
     return [int(s) for s in triples(meas).sizes]
