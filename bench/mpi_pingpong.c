@@ -1,15 +1,15 @@
 /*
  * mpi_pingpong: MPI_Send/MPI_Recv ping-pong between ranks 0 and 1, measured
  * exactly like spsc_floor so the two can share a table: warm-up (with a payload
- * check), then several batches of individually timed round trips (one TSC
- * read per sample of --group round trips (16 for sizes up to 4 KiB, else 1),
- * calibrated against CLOCK_MONOTONIC; --timer clock uses clock_gettime
- * instead), and per size one JSON line on rank 0:
+ * check), then several batches of timed samples: one TSC read (rdtscp,
+ * calibrated against CLOCK_MONOTONIC; --timer clock uses clock_gettime) per
+ * sample of --group round trips, 16 for sizes up to 4 KiB and 1 above.  Per
+ * size rank 0 prints one JSON line:
  *
  *   {"impl":"openmpi","s":8,"oneway_us":..,"min_oneway_us":..,"mean_oneway_us":..,
  *    "p99_oneway_us":..,"bw_MBps":..,"iters":..,"batches":..,"batch_oneway_us":[..]}
  *
- * oneway_us is the median over all timed iterations of RTT/2 and bw_MBps is
+ * oneway_us is the median over all samples of (sample time / group) / 2 and bw_MBps is
  * s / oneway_us (10^6 bytes/s).  The implementation name is the first
  * argument, so one source serves Open MPI and MPICH:
  *

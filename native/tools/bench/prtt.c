@@ -285,9 +285,9 @@ static rg_status_t rg__bench_measure(rg_bench_t *bench, rg_bench_point_t *pt)
 }
 
 /* Warm-up before a size: caches, page tables and the peer's wait state. */
-static rg_status_t rg__bench_warmup(rg_bench_t *bench, size_t size)
+static rg_status_t rg__bench_warmup(rg_bench_t *bench, size_t size, double seconds)
 {
-    uint64_t         until = rg_time_mono_ns() + (uint64_t)(bench->opts.warmup_s * 1e9);
+    uint64_t         until = rg_time_mono_ns() + (uint64_t)(seconds * 1e9);
     size_t           unused = 0;
     rg_bench_point_t warm;
     rg_status_t      st;
@@ -556,7 +556,9 @@ static int rg__bench_drive(rg_bench_t *bench, int prtt)
             status = "budget";
             break;
         }
-        if (rg__bench_warmup(bench, s) != RG_OK) {
+        /* The first size warms up longer: the peer may still be starting, and
+         * the CPUs may still be in a low-power state. */
+        if (rg__bench_warmup(bench, s, i == 0 ? o->warmup_s + 0.05 : o->warmup_s) != RG_OK) {
             return RG_BENCH_EXIT_FAIL;
         }
         memset(&p1, 0, sizeof(p1));

@@ -17,8 +17,12 @@ from railgauge.terminal import Terminal
               help="Transport the ranks use (passed as RG_TRANSPORT).")
 @click.option("--timeout", type=click.FloatRange(0.1, None), default=None,
               help="End every rank after this many seconds.")
+@click.option("--bind", type=click.Choice(["auto", "core", "none"]), default="auto",
+              show_default=True,
+              help="Pin rank r to the r-th CPU (auto: when there are enough CPUs).")
 @click.argument("argv", nargs=-1, required=True, type=click.UNPROCESSED)
-def run(nranks: int, transport: str | None, timeout: float | None, argv: tuple[str, ...]) -> int:
+def run(nranks: int, transport: str | None, timeout: float | None, bind: str,
+        argv: tuple[str, ...]) -> int:
     """Run PROG ARGS as N local ranks: railgauge run -n N -- PROG ARGS.
 
     If a rank dies, every other rank is ended and the exit status names it."""
@@ -27,7 +31,7 @@ def run(nranks: int, transport: str | None, timeout: float | None, argv: tuple[s
     term = Terminal()
     try:
         res = launch(list(argv), nranks, transport=transport, timeout_s=timeout,
-                     on_event=term.detail)
+                     on_event=term.detail, bind=bind)
     except LaunchError as exc:
         raise UserError(str(exc)) from None
     if res.returncode != 0:
