@@ -40,6 +40,7 @@ static void rg__bench_usage(FILE *f)
         "  --budget S         seconds the whole run may take (default 0: no limit)\n"
         "  --warmup S         warm-up seconds before each size (default 0.002)\n"
         "  --monotonic-timer  use clock_gettime instead of the TSC\n"
+        "  --print-config     list every RG_* setting with its value and exit\n"
         "  -h, --help         this text\n");
 }
 
@@ -50,6 +51,28 @@ static int rg__bench_usage_error(const char *fmt, const char *arg)
     fprintf(stderr, fmt, arg);
     fprintf(stderr, "\n");
     return RG_BENCH_EXIT_USAGE;
+}
+
+/* Every setting of the layers below, as loaded from the environment now. */
+static int rg__bench_print_config(void)
+{
+    const rg_config_table_t *const *t;
+    /* Large and aligned enough for any settings struct of the tables. */
+    _Alignas(16) unsigned char scratch[8192];
+    rg_err_t                       err;
+    int                            rc = 0;
+
+    for (t = rg_xport_config_tables(); *t != NULL; t++) {
+        memset(scratch, 0, sizeof(scratch));
+        if (rg_config_load(*t, scratch, &err) != RG_OK) {
+            fprintf(stderr, "railgauge-bench: %s\n", rg_err_message(&err));
+            rc = RG_BENCH_EXIT_USAGE;
+            continue;
+        }
+        printf("[%s]\n", (*t)->prefix);
+        rg_config_print(*t, scratch, stdout);
+    }
+    return rc;
 }
 
 static int rg__bench_parse_double(const char *text, double lo, double hi, double *out_p)
@@ -191,6 +214,10 @@ static int rg__bench_parse_args(int argc, char **argv, rg_bench_opts_t *opts)
     opts->point_budget_s = 0.25;
     opts->warmup_s = 0.002;
 
+    if (argc >= 2 && strcmp(argv[1], "--print-config") == 0) {
+        int prc = rg__bench_print_config();
+        return prc != 0 ? prc : -1;
+    }
     if (argc < 2 || argv[1][0] == '-') {
         if (argc >= 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
             rg__bench_usage(stdout);
