@@ -8,6 +8,7 @@ CI does not show.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import math
@@ -30,9 +31,17 @@ from railgauge.fit import (
     prtt,
     segment,
 )
-from railgauge.fit.loggp import _design, _nnls_lines, g_all, overhead, range_index
+from railgauge.fit.loggp import (
+    _design,
+    _nnls_lines,
+    g_all,
+    local_scatter,
+    overhead,
+    range_index,
+)
 from railgauge.fit.segment import line_sse
-from railgauge.synth import PAPER_TABLE, prtt_true, sweep_sizes, synth_prtt
+from railgauge.measurements import Measurements
+from railgauge.synth import PAPER_TABLE, o_r_true, prtt_true, sweep_sizes, synth_prtt
 
 CONTRACT = ("L_us", "o_us", "g_us", "G_us_per_byte")
 OFED = PAPER_TABLE["OFED"]
@@ -161,15 +170,19 @@ def test_no_invented_range_on_smooth_noisy_data(
 
 
 def test_rel_tol_sets_what_counts_as_a_change() -> None:
-    """5% systematic scatter exceeds the default 3% tolerance but not rel_tol=0.05."""
+    """5% systematic scatter exceeds the default 3% tolerance but not rel_tol=0.05 (without
+    the local-scatter floor); the local-scatter floor absorbs it by itself."""
     sizes = sweep_sizes(1 << 20, per_octave=3)
-    counts_default, counts_loose = [], []
+    counts_fixed, counts_loose, counts_local = [], [], []
     for seed in range(10):
         meas = synth_prtt(TCP, sizes, noise=0.01, jitter=0.05, seed=seed)
-        counts_default.append(len(fit_loggp(meas, n_boot=20).ranges))
-        counts_loose.append(len(fit_loggp(meas, n_boot=20, rel_tol=0.05).ranges))
-    assert max(counts_default) > 1
+        counts_fixed.append(len(fit_loggp(meas, n_boot=20, local_scatter=False).ranges))
+        loose = fit_loggp(meas, n_boot=20, rel_tol=0.05, local_scatter=False)
+        counts_loose.append(len(loose.ranges))
+        counts_local.append(len(fit_loggp(meas, n_boot=20).ranges))
+    assert max(counts_fixed) > 1
     assert counts_loose.count(1) >= 9
+    assert counts_local.count(1) >= 9
 
 
 def test_penalty_and_max_segments_options() -> None:
@@ -178,7 +191,9 @@ def test_penalty_and_max_segments_options() -> None:
     assert len(fit_loggp(meas, penalty=1e9, n_boot=20).ranges) == 1
     fit = fit_loggp(meas, penalty_factor=2.0, n_boot=20)
     assert len(fit.ranges) == 2
-    assert fit.criterion["penalty"] == pytest.approx(2 * bic_penalty(fit.criterion["n_residuals"]))
+    crit = fit.criterion
+    assert crit["k_params_per_segment"] == 9  # four series (o_r measured) + the breakpoint
+    assert crit["penalty"] == pytest.approx(2 * bic_penalty(crit["n_residuals"], 9))
 
 
 # ---------------------------------------------------------------------------------------
@@ -481,3 +496,262 @@ def test_too_few_sizes_is_not_a_success() -> None:
     assert two.success and len(two.ranges) == 1
     assert not two.ranges[0].reliable
     assert any("fewer than min_seg" in w for w in two.ranges[0].warnings)
+
+
+# ---------------------------------------------------------------------------------------
+# Send and receive overheads apart (o_s != o_r), the measured delay
+# ---------------------------------------------------------------------------------------
+
+#: Shared-memory-like: a costly send, a cheap receive, a tiny L; a change at 64 KiB.
+SHM = [
+    (1, 0.05, 0.19, 0.08, 0.0002, 0.0, 0.03, 0.0),
+    (65536, 0.05, 0.19, 5.0, 0.00025, 0.0, 0.03, 0.0),
+]
+SHM_SIZES = sweep_sizes(1 << 20, per_octave=2, refine_at=(65536,))
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_shm_like_send_and_receive_overheads_recovered(seed: int) -> None:
+    """o_s = 0.19 us, o_r = 0.03 us: with o_r measured, L = 0.05 us comes out positive."""
+    meas = synth_prtt(SHM, SHM_SIZES, noise=0.01, reps=1000, seed=seed)
+    fit = fit_loggp(meas, n_boot=100, seed=seed)
+    assert fit.o_r_source == "measured"
+    assert [r.from_bytes for r in fit.ranges] == [1, 65536]
+    for rng in fit.ranges:
+        assert rng.reliable, rng.warnings
+        assert rng.warnings == []
+        assert rng.o_r_source == "measured"
+        assert rel_err(rng.value("o_r_us"), 0.03) < 0.02
+    low, high = fit.ranges
+    assert rel_err(low.L_us, 0.05) < 0.05
+    assert rel_err(low.value("o_s_us"), 0.19) < 0.02
+    assert rel_err(low.g_us, 0.08) < 0.02
+    assert rel_err(low.G_us_per_byte, 0.0002) < 0.02
+    assert rel_err(high.g_us, 5.0) < 0.02
+    assert rel_err(high.G_us_per_byte, 0.00025) < 0.02
+    # From 64 KiB, L and o_s are extrapolations to s=1: looser, but inside their CIs.
+    assert high.L_us > 0.0
+    assert high.ci95["L_us"][0] <= 0.05 <= high.ci95["L_us"][1]
+    assert abs(high.value("o_s_us") - 0.19) < 0.04
+    # The reported o is the symmetric one, which keeps PRTT(1,0,s) = 2 (L + 2o + (s-1)G).
+    assert low.o_us == pytest.approx(0.5 * (low.value("o_s_us") + low.value("o_r_us")))
+    assert rel_err(low.o_us, 0.11) < 0.02
+    lo, hi = low.ci95["o_us"]
+    assert lo <= low.o_us <= hi
+    for key in ("o_s_us", "o_r_us", "O_s_us_per_byte", "O_r_us_per_byte"):
+        assert key in low.ci95
+
+
+def test_shm_like_without_orecv_is_the_paper_and_flags_l() -> None:
+    """Without o_r the paper's o_r = o_s counts the send overhead twice: L < 0, flagged."""
+    meas = synth_prtt(SHM, SHM_SIZES, noise=0.01, reps=1000, seed=0, orecv=False)
+    fit = fit_loggp(meas, n_boot=50)
+    assert fit.o_r_source == "assumed equal to o_s"
+    low = fit.ranges[0]
+    assert low.L_us == 0.0 and not low.reliable
+    (warning,) = [w for w in low.warnings if w.startswith("L constrained to 0")]
+    assert "assumed equal to the send overhead" in warning
+    assert "o_r assumed equal to o_s" in fit.message
+
+
+def test_paper_mode_without_orecv_records() -> None:
+    """Files without orecv records fit as before: o_r = o_s, three series, k = 7."""
+    meas = synth_prtt(OFED, OFED_SIZES, noise=0.01, reps=1000, seed=3, orecv=False)
+    assert not any(p.type == "orecv" for p in meas.records)
+    fit = fit_loggp(meas, n_boot=100, seed=3)
+    assert fit.o_r_source == "assumed equal to o_s"
+    assert fit.criterion["series"] == ["G_all(s)", "o_s(s)", "PRTT(1,0,s)/2"]
+    assert fit.criterion["k_params_per_segment"] == 7
+    assert [r.from_bytes for r in fit.ranges] == [1, 12289]
+    for rng, params in zip(fit.ranges, OFED, strict=True):
+        assert rng.o_r_source == "assumed equal to o_s"
+        assert rng.o_us == rng.o_s_us == rng.o_r_us
+        assert rng.ci95["o_us"] == rng.ci95["o_s_us"] == rng.ci95["o_r_us"]
+        for key, truth in truth_of(params).items():
+            assert rel_err(rng.value(key), truth) < 0.02, (key, rng.value(key), truth)
+    doc = fit.to_json()
+    check_contract(doc)
+    assert doc["o_r_source"] == "assumed equal to o_s"
+
+
+def test_measured_and_paper_mode_agree_when_o_r_equals_o_s() -> None:
+    with_r = fit_loggp(synth_prtt(OFED, OFED_SIZES, noise=0.01, reps=1000, seed=1), n_boot=50)
+    without = fit_loggp(
+        synth_prtt(OFED, OFED_SIZES, noise=0.01, reps=1000, seed=1, orecv=False), n_boot=50
+    )
+    assert with_r.criterion["k_params_per_segment"] == 9
+    assert "o_r(s)" in with_r.criterion["series"]
+    assert [r.from_bytes for r in with_r.ranges] == [r.from_bytes for r in without.ranges]
+    for a, b in zip(with_r.ranges, without.ranges, strict=True):
+        for key in CONTRACT:
+            assert a.value(key) == pytest.approx(b.value(key), rel=0.02, abs=1e-6)
+
+
+def strip_d_actual(meas: Measurements) -> Measurements:
+    return dataclasses.replace(
+        meas, records=[dataclasses.replace(p, d_actual_us=None) for p in meas.records]
+    )
+
+
+def test_measured_delay_is_used() -> None:
+    """A 0.1 us overshoot of the busy delay: with d_actual, o_s is unbiased; without it,
+    o_s comes out 0.1 us too large (and L 0.1 us too small)."""
+    meas = synth_prtt(SHM[:1], OFED_SIZES, noise=0.01, reps=1000, seed=2, overshoot_us=0.1)
+    pd = [p for p in meas.records if p.kind == "pd"]
+    assert all(p.d_actual_us == pytest.approx(p.d_us + 0.1) for p in pd)
+    fit = fit_loggp(meas, n_boot=50, max_segments=1)
+    (rng,) = fit.ranges
+    assert rel_err(rng.value("o_s_us"), 0.19) < 0.02
+    assert rel_err(rng.L_us, 0.05) < 0.05
+    assert fit.method["delay"]["replaced_sizes"] == []
+    assert fit.method["delay"]["overshoot_ref_us"] == pytest.approx(0.1)
+    stripped = fit_loggp(strip_d_actual(meas), n_boot=50, max_segments=1)
+    (biased,) = stripped.ranges
+    assert biased.value("o_s_us") - 0.19 == pytest.approx(0.1, abs=0.005)
+    assert stripped.method["delay"]["d_actual_sizes"] == 0
+
+
+def test_inflated_measured_delay_is_not_trusted() -> None:
+    """A mean delay inflated by a preempted spin (here +5 us at three sizes) would bias o_s
+    by -5 us there; such sizes use d plus the typical overshoot, with a note."""
+    meas = synth_prtt(SHM[:1], OFED_SIZES, noise=0.01, reps=1000, seed=2, overshoot_us=0.1)
+    bad = {64, 1024, 8192}
+    recs = [
+        dataclasses.replace(p, d_actual_us=p.d_actual_us + 5.0)
+        if p.kind == "pd" and p.s in bad and p.d_actual_us is not None
+        else p
+        for p in meas.records
+    ]
+    fit = fit_loggp(dataclasses.replace(meas, records=recs), n_boot=50, max_segments=1)
+    assert sorted(fit.method["delay"]["replaced_sizes"]) == sorted(bad)
+    (rng,) = fit.ranges
+    assert rel_err(rng.value("o_s_us"), 0.19) < 0.02
+    assert any("d_actual at 64 B, 1024 B, 8192 B" in n for n in rng.notes), rng.notes
+
+
+def test_arrays_api_takes_o_r_and_d_actual() -> None:
+    sizes = np.array(SHM_SIZES, dtype=float)
+    n = 16
+    p1 = np.array([prtt_true(SHM, 1, 0.0, s) for s in sizes])
+    pn = np.array([prtt_true(SHM, n, 0.0, s) for s in sizes])
+    d = p1.copy()
+    d_act = d + 0.1
+    pd = np.array([prtt_true(SHM, n, da, s) for da, s in zip(d_act, sizes, strict=True)])
+    o_r = np.array([o_r_true(SHM, s) for s in sizes])
+    fit = fit_loggp_arrays(sizes, p1, pn, pd, d, n, o_r=o_r, d_actual=d_act, n_boot=20)
+    assert [r.from_bytes for r in fit.ranges] == [1, 65536]
+    for rng, params in zip(fit.ranges, SHM, strict=True):
+        assert rng.L_us == pytest.approx(params[1], rel=1e-6)
+        assert rng.value("o_s_us") == pytest.approx(params[2], rel=1e-6)
+        assert rng.value("o_r_us") == pytest.approx(params[6], rel=1e-6)
+        assert rng.o_us == pytest.approx(0.5 * (params[2] + params[6]), rel=1e-6)
+    # o_r missing at some sizes: those use o_r = o_s.
+    part = np.where(sizes < 100, np.nan, o_r)
+    mixed = fit_loggp_arrays(sizes, p1, pn, pd, d, n, o_r=part, d_actual=d_act, n_boot=20)
+    assert mixed.o_r_source.startswith("measured at ")
+    with pytest.raises(ValueError, match="o_r"):
+        fit_loggp_arrays(sizes, p1, pn, pd, d, n, o_r=np.full(sizes.size, np.inf))
+
+
+def test_prtt_helper_with_send_and_receive_overheads() -> None:
+    doc = {
+        "model": "loggp",
+        "ranges": [
+            {
+                "from_bytes": int(p[0]),
+                "to_bytes": None,
+                "L_us": p[1],
+                "o_us": 0.5 * (p[2] + p[6]),
+                "g_us": p[3],
+                "G_us_per_byte": p[4],
+                "o_s_us": p[2],
+                "o_r_us": p[6],
+                "O_s_us_per_byte": p[5],
+                "O_r_us_per_byte": p[7],
+            }
+            for p in SHM
+        ],
+    }
+    doc["ranges"][0]["to_bytes"] = 65535
+    for s in (1, 1000, 65535, 65536, 500_000):
+        for n, d in ((1, 0.0), (16, 0.0), (16, 40.0), (8, 1.0)):
+            assert prtt(doc, n, d, s) == pytest.approx(prtt_true(SHM, n, d, s), rel=1e-12)
+        assert overhead(doc, s, "send") == pytest.approx(0.19)
+        assert overhead(doc, s, "recv") == pytest.approx(0.03)
+        assert overhead(doc, s) == pytest.approx(0.11)
+    # The contract keys alone give the same PRTT(1,0,s): o = (o_s + o_r)/2.
+    contract_only = {
+        "model": "loggp",
+        "ranges": [{k: r[k] for k in ("from_bytes", "to_bytes", *CONTRACT)} for r in doc["ranges"]],
+    }
+    for s in (1, 1000, 500_000):
+        assert prtt(contract_only, 1, 0.0, s) == pytest.approx(prtt(doc, 1, 0.0, s), rel=1e-12)
+    with pytest.raises(ValueError, match="side"):
+        overhead(doc, 1, "both ways")  # type: ignore[arg-type]
+
+
+def test_json_has_send_and_receive_overheads(tmp_path: Path) -> None:
+    fit = fit_loggp(synth_prtt(SHM, SHM_SIZES, noise=0.01, seed=4), n_boot=50)
+    doc = fit.to_json()
+    check_contract(doc)
+    assert doc["o_r_source"] == "measured"
+    assert doc["criterion"]["o_us"].startswith("o_us = (o_s_us + o_r_us)/2")
+    assert "(o_s + o_r)/2" in doc["criterion"]["statement"]
+    for r in doc["ranges"]:
+        assert r["o_r_source"] == "measured"
+        for key in ("o_s_us", "o_r_us", "O_s_us_per_byte", "O_r_us_per_byte"):
+            assert r[key] >= 0.0
+            lo, hi = r["ci95"][key]
+            assert 0.0 <= lo <= r[key] <= hi
+        assert r["o_us"] == pytest.approx(0.5 * (r["o_s_us"] + r["o_r_us"]))
+    for key in ("o_s_us", "o_r_us", "L_line_us", "G_all_us"):
+        assert len(doc["residuals"][key]["measured"]) == len(SHM_SIZES)
+    path = tmp_path / "model-loggp.json"
+    path.write_text(json.dumps(doc))
+    loaded = load_loggp_model(path)
+    assert loaded.o_r_source == "measured"
+    assert loaded.ranges[0].o_r_us == fit.ranges[0].o_r_us
+    s = np.array([1.0, 4096.0, 65536.0, 1e6])
+    np.testing.assert_allclose(prtt(loaded, 16, 3.0, s), prtt(fit, 16, 3.0, s))
+
+
+# ---------------------------------------------------------------------------------------
+# The local-scatter floor
+# ---------------------------------------------------------------------------------------
+
+
+def test_local_scatter_estimates_relative_noise() -> None:
+    rng = np.random.default_rng(0)
+    sizes = np.array(sweep_sizes(1 << 20, per_octave=2), dtype=float)
+    smooth = 3.0 + 0.001 * sizes
+    noisy = smooth * (1.0 + 0.05 * rng.standard_normal(sizes.size))
+    est = local_scatter(sizes, noisy)
+    assert 0.03 < float(np.median(est)) < 0.07
+    # A smooth curve is locally linear in log-log: (almost) no scatter.
+    assert float(np.max(local_scatter(sizes, smooth))) < 0.03
+    # A jump moves the estimate only next to it, and little.
+    jump = smooth * np.where(sizes >= 12289, 3.0, 1.0)
+    assert float(np.median(local_scatter(sizes, jump))) < 0.01
+    # Too few or unusable values: no estimate.
+    assert local_scatter(sizes[:4], smooth[:4]).tolist() == [0.0] * 4
+    with_nan = smooth.copy()
+    with_nan[3] = np.nan
+    assert local_scatter(sizes, with_nan)[3] == 0.0
+
+
+def test_alignment_scatter_does_not_invent_ranges() -> None:
+    """Sizes that are not powers of two 25% slower below 4 KiB (as on real shared memory):
+    a 3% tolerance alone splits that band off; the local-scatter floor does not."""
+    sizes = np.array(OFED_SIZES, dtype=float)
+    n = 16
+    slow = np.where((sizes < 4096) & (np.log2(sizes) % 1 != 0), 1.25, 1.0)
+    p1 = np.array([prtt_true(OFED, 1, 0.0, s) for s in sizes]) * slow
+    pn = np.array([prtt_true(OFED, n, 0.0, s) for s in sizes]) * slow
+    d = p1.copy()
+    pd = np.array([prtt_true(OFED, n, di, s) for di, s in zip(d, sizes, strict=True)]) * slow
+    fit = fit_loggp_arrays(sizes, p1, pn, pd, d, n, n_boot=20)
+    assert [r.from_bytes for r in fit.ranges] == [1, 12289]
+    fixed = fit_loggp_arrays(sizes, p1, pn, pd, d, n, n_boot=20, local_scatter=False)
+    assert len(fixed.ranges) > 2
+    assert fit.method["local_scatter"] is True and fixed.method["local_scatter"] is False
+    assert len(fit.residuals["local_scatter_rel"]["p1"]) == sizes.size

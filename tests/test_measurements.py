@@ -75,11 +75,12 @@ def test_round_trip_through_synth(tmp_path: Path) -> None:
     back = read_measurements(path)
     assert back.transport == "synthetic"
     assert back.header["pattern"] == "prtt"
-    assert len(back.records) == 12
+    assert len(back.records) == 16  # three PRTT patterns and one orecv per size
     for a, b in zip(meas.records, back.records, strict=True):
-        assert (a.n, a.d_us, a.s, a.count) == (b.n, b.d_us, b.s, b.count)
+        assert (a.type, a.n, a.d_us, a.s, a.count) == (b.type, b.n, b.d_us, b.s, b.count)
         assert a.median_us == b.median_us
         assert a.ci95_median_us == b.ci95_median_us
+        assert a.d_actual_us == b.d_actual_us
     assert sizes_triples(back) == [1, 64, 4096, 65536]
     assert back.warnings == []
 
@@ -240,3 +241,100 @@ def test_records_are_sorted_and_kinds(tmp_path: Path) -> None:
     kinds = {p.kind for p in meas.records}
     assert kinds == {"p1", "pn", "pd", "other"}
     assert isinstance(triples(meas).sizes, np.ndarray)
+
+
+def orecv(s: int, median: float, count: int = 100, d: float = 10.0, **kw: Any) -> dict[str, Any]:
+    rec = point(16, d, s, median, count, **kw)
+    rec["type"] = "orecv"
+    return rec
+
+
+def test_orecv_and_d_actual(tmp_path: Path) -> None:
+    recs = [
+        HEADER,
+        *triple(8),
+        orecv(8, 0.05, d_actual_us=10.08),
+        *triple(64, base=20.0),
+        FOOTER,
+    ]
+    recs[3] = dict(recs[3], d_actual_us=10.1)  # the PRTT(16,d,8) record
+    meas = read_measurements(write(tmp_path / "m.jsonl", recs))
+    kinds = [(p.s, p.kind) for p in meas.records]
+    assert kinds == [(8, "p1"), (8, "pn"), (8, "pd"), (8, "orecv"), (64, "p1"), (64, "pn"),
+                     (64, "pd")]  # fmt: skip
+    rec = next(p for p in meas.records if p.kind == "orecv")
+    assert rec.type == "orecv" and rec.median_us == 0.05 and rec.d_actual_us == 10.08
+    pd = next(p for p in meas.records if p.kind == "pd" and p.s == 8)
+    assert pd.d_actual_us == 10.1 and pd.delay_us == 10.1
+    tr = triples(meas)
+    assert tr.sizes.tolist() == [8, 64]
+    assert tr.o_r[0] == 0.05 and math.isnan(tr.o_r[1])
+    assert tr.o_r_sigma[0] == pytest.approx(0.001 / (2 * 1.959963984540054))
+    assert math.isnan(tr.o_r_sigma[1])
+    assert tr.o_r_measured.tolist() == [True, False]
+    assert tr.d_actual[0] == 10.1 and math.isnan(tr.d_actual[1])
+    assert tr.d_eff.tolist() == [10.1, 20.0]
+    # Records written back keep their type and d_actual.
+    back = rec.to_record()
+    assert back["type"] == "orecv" and back["d_actual_us"] == 10.08
+
+
+def test_orecv_replaced_only_with_larger_count(tmp_path: Path) -> None:
+    recs = [
+        HEADER,
+        *triple(8),
+        orecv(8, 0.05, count=100),
+        FOOTER,
+        HEADER,
+        orecv(8, 0.07, count=50, d=11.0),
+        orecv(16, 0.06, count=10),
+        FOOTER,
+        HEADER,
+        orecv(8, 0.04, count=500, d=12.0),
+        FOOTER,
+    ]
+    meas = read_measurements(write(tmp_path / "m.jsonl", recs))
+    by_s = {p.s: p for p in meas.records if p.kind == "orecv"}
+    assert by_s[8].median_us == 0.04 and by_s[8].count == 500
+    assert by_s[16].median_us == 0.06
+    # Keyed by size alone: one receive-overhead record per size.
+    assert sum(p.kind == "orecv" for p in meas.records) == 2
+    assert triples(meas).o_r.tolist() == [0.04]
+
+
+def test_triples_without_orecv_are_nan() -> None:
+    meas = synth_prtt(PAPER_TABLE["OFED"], [1, 64, 4096], orecv=False, d_actual=False)
+    tr = triples(meas)
+    assert np.isnan(tr.o_r).all() and np.isnan(tr.o_r_sigma).all()
+    assert np.isnan(tr.d_actual).all()
+    assert tr.d_eff.tolist() == tr.d.tolist()
+    assert not tr.o_r_measured.any()
+
+
+@pytest.mark.parametrize(
+    ("record", "needle"),
+    [
+        ({k: v for k, v in orecv(8, 0.05).items() if k != "median_us"}, "orecv record is missing"),
+        (orecv(8, -0.05), "negative"),
+        (orecv(8, 0.05, count=0), "'count'"),
+        (orecv(8, 0.05, ci95_median_us=[0.06, 0.04]), "lo > hi"),
+        (point(16, 10.0, 8, 100.0, d_actual_us=-1.0), "'d_actual_us' is negative"),
+        (point(16, 10.0, 8, 100.0, d_actual_us="x"), "'d_actual_us' must be a finite"),
+        (orecv(8, 0.05, d_actual_us=-1.0), "'d_actual_us' is negative"),
+    ],
+)
+def test_orecv_and_d_actual_errors(tmp_path: Path, record: dict[str, Any], needle: str) -> None:
+    path = write(tmp_path / "bad.jsonl", [HEADER, record])
+    with pytest.raises(MeasurementError) as exc:
+        read_measurements(path)
+    assert "bad.jsonl:2:" in str(exc.value)
+    assert needle in str(exc.value)
+
+
+def test_orecv_before_header_and_null_d_actual(tmp_path: Path) -> None:
+    with pytest.raises(MeasurementError, match="orecv record before any header"):
+        read_measurements(write(tmp_path / "a.jsonl", [orecv(8, 0.05), HEADER]))
+    recs = [HEADER, point(16, 10.0, 8, 100.0, d_actual_us=None), FOOTER]
+    meas = read_measurements(write(tmp_path / "b.jsonl", recs))
+    assert meas.records[0].d_actual_us is None
+    assert meas.records[0].delay_us == 10.0

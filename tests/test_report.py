@@ -54,7 +54,8 @@ def test_report_is_one_self_contained_file(
     assert "12289 B" in text
     assert "wall_s" in text and "12.5" in text
     # The measurement table has one row per record.
-    assert text.count("<td class='l'>PRTT(") == len(meas.records)
+    assert text.count("<td class='l'>PRTT(") == sum(p.type == "prtt" for p in meas.records)
+    assert text.count("<td class='l'>o_r(s)") == sum(p.type == "orecv" for p in meas.records) > 0
     # The PNG files are written beside the report as well.
     for name in ("prtt.png", "gap.png", "residuals.png"):
         png = tmp_path / "rep" / name
@@ -111,8 +112,9 @@ def test_format_table(ofed: tuple[Measurements, LoggpFit]) -> None:
     lines = text.splitlines()
     assert "transport synthetic" in lines[0] and "n = 16" in lines[0]
     header = next(ln for ln in lines if ln.startswith("range"))
-    for col in ("L (us)", "o (us)", "g (us)", "G (us/B)", "O (us/B)", "reliable"):
+    for col in ("L (us)", "o_s (us)", "o_r (us)", "g (us)", "G (us/B)", "reliable"):
         assert col in header
+    assert "o_r measured" in lines[0]
     assert any(ln.startswith("1 B .. 12 KiB") for ln in lines)
     assert any(ln.startswith("12289 B ..") for ln in lines)
     assert sum("95% CI" in ln for ln in lines) == 2
@@ -144,3 +146,43 @@ def test_format_table_warnings_and_failure() -> None:
 )
 def test_format_bytes(n: int, text: str) -> None:
     assert format_bytes(n) == text
+
+
+def test_report_shows_send_and_receive_overheads(tmp_path: Path) -> None:
+    shm = [(1, 0.05, 0.19, 0.08, 0.0002, 0.0, 0.03, 0.0)]
+    meas = synth_prtt(shm, sweep_sizes(1 << 16), noise=0.01, seed=0, overshoot_us=0.1)
+    fit = fit_loggp(meas, n_boot=20)
+    text = write_report(tmp_path, meas, fit).read_text()
+    for needle in ("<th>o_s (us)</th>", "<th>o_r (us)</th>", "<th>O_r (us/B)</th>", "o_r measured"):
+        assert needle in text, needle
+    assert "(o_s + o_r)/2" in text
+    assert "d actual (us)" in text
+    table = format_table(fit)
+    row = next(ln for ln in table.splitlines() if ln.startswith("1 B .."))
+    assert row.split()[-5:-3] == [f"{fit.ranges[0].o_s_us:.4g}", f"{fit.ranges[0].o_r_us:.4g}"]
+
+
+def test_paper_mode_report_and_old_models(tmp_path: Path) -> None:
+    """Without orecv records (o_r assumed equal to o_s) and with a model file that has only
+    the contract keys, the table and the plots still work."""
+    meas = synth_prtt(PAPER_TABLE["OFED"], sweep_sizes(refine_at=(12289,)), orecv=False, seed=2)
+    fit = fit_loggp(meas, n_boot=20)
+    assert "o_r assumed equal to o_s" in format_table(fit).splitlines()[0]
+    for plot in (plot_prtt, plot_gap, plot_residuals):
+        buf = io.BytesIO()
+        plot(meas, fit, buf)
+        assert buf.getvalue().startswith(PNG_MAGIC)
+    doc = fit.to_json()
+    for r in doc["ranges"]:
+        for key in ("o_s_us", "o_r_us", "O_s_us_per_byte", "O_r_us_per_byte", "o_r_source"):
+            del r[key]
+            r["ci95"].pop(key, None)
+    del doc["o_r_source"]
+    old = tmp_path / "old-model.json"
+    old.write_text(json.dumps(doc))
+    loaded = load_loggp_model(old)
+    table = format_table(loaded)
+    row = next(ln for ln in table.splitlines() if ln.startswith("1 B .."))
+    o = f"{fit.ranges[0].o_us:.4g}"
+    assert row.split()[-5:-3] == [o, o]
+    assert write_report(tmp_path / "r", meas, loaded).exists()

@@ -165,8 +165,8 @@ class Measurements:
 
     ``header`` is the first header record; ``headers`` and ``footers`` hold all of them in
     order. ``records`` holds the surviving ``prtt`` and ``orecv`` records (after
-    replacement), sorted by size, then type (``prtt`` first), then n, then d. ``warnings`` lists non-fatal findings (an interrupted run, for
-    example).
+    replacement), sorted by size, then type (``prtt`` first), then n, then d. ``warnings``
+    lists non-fatal findings (an interrupted run, for example).
     """
 
     header: dict[str, Any]

@@ -1,17 +1,23 @@
 """Synthetic PRTT measurements from known LogGP parameters.
 
 Used by the tests (parameter recovery, protocol-change detection) and for demonstrations
-without a network. The generator follows the model of Hoefler, Lichei and Rehm (2007)::
+without a network. The generator follows the model of Hoefler, Lichei and Rehm (2007), with
+the send overhead o_s (the paper's o) and the receive overhead o_r kept apart (by default
+o_r = o_s, the paper's assumption)::
 
-    o(s)        = o + (s-1) O                       (O = 0 is plain LogGP)
-    PRTT(1,0,s) = 2 (L + 2 o(s) + (s-1) G)
+    o_s(s)      = o + (s-1) O                       (O = 0 is plain LogGP)
+    o_r(s)      = o_r + (s-1) O_r                   (default o_r = o, O_r = O)
+    PRTT(1,0,s) = 2 (L + o_s(s) + o_r(s) + (s-1) G)
     G_all(s)    = g + (s-1) G
     PRTT(n,0,s) = PRTT(1,0,s) + (n-1) G_all(s)
-    PRTT(n,d,s) = PRTT(1,0,s) + (n-1) max(o(s) + d, G_all(s))
+    PRTT(n,d,s) = PRTT(1,0,s) + (n-1) max(o_s(s) + d_actual, G_all(s))
 
 The delay d is chosen as ``railgauge-bench prtt`` chooses it, from the measured values:
 d = PRTT(1,0,s), or PRTT(2,0,s) = PRTT(1,0,s) + G_all(s) where PRTT(1,0,s) is not at
-least 1.25 G_all(s) ("high gaps").
+least 1.25 G_all(s) ("high gaps"). The busy delay that elapses is d_actual = d +
+``overshoot_us`` (a real spin loop overshoots by a timer read or so); it is recorded as
+``d_actual_us`` like the C tool does. Like the C tool, every size also gets an ``orecv``
+record: the receive overhead o_r(s) measured directly (each sample one receive call).
 
 Noise model: every point is the median of ``reps`` samples; a sample is the true time times
 ``1 + noise * N(0, 1)``. The CI of the median is the distribution-free binomial order
@@ -38,13 +44,15 @@ from railgauge.measurements import Measurements, PrttPoint
 __all__ = [
     "PAPER_TABLE",
     "RangeParams",
+    "o_r_true",
     "prtt_true",
     "sweep_sizes",
     "synth_prtt",
     "write_jsonl",
 ]
 
-#: (from_bytes, L_us, o_us, g_us, G_us_per_byte) or the same with O_us_per_byte appended.
+#: (from_bytes, L_us, o_us, g_us, G_us_per_byte), optionally followed by O_us_per_byte,
+#: o_r_us and O_r_us_per_byte (o_us and O_us_per_byte are then the send overhead o_s, O_s).
 RangeParams = tuple[float, ...]
 
 #: The numeric results of the paper (Hoefler, Lichei, Rehm 2007), per transport.
@@ -99,22 +107,33 @@ def _range_for(params_by_range: Sequence[RangeParams], s: float) -> RangeParams:
     return chosen
 
 
-def _unpack(p: RangeParams) -> tuple[float, float, float, float, float]:
-    if len(p) == 5:
-        return p[1], p[2], p[3], p[4], 0.0
-    if len(p) == 6:
-        return p[1], p[2], p[3], p[4], p[5]
-    raise ValueError(
-        "params_by_range entries must be (from_bytes, L, o, g, G) or (from_bytes, L, o, g, G, O),"
-        f" got {p!r}"
-    )
+def _unpack(p: RangeParams) -> tuple[float, float, float, float, float, float, float]:
+    """(L, o_s, g, G, O_s, o_r, O_r) of a range; o_r and O_r default to o_s and O_s."""
+    if not 5 <= len(p) <= 8:
+        raise ValueError(
+            "params_by_range entries must be (from_bytes, L, o, g, G) optionally followed by "
+            f"O, o_r, O_r, got {p!r}"
+        )
+    L, o, g, G = p[1], p[2], p[3], p[4]
+    big_o = p[5] if len(p) > 5 else 0.0
+    o_r = p[6] if len(p) > 6 else o
+    big_o_r = p[7] if len(p) > 7 else big_o
+    return L, o, g, G, big_o, o_r, big_o_r
+
+
+def o_r_true(params_by_range: Sequence[RangeParams], s: float) -> float:
+    """The noise-free receive overhead o_r(s) = o_r + (s-1) O_r in us."""
+    *_, o_r, big_o_r = _unpack(_range_for(params_by_range, s))
+    return o_r + (s - 1.0) * big_o_r
 
 
 def prtt_true(params_by_range: Sequence[RangeParams], n: int, d: float, s: float) -> float:
-    """The noise-free PRTT(n, d, s) in us of the piecewise LogGP(S) model."""
-    L, o, g, G, per_byte_o = _unpack(_range_for(params_by_range, s))
+    """The noise-free PRTT(n, d, s) in us of the piecewise LogGP(S) model; d is the delay
+    that elapses between two sends."""
+    L, o, g, G, per_byte_o, o_r, per_byte_o_r = _unpack(_range_for(params_by_range, s))
     o_s = o + (s - 1.0) * per_byte_o
-    p1 = 2.0 * (L + 2.0 * o_s + (s - 1.0) * G)
+    o_r_s = o_r + (s - 1.0) * per_byte_o_r
+    p1 = 2.0 * (L + o_s + o_r_s + (s - 1.0) * G)
     if n == 1:
         return p1
     g_all = g + (s - 1.0) * G
@@ -164,15 +183,19 @@ def synth_prtt(
     reps: int = 200,
     jitter: float = 0.0,
     transport: str = "synthetic",
+    orecv: bool = True,
+    overshoot_us: float = 0.0,
+    d_actual: bool = True,
 ) -> Measurements:
     """Synthetic PRTT measurements of a piecewise LogGP model.
 
     Parameters
     ----------
     params_by_range
-        ``(from_bytes, L, o, g, G)`` or ``(from_bytes, L, o, g, G, O)`` per protocol range,
-        in us and us/byte; a size uses the last range whose ``from_bytes`` is <= it (the
-        first range also below its ``from_bytes``). Values that are physically impossible
+        ``(from_bytes, L, o, g, G)``, optionally followed by ``O``, ``o_r``, ``O_r``, per
+        protocol range, in us and us/byte (``o``, ``O`` are the send overhead; ``o_r``,
+        ``O_r`` default to them); a size uses the last range whose ``from_bytes`` is <= it
+        (the first range also below its ``from_bytes``). Values that are physically impossible
         (a negative L) are allowed, to test how a fit deals with such data, as long as
         every time is positive.
     sizes
@@ -189,6 +212,14 @@ def synth_prtt(
         Relative standard deviation of a systematic error per point, not shown by its CI.
     transport
         The transport name written to the header.
+    orecv
+        Also write an ``orecv`` record per size (the measured receive overhead o_r(s), each
+        sample one receive call, with the same noise model); False gives a file as the
+        paper's method (and older tools) would, without o_r.
+    overshoot_us
+        The busy delay that elapses exceeds the requested d by this much (>= 0).
+    d_actual
+        Record the delay that elapsed as ``d_actual_us`` (False: only ``d_us``).
 
     Returns
     -------
@@ -205,6 +236,8 @@ def synth_prtt(
         raise ValueError(f"reps must be >= 1, got {reps}")
     if noise < 0.0 or jitter < 0.0:
         raise ValueError("noise and jitter must be >= 0")
+    if not (math.isfinite(overshoot_us) and overshoot_us >= 0.0):
+        raise ValueError(f"overshoot_us must be a finite number >= 0, got {overshoot_us}")
     size_list = sweep_sizes() if sizes is None else [int(s) for s in sizes]
     if any(s < 0 for s in size_list):
         raise ValueError("sizes must be >= 0")
@@ -224,10 +257,40 @@ def synth_prtt(
         gall_meas = (pn["median_us"] - p1_med) / (n - 1)
         d = p1_med if p1_med >= _HIGH_GAP_RATIO * gall_meas else p1_med + max(gall_meas, 0.0)
         d = round(d, 3)
-        pd = _summarise(rng, prtt_true(ranges, n, d, s), noise, reps, jitter)
+        d_act = d + overshoot_us
+        pd = _summarise(rng, prtt_true(ranges, n, d_act, s), noise, reps, jitter)
+        da = d_act if d_actual else None
         for nn, dd, summ in ((1, 0.0, p1), (n, 0.0, pn), (n, d, pd)):
             records.append(
-                PrttPoint(n=nn, d_us=dd, s=s, stable=True, file="<synthetic>", line=line, **summ)
+                PrttPoint(
+                    n=nn,
+                    d_us=dd,
+                    s=s,
+                    stable=True,
+                    file="<synthetic>",
+                    line=line,
+                    d_actual_us=da if dd > 0.0 else None,
+                    **summ,
+                )
+            )
+            line += 1
+        if orecv:
+            o_r = o_r_true(ranges, s)
+            if o_r <= 0.0:
+                raise ValueError(f"the parameters give a non-positive o_r at s={s}")
+            summ = _summarise(rng, o_r, noise, reps, jitter)
+            records.append(
+                PrttPoint(
+                    n=n,
+                    d_us=d,
+                    s=s,
+                    stable=True,
+                    file="<synthetic>",
+                    line=line,
+                    type="orecv",
+                    d_actual_us=da,
+                    **summ,
+                )
             )
             line += 1
 
@@ -244,7 +307,15 @@ def synth_prtt(
         "host": "synthetic",
         "ranks": 2,
         "timer": {"source": "synthetic", "resolution_ns": 1.0, "overhead_ns": 0.0},
-        "params": {"n": n, "noise": noise, "reps": reps, "jitter": jitter, "seed": seed},
+        "params": {
+            "n": n,
+            "noise": noise,
+            "reps": reps,
+            "jitter": jitter,
+            "seed": seed,
+            "orecv": orecv,
+            "overshoot_us": overshoot_us,
+        },
         "started_utc": _SYNTH_TIME,
     }
     footer = {"type": "footer", "wall_s": 0.0, "points": len(records), "status": "ok"}

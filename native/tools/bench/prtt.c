@@ -101,7 +101,7 @@ static rg_status_t rg__bench_rep(rg_bench_t *bench, rg_bench_point_t *pt, uint64
 {
     rg_status_t st;
     uint64_t    t0, t1, ts, now, until;
-    double      orecv;
+    double      orecv, spin_us, excess_us = 0;
     size_t      len;
     int         i;
 
@@ -123,8 +123,9 @@ static rg_status_t rg__bench_rep(rg_bench_t *bench, rg_bench_point_t *pt, uint64
             } while (now < until);
             /* The span between two reads misses the cost of one read, which
              * the busy delay spends all the same. */
-            pt->spin_us_sum += rg_timer_us(&bench->timer, now - ts) +
-                               bench->timer.overhead_ns * 1e-3;
+            spin_us = rg_timer_us(&bench->timer, now - ts) + bench->timer.overhead_ns * 1e-3;
+            excess_us += spin_us - pt->d_us;
+            pt->spin_us_sum += spin_us;
             pt->spin_count++;
         }
     }
@@ -133,8 +134,11 @@ static rg_status_t rg__bench_rep(rg_bench_t *bench, rg_bench_point_t *pt, uint64
         return rg__bench_xport_fail(bench, st, "receive");
     }
     t1 = rg_timer_ticks(&bench->timer);
-    /* Less the timer's own cost, which the span t0..t1 includes once. */
-    *us_p = rg_timer_us(&bench->timer, t1 - t0) - bench->timer.overhead_ns * 1e-3;
+    /* Less the timer's own cost, which the span t0..t1 includes once, and
+     * less what the busy delays overshot d (each delay ends at the first
+     * timer read past its deadline, and a preempted one ends much later):
+     * the sample is PRTT(n,d,s) as if every delay had lasted exactly d. */
+    *us_p = rg_timer_us(&bench->timer, t1 - t0) - bench->timer.overhead_ns * 1e-3 - excess_us;
     if (pt->cmd == RG_BENCH_CMD_ORECV) {
         st = rg_xport_recv(bench->xp, 1, &orecv, sizeof(orecv), &len);
         if (st != RG_OK) {
@@ -395,8 +399,9 @@ static rg_status_t rg__bench_write_point(rg_bench_t *bench, const rg_bench_point
     if (pt->d_rule != NULL) {
         rg_json_kv_string(&js, "d_rule", pt->d_rule);
     }
-    if (pt->spin_count > 0) {
-        rg_json_kv_double(&js, "d_actual_us", pt->d_actual_us);
+    if (pt->spin_count > 0 && strcmp(pt->type, "prtt") == 0) {
+        /* Information only: the samples are already corrected for it. */
+        rg_json_kv_double(&js, "delay_excess_us", pt->d_actual_us - pt->d_us);
     }
     rg_json_kv_uint(&js, "s", pt->size);
     rg_json_kv_double(&js, "min_us", pt->stats.min);

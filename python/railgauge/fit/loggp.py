@@ -1,29 +1,33 @@
 """LogGP parameters from PRTT measurements (Hoefler, Lichei, Rehm 2007), with protocol ranges.
 
-The model of the paper, for a message size s in bytes and times in us::
+The model of the paper, for a message size s in bytes and times in us, with the send and
+receive overheads kept apart (the paper assumes o_s = o_r = o)::
 
-    PRTT(1,0,s) = 2 (L + 2 o + (s-1) G)
+    PRTT(1,0,s) = 2 (L + o_s + o_r + (s-1) G)           (= 2 (L + 2 o + (s-1) G), o = (o_s + o_r)/2)
     G_all(s)    = g + (s-1) G
     PRTT(n,0,s) = PRTT(1,0,s) + (n-1) G_all(s)
-    PRTT(n,d,s) = PRTT(1,0,s) + (n-1) max(o + d, G_all(s))
+    PRTT(n,d,s) = PRTT(1,0,s) + (n-1) max(o_s + d, G_all(s))
 
-Per measured size three series are derived (the paper's formulas)::
+Per measured size these series are derived (the paper's formulas; d the delay that
+elapsed, ``d_actual_us`` where the measurement recorded it)::
 
     G_all(s) = (PRTT(n,0,s) - PRTT(1,0,s)) / (n-1)
-    o(s)     = (PRTT(n,d,s) - PRTT(1,0,s)) / (n-1) - d          (needs d >= G_all(s))
-    y_L(s)   = PRTT(1,0,s)/2 - 2 o(s)                             (= L + (s-1) G)
+    o_s(s)   = (PRTT(n,d,s) - PRTT(1,0,s)) / (n-1) - d       (needs d >= G_all(s))
+    o_r(s)   = the measured receive overhead ("orecv" records), else o_s(s) (the paper)
+    y_L(s)   = PRTT(1,0,s)/2 - o_s(s) - o_r(s)                 (= L + (s-1) G)
 
 The sizes are split into protocol ranges by penalised segmented least squares
-(:mod:`railgauge.fit.segment`) on G_all(s), o(s) and PRTT(1,0,s)/2. In every range three
-weighted lines in x = s-1 are fitted with non-negative coefficients (bounded least squares,
-``scipy.optimize.lsq_linear``)::
+(:mod:`railgauge.fit.segment`) on G_all(s), o_s(s), o_r(s) (where measured) and
+PRTT(1,0,s)/2. In every range four weighted lines in x = s-1 are fitted with non-negative
+coefficients (bounded least squares, ``scipy.optimize.lsq_linear``)::
 
-    G_all(s) ~ g + G x          o(s) ~ o + O x          y_L(s) ~ L + G_lat x
+    G_all(s) ~ g + G x     o_s(s) ~ o_s + O_s x     o_r(s) ~ o_r + O_r x     y_L(s) ~ L + G_lat x
 
-``o`` is the paper's overhead, ``O`` the per-byte overhead of LogGOPS, ``G_lat`` the
-per-byte slope of the one-message latency (G in the model; fitted freely so that L does
-not inherit errors of G). 95% confidence intervals come from a seeded bootstrap. The exact
-procedure is stated in ``docs/fit.md``.
+The reported ``o_us`` is the symmetric LogGP o = (o_s + o_r)/2 at s = 1, which keeps the
+paper's PRTT(1,0,s) = 2 (L + 2 o + (s-1) G) exact; ``O`` is the per-byte overhead of LogGOPS,
+``G_lat`` the per-byte slope of the one-message latency (G in the model; fitted freely so
+that L does not inherit errors of G). 95% confidence intervals come from a seeded
+bootstrap. The exact procedure is stated in ``docs/fit.md``.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -54,6 +58,7 @@ __all__ = [
     "fit_loggp_arrays",
     "g_all",
     "load_loggp_model",
+    "local_scatter",
     "loggp_from_json",
     "overhead",
     "prtt",
@@ -68,18 +73,39 @@ ArrayLike = float | int | Sequence[float] | npt.NDArray[Any]
 #: Parameters of a range: JSON key -> (description, unit).
 PARAMS: dict[str, tuple[str, str]] = {
     "L_us": ("latency L", "us"),
-    "o_us": ("overhead o", "us"),
+    "o_us": ("overhead o = (o_s + o_r)/2", "us"),
     "g_us": ("gap g", "us"),
     "G_us_per_byte": ("gap per byte G", "us/B"),
-    "O_us_per_byte": ("overhead per byte O", "us/B"),
-    "Glat_us_per_byte": ("latency per byte (slope of PRTT(1,0,s)/2 - 2 o(s))", "us/B"),
+    "O_us_per_byte": ("overhead per byte O = (O_s + O_r)/2", "us/B"),
+    "Glat_us_per_byte": ("latency per byte (slope of PRTT(1,0,s)/2 - o_s(s) - o_r(s))", "us/B"),
+    "o_s_us": ("send overhead o_s", "us"),
+    "o_r_us": ("receive overhead o_r", "us"),
+    "O_s_us_per_byte": ("send overhead per byte O_s", "us/B"),
+    "O_r_us_per_byte": ("receive overhead per byte O_r", "us/B"),
 }
 _CONTRACT_PARAMS = ("L_us", "o_us", "g_us", "G_us_per_byte")
-#: Parameters added to the model per extra range: two per line of the three series plus
-#: the breakpoint.
-K_PARAMS_PER_SEGMENT = 7
+_SPLIT_PARAMS = ("o_s_us", "o_r_us", "O_s_us_per_byte", "O_r_us_per_byte")
+#: Parameters added to the model per extra range: two per line of the four series plus the
+#: breakpoint (7 when no receive overhead was measured: three series).
+K_PARAMS_PER_SEGMENT = 9
+K_PARAMS_PER_SEGMENT_PAPER = 7
 _Z95 = 1.959963984540054
 _SIGNIFICANT_Z = 1.959963984540054
+#: o_r_source values.
+O_R_MEASURED = "measured"
+O_R_ASSUMED = "assumed equal to o_s"
+#: The definition of the reported o, stated in the JSON and the docs.
+O_US_DEFINITION = (
+    "o_us = (o_s_us + o_r_us)/2, the symmetric LogGP overhead at s=1 (O_us_per_byte = "
+    "(O_s + O_r)/2 likewise): with it the paper's PRTT(1,0,s) = 2 (L + 2 o(s) + (s-1) G) equals "
+    "2 (L + o_s(s) + o_r(s) + (s-1) G) exactly; PRTT(n,d,s) = PRTT(1,0,s) + (n-1) "
+    "max(o_s(s) + d, G_all(s)) needs the send overhead o_s_us. Where no receive overhead was "
+    "measured, o_r = o_s (the paper's assumption) and o_us = o_s_us."
+)
+#: Overshoot of the busy delay (d_actual - d) accepted beyond the reference overshoot: at
+#: least this many us (see _delays).
+_OVERSHOOT_TOL_US = 0.05
+_OVERSHOOT_TOL_REL_D = 0.01
 
 
 class ModelError(ValueError):
@@ -93,30 +119,42 @@ class ModelError(ValueError):
 
 @dataclass(frozen=True)
 class DerivedSeries:
-    """The per-size series derived from the three PRTT patterns.
+    """The per-size series derived from the three PRTT patterns and the receive overhead.
 
     ``*_stat`` are the statistical standard uncertainties propagated from the CIs of the
     medians; ``*_sigma`` are the normalisers used by the segmentation and as fit weights:
     each raw median's uncertainty is floored at ``rel_tol`` times the median, propagated
-    with the same formulas, and floored at ``abs_floor_us``. ``o_valid`` marks the sizes
-    where d >= G_all(s), so that max(o + d, G_all) = o + d and o(s) is identifiable.
+    with the same formulas, and floored at ``abs_floor_us`` (``scatter`` holds the local
+    relative scatter of each raw series, which raises the floor where it exceeds
+    ``rel_tol``; see :func:`local_scatter`). ``o_valid`` marks the sizes
+    where d >= G_all(s), so that max(o_s + d, G_all) = o_s + d and o_s(s) is identifiable.
+    ``o_r`` is the measured receive overhead where ``o_r_measured``, else o_s(s) (the
+    paper's assumption; its uncertainties are those of o_s(s) there). ``d`` is the delay
+    used: the measured ``d_actual`` where recorded and plausible, else the requested d
+    (see ``docs/fit.md``).
     """
 
     sizes: IntArray
     x: FloatArray
+    d: FloatArray
     g_all: FloatArray
     g_all_stat: FloatArray
     g_all_sigma: FloatArray
-    o: FloatArray
-    o_stat: FloatArray
-    o_sigma: FloatArray
+    o_s: FloatArray
+    o_s_stat: FloatArray
+    o_s_sigma: FloatArray
     o_valid: BoolArray
+    o_r: FloatArray
+    o_r_stat: FloatArray
+    o_r_sigma: FloatArray
+    o_r_measured: BoolArray
     h: FloatArray
     h_stat: FloatArray
     h_sigma: FloatArray
     y_l: FloatArray
     y_l_stat: FloatArray
     y_l_sigma: FloatArray
+    scatter: dict[str, FloatArray] = field(default_factory=dict)
 
 
 def _derive(
@@ -124,42 +162,155 @@ def _derive(
     pn: FloatArray,
     pd: FloatArray,
     d: FloatArray,
+    o_r: FloatArray,
     n_pn: FloatArray,
     n_pd: FloatArray,
-) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
-    """G_all(s), o(s), PRTT(1,0,s)/2 and y_L(s); broadcasts over leading axes."""
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]:
+    """G_all(s), o_s(s), o_r(s), PRTT(1,0,s)/2 and y_L(s); broadcasts over leading axes.
+
+    ``o_r`` is the measured receive overhead, NaN where not measured (then o_r(s) = o_s(s)).
+    """
     gall = (pn - p1) / (n_pn - 1.0)
-    o = (pd - p1) / (n_pd - 1.0) - d
+    o_s = (pd - p1) / (n_pd - 1.0) - d
+    o_r_used = np.where(np.isfinite(o_r), o_r, o_s)
     h = 0.5 * p1
-    y_l = h - 2.0 * o
-    return gall, o, h, y_l
+    y_l = h - o_s - o_r_used
+    return gall, o_s, o_r_used, h, y_l
 
 
 def _propagate(
-    s1: FloatArray, sn: FloatArray, sd: FloatArray, n_pn: FloatArray, n_pd: FloatArray
-) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    s1: FloatArray,
+    sn: FloatArray,
+    sd: FloatArray,
+    s_r: FloatArray,
+    measured: BoolArray,
+    n_pn: FloatArray,
+    n_pd: FloatArray,
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]:
     """Standard uncertainties of the derived series from those of the raw medians."""
     a = 1.0 / (n_pn - 1.0)
     b = 1.0 / (n_pd - 1.0)
     gall = a * np.hypot(sn, s1)
-    o = b * np.hypot(sd, s1)
+    o_s = b * np.hypot(sd, s1)
+    s_r0 = np.where(measured, s_r, 0.0)
+    o_r = np.where(measured, s_r0, o_s)
     h = 0.5 * s1
-    y_l = np.hypot((0.5 + 2.0 * b) * s1, 2.0 * b * sd)
-    return gall, o, h, y_l
+    # y_L = PRTT(1,0,s) (1/2 + c/(n-1)) - c PRTT(n,d,s)/(n-1) + c d - [o_r measured], with
+    # c = 1 where o_r is measured and c = 2 where it is taken equal to o_s.
+    c = np.where(measured, 1.0, 2.0)
+    y_l = np.sqrt(((0.5 + c * b) * s1) ** 2 + (c * b * sd) ** 2 + s_r0**2)
+    return gall, o_s, o_r, h, y_l
+
+
+def _delays(tr: Triples) -> tuple[FloatArray, dict[str, Any]]:
+    """The delay d per size: d_actual where recorded and plausible, else d (+ the typical
+    overshoot where d_actual was recorded but is implausible).
+
+    The busy delay overshoots the requested d by a small, size-independent amount (a timer
+    read); the recorded d_actual is a mean over all delays of the point, so a delay that was
+    preempted inflates it while the median PRTT(n,d,s) is unaffected. The reference
+    overshoot e_ref is the lower quartile of d_actual - d over the sizes (robust to up to
+    75% such inflated means); a size whose overshoot exceeds e_ref + max(0.05 us, e_ref,
+    0.01 d) uses d + e_ref instead.
+    """
+    d = np.asarray(tr.d, dtype=np.float64)
+    da = np.asarray(tr.d_actual, dtype=np.float64)
+    have = np.isfinite(da)
+    info: dict[str, Any] = {
+        "d_actual_sizes": int(have.sum()),
+        "rule": (
+            "d = d_actual_us where recorded, unless d_actual - d exceeds e_ref + max("
+            f"{_OVERSHOOT_TOL_US:g} us, e_ref, {_OVERSHOOT_TOL_REL_D:g} d) with e_ref the lower "
+            "quartile of d_actual - d over the sizes (a preempted delay inflates the mean "
+            "d_actual but not the median PRTT); then d + e_ref. Without d_actual: d_us"
+        ),
+        "overshoot_ref_us": None,
+        "replaced_sizes": [],
+    }
+    if not bool(have.any()):
+        return d.copy(), info
+    over = da[have] - d[have]
+    e_ref = float(np.quantile(over, 0.25))
+    tol = np.maximum(np.maximum(_OVERSHOOT_TOL_US, e_ref), _OVERSHOOT_TOL_REL_D * d)
+    bad = have & (da - d > e_ref + tol)
+    out = np.where(have, da, d)
+    out = np.where(bad, d + max(e_ref, 0.0), out)
+    info["overshoot_ref_us"] = e_ref
+    info["replaced_sizes"] = [int(s) for s in tr.sizes[bad]]
+    info["replaced_overshoot_us"] = [float(v) for v in (da - d)[bad]]
+    return out, info
+
+
+def local_scatter(sizes: ArrayLike, y: ArrayLike, *, half_window: int = 4) -> FloatArray:
+    """Robust local relative scatter of a raw series around a smooth curve, per size.
+
+    Each interior value is compared with the log-log interpolation of its two neighbours,
+    ``r_i = (ln y_i - ((1-t) ln y_{i-1} + t ln y_{i+1})) / sqrt(1 + t^2 + (1-t)^2)`` with t
+    the position of ln s_i between ln s_{i-1} and ln s_{i+1} (the square root makes r the
+    scatter of one value if all three scatter alike; the end values take their neighbour's
+    r). The scatter at size i is ``1.4826 * median |r_j|`` over the ``2 half_window + 1``
+    nearest sizes: the standard deviation for Gaussian scatter, but robust to the one or
+    two large r next to a protocol change, and blind to smooth curvature (a smooth curve is
+    locally linear in log-log). Values that are not finite and positive are left out (0
+    there); fewer than 5 usable values give zeros.
+    """
+    s_arr = np.asarray(sizes, dtype=np.float64)
+    y_arr = np.asarray(y, dtype=np.float64)
+    out = np.zeros(y_arr.size)
+    use = np.flatnonzero(np.isfinite(y_arr) & (y_arr > 0.0))
+    if use.size < 5:
+        return out
+    ls = np.log(np.maximum(s_arr[use], 0.5))
+    ly = np.log(y_arr[use])
+    t = (ls[1:-1] - ls[:-2]) / (ls[2:] - ls[:-2])
+    r = (ly[1:-1] - ((1.0 - t) * ly[:-2] + t * ly[2:])) / np.sqrt(1.0 + t**2 + (1.0 - t) ** 2)
+    r = np.abs(np.concatenate([r[:1], r, r[-1:]]))
+    m = use.size
+    est = np.array(
+        [
+            1.4826 * float(np.median(r[max(0, i - half_window) : min(m, i + half_window + 1)]))
+            for i in range(m)
+        ]
+    )
+    # Scatter of ln y to relative scatter of y.
+    out[use] = np.expm1(est)
+    return out
 
 
 def derive_series(
-    tr: Triples, *, rel_tol: float = 0.03, abs_floor_us: float = 0.01
+    tr: Triples,
+    *,
+    rel_tol: float = 0.03,
+    abs_floor_us: float = 0.01,
+    local_scatter_floor: bool = True,
 ) -> DerivedSeries:
-    """Derives G_all(s), o(s), PRTT(1,0,s)/2 and PRTT(1,0,s)/2 - 2 o(s) with uncertainties."""
+    """Derives G_all(s), o_s(s), o_r(s), PRTT(1,0,s)/2 and PRTT(1,0,s)/2 - o_s(s) - o_r(s)
+    with uncertainties.
+
+    The normalisers floor each raw median's uncertainty at ``max(rel_tol, scatter)`` times
+    the median, where ``scatter`` is its :func:`local_scatter` (with
+    ``local_scatter_floor``; otherwise ``rel_tol`` alone).
+    """
     n_pn = tr.n_pn.astype(np.float64)
     n_pd = tr.n_pd.astype(np.float64)
-    gall, o, h, y_l = _derive(tr.p1, tr.pn, tr.pd, tr.d, n_pn, n_pd)
-    st = _propagate(tr.p1_sigma, tr.pn_sigma, tr.pd_sigma, n_pn, n_pd)
+    d, _ = _delays(tr)
+    o_r_raw = np.asarray(tr.o_r, dtype=np.float64)
+    measured = np.isfinite(o_r_raw)
+    s_r = np.where(measured, np.nan_to_num(np.asarray(tr.o_r_sigma, dtype=np.float64)), 0.0)
+    gall, o_s, o_r, h, y_l = _derive(tr.p1, tr.pn, tr.pd, d, o_r_raw, n_pn, n_pd)
+    st = _propagate(tr.p1_sigma, tr.pn_sigma, tr.pd_sigma, s_r, measured, n_pn, n_pd)
+    raw = {"p1": tr.p1, "pn": tr.pn, "pd": tr.pd, "o_r": o_r_raw}
+    scatter = {
+        k: (local_scatter(tr.sizes, v) if local_scatter_floor else np.zeros(v.size))
+        for k, v in raw.items()
+    }
+    tol = {k: np.maximum(rel_tol, sc) for k, sc in scatter.items()}
     eff = _propagate(
-        np.maximum(tr.p1_sigma, rel_tol * np.abs(tr.p1)),
-        np.maximum(tr.pn_sigma, rel_tol * np.abs(tr.pn)),
-        np.maximum(tr.pd_sigma, rel_tol * np.abs(tr.pd)),
+        np.maximum(tr.p1_sigma, tol["p1"] * np.abs(tr.p1)),
+        np.maximum(tr.pn_sigma, tol["pn"] * np.abs(tr.pn)),
+        np.maximum(tr.pd_sigma, tol["pd"] * np.abs(tr.pd)),
+        np.maximum(s_r, tol["o_r"] * np.abs(np.nan_to_num(o_r_raw))),
+        measured,
         n_pn,
         n_pd,
     )
@@ -167,19 +318,25 @@ def derive_series(
     return DerivedSeries(
         sizes=tr.sizes.copy(),
         x=tr.sizes.astype(np.float64) - 1.0,
+        d=d,
         g_all=gall,
         g_all_stat=st[0],
         g_all_sigma=norm[0],
-        o=o,
-        o_stat=st[1],
-        o_sigma=norm[1],
-        o_valid=tr.d >= gall,
+        o_s=o_s,
+        o_s_stat=st[1],
+        o_s_sigma=norm[1],
+        o_valid=d >= gall,
+        o_r=o_r,
+        o_r_stat=st[2],
+        o_r_sigma=norm[2],
+        o_r_measured=measured,
         h=h,
-        h_stat=st[2],
-        h_sigma=norm[2],
+        h_stat=st[3],
+        h_sigma=norm[3],
         y_l=y_l,
-        y_l_stat=st[3],
-        y_l_sigma=norm[3],
+        y_l_stat=st[4],
+        y_l_sigma=norm[4],
+        scatter=scatter,
     )
 
 
@@ -306,15 +463,23 @@ def _finite_json(v: Any) -> Any:
 # --------------------------------------------------------------------------------------
 
 
+# --------------------------------------------------------------------------------------
+# Results
+# --------------------------------------------------------------------------------------
+
+
 @dataclass
 class LoggpRange:
     """The LogGP parameters of one protocol range.
 
     ``from_bytes`` is the first measured size of the range; ``to_bytes`` the last measured
-    size, or ``None`` for the last range (it extends to infinity). ``ci95`` maps each
-    parameter key to its 95% bootstrap interval. A range is ``reliable`` unless a
-    parameter had to be held at its bound 0 against significant evidence, or o could not
-    be identified; ``warnings`` says why.
+    size, or ``None`` for the last range (it extends to infinity). ``o_us`` is the
+    symmetric LogGP overhead (o_s + o_r)/2; ``o_s_us`` and ``o_r_us`` (with their per-byte
+    slopes) are the send and receive overheads, ``None`` in a model that has only ``o_us``
+    (then both are taken as ``o_us``). ``o_r_source`` says whether o_r was measured or
+    assumed equal to o_s. ``ci95`` maps each parameter key to its 95% bootstrap interval.
+    A range is ``reliable`` unless a parameter had to be held at its bound 0 against
+    significant evidence, or o_s could not be identified; ``warnings`` says why.
     """
 
     from_bytes: int
@@ -325,6 +490,11 @@ class LoggpRange:
     G_us_per_byte: float
     O_us_per_byte: float = 0.0
     Glat_us_per_byte: float | None = None
+    o_s_us: float | None = None
+    o_r_us: float | None = None
+    O_s_us_per_byte: float | None = None
+    O_r_us_per_byte: float | None = None
+    o_r_source: str | None = None
     ci95: dict[str, tuple[float, float]] = field(default_factory=dict)
     reliable: bool = True
     warnings: list[str] = field(default_factory=list)
@@ -334,8 +504,14 @@ class LoggpRange:
     chi2_red: dict[str, float] = field(default_factory=dict)
 
     def value(self, key: str) -> float:
-        """A parameter by its JSON key (``L_us``, ``G_us_per_byte``, ...)."""
+        """A parameter by its JSON key (``L_us``, ``G_us_per_byte``, ``o_s_us``, ...).
+
+        ``o_s_us`` / ``o_r_us`` (and their slopes) fall back to ``o_us`` (``O_us_per_byte``)
+        in a model without them.
+        """
         v = getattr(self, key)
+        if v is None and key in _SPLIT_PARAMS:
+            v = self.o_us if key.startswith("o_") else self.O_us_per_byte
         return float(v) if v is not None else math.nan
 
     def to_json(self) -> dict[str, Any]:
@@ -348,6 +524,12 @@ class LoggpRange:
             "G_us_per_byte": float(self.G_us_per_byte),
             "O_us_per_byte": float(self.O_us_per_byte),
         }
+        for key in _SPLIT_PARAMS:
+            v = getattr(self, key)
+            if v is not None:
+                out[key] = float(v)
+        if self.o_r_source is not None:
+            out["o_r_source"] = self.o_r_source
         if self.Glat_us_per_byte is not None:
             out["Glat_us_per_byte"] = float(self.Glat_us_per_byte)
         out["ci95"] = {k: [float(lo), float(hi)] for k, (lo, hi) in self.ci95.items()}
@@ -369,7 +551,10 @@ class LoggpFit:
     """The result of :func:`fit_loggp`: ranges, fit diagnostics and provenance.
 
     Like ``scipy.optimize`` results it carries ``success`` and ``message``; a failed fit has
-    no ranges. :meth:`to_json` gives the fitted-model document other tools read.
+    no ranges. ``o_r_source`` says where the receive overhead came from: ``"measured"``,
+    ``"assumed equal to o_s"`` (no receive-overhead records: the paper's assumption), or a
+    sentence when only some sizes had it. :meth:`to_json` gives the fitted-model document
+    other tools read.
     """
 
     ranges: list[LoggpRange]
@@ -381,6 +566,7 @@ class LoggpFit:
     residuals: dict[str, Any] = field(default_factory=dict)
     source: dict[str, Any] = field(default_factory=dict)
     method: dict[str, Any] = field(default_factory=dict)
+    o_r_source: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The fitted-model document (``model`` = ``loggp``); non-finite numbers become null."""
@@ -391,6 +577,7 @@ class LoggpFit:
                 "success": bool(self.success),
                 "message": self.message,
                 "transport": self.transport,
+                "o_r_source": self.o_r_source,
                 "ranges": [r.to_json() for r in self.ranges],
                 "criterion": self.criterion,
                 "method": self.method,
@@ -412,6 +599,7 @@ class LoggpFit:
 # --------------------------------------------------------------------------------------
 # Fitting
 # --------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _fmt_bytes(n: float) -> str:
@@ -423,22 +611,34 @@ def _fmt_bytes(n: float) -> str:
 
 
 def _bound_messages(
-    key: str, fit: _LineFit, from_bytes: int, span: int, *, intercept: bool
+    key: str,
+    fit: _LineFit,
+    from_bytes: int,
+    span: int,
+    *,
+    intercept: bool,
+    paper: bool = False,
 ) -> tuple[str | None, str | None]:
-    """(warning, note) for a coefficient held at its bound 0."""
+    """(warning, note) for a coefficient held at its bound 0.
+
+    ``paper``: the receive overhead of this range is assumed equal to the send overhead
+    (no measurement), so o_s is the paper's o.
+    """
     est, se = (fit.a_free, fit.a_se) if intercept else (fit.b_free, fit.b_se)
     value = fit.a if intercept else fit.b
     if not (math.isfinite(est) and est < 0.0 and value <= 0.0):
         return None, None
-    if key == "O_us_per_byte" and est >= -_SIGNIFICANT_Z * se:
+    if key in ("O_s_us_per_byte", "O_r_us_per_byte") and est >= -_SIGNIFICANT_Z * se:
         # O = 0 is plain LogGP: nothing to note.
         return None, None
     name = {
         "L_us": "L",
-        "o_us": "o",
+        "o_s_us": "o" if paper else "o_s",
+        "o_r_us": "o_r",
         "g_us": "g",
         "G_us_per_byte": "G",
-        "O_us_per_byte": "O",
+        "O_s_us_per_byte": "O" if paper else "O_s",
+        "O_r_us_per_byte": "O_r",
         "Glat_us_per_byte": "the latency slope G_lat",
     }[key]
     unit = "us" if intercept else "us/B"
@@ -447,11 +647,15 @@ def _bound_messages(
         return None, (
             f"{name} is at its bound 0: the unconstrained estimate {what} is consistent with 0"
         )
+    o_s_name = "o(s)" if paper else "o_s(s)"
+    l_series = "PRTT(1,0,s)/2 - 2 o(s)" if paper else "PRTT(1,0,s)/2 - o_s(s) - o_r(s)"
     series = {
-        "L_us": "PRTT(1,0,s)/2 - 2 o(s)",
-        "Glat_us_per_byte": "PRTT(1,0,s)/2 - 2 o(s)",
-        "o_us": "o(s) = (PRTT(n,d,s) - PRTT(1,0,s))/(n-1) - d",
-        "O_us_per_byte": "o(s)",
+        "L_us": l_series,
+        "Glat_us_per_byte": l_series,
+        "o_s_us": f"{o_s_name} = (PRTT(n,d,s) - PRTT(1,0,s))/(n-1) - d",
+        "O_s_us_per_byte": o_s_name,
+        "o_r_us": "the measured receive overhead o_r(s)",
+        "O_r_us_per_byte": "the measured receive overhead o_r(s)",
         "g_us": "the gap line G_all(s)",
         "G_us_per_byte": "the gap line G_all(s)",
     }[key]
@@ -463,45 +667,78 @@ def _bound_messages(
                 f"; the range starts at {from_bytes} B ({_fmt_bytes(from_bytes)}),{far} so the "
                 "value at s=1 is an extrapolation"
             )
+        elif key == "L_us" and paper:
+            msg += (
+                "; the measured overhead o(s) is too large for PRTT(1,0,s): it counts twice "
+                "because the receive overhead is assumed equal to the send overhead (no "
+                "receive-overhead records); if they differ, measure o_r"
+            )
         elif key == "L_us":
-            msg += "; the measured overhead o(s) is too large for PRTT(1,0,s)"
-        elif key == "o_us":
+            msg += "; the measured overheads o_s(s) + o_r(s) are too large for PRTT(1,0,s)"
+        elif key == "o_s_us":
             msg += "; the delay between messages may be longer than d"
     else:
         msg = f"{name} constrained to 0: {series} decreases with size in this range (slope {what})"
     return msg, None
 
 
+def _overlap_hint(ds: DerivedSeries, idx: npt.NDArray[np.int64]) -> str:
+    """Where the measured overheads exceed PRTT(1,0,s)/2: by how much, and what it means."""
+    keep = ds.o_valid[idx] & ds.o_r_measured[idx]
+    excess = (ds.o_s + ds.o_r - ds.h)[idx]
+    if not bool(np.any(keep & (excess > 0.0))):
+        return ""
+    i = int(np.argmax(np.where(keep, excess, -np.inf)))
+    return (
+        f"; o_s(s) + o_r(s) exceed PRTT(1,0,s)/2 by up to {excess[i]:.4g} us (at "
+        f"{int(ds.sizes[idx][i])} B): the receive overlaps the send there, or the measured "
+        "o_r is not a pure receive overhead (for example for messages larger than the "
+        "transport's buffer, which cannot be complete before the receive starts)"
+    )
+
+
 def _fit_range(ds: DerivedSeries, idx: npt.NDArray[np.int64]) -> dict[str, Any]:
     x = ds.x[idx]
     valid = ds.o_valid[idx]
-    w_g = 1.0 / ds.g_all_sigma[idx] ** 2
-    w_o = np.where(valid, 1.0 / ds.o_sigma[idx] ** 2, 0.0)
-    w_l = np.where(valid, 1.0 / ds.y_l_sigma[idx] ** 2, 0.0)
     warnings: list[str] = []
     reliable = True
+    use = valid
     if int(valid.sum()) < 2:
         warnings.append(
-            "o(s) is not identifiable: the delay d was not above G_all(s) at "
+            "o_s(s) is not identifiable: the delay d was not above G_all(s) at "
             f"{int((~valid).sum())} of {idx.size} sizes; all sizes were used, o may be wrong"
         )
         reliable = False
-        w_o = 1.0 / ds.o_sigma[idx] ** 2
-        w_l = 1.0 / ds.y_l_sigma[idx] ** 2
+        use = np.ones(idx.size, dtype=bool)
     elif not bool(valid.all()):
         bad = ", ".join(str(int(s)) for s in ds.sizes[idx][~valid])
         warnings.append(
-            f"d was not above G_all(s) at size(s) {bad} B: o(s) is not identifiable there; "
+            f"d was not above G_all(s) at size(s) {bad} B: o_s(s) is not identifiable there; "
             "these sizes were left out of the o and L fits"
         )
+    measured = ds.o_r_measured[idx] & use
+    k_meas, m_use = int(measured.sum()), int(use.sum())
+    if k_meas == 0:
+        source = O_R_ASSUMED
+    elif k_meas == m_use:
+        source = O_R_MEASURED
+    else:
+        source = f"measured at {k_meas} of {m_use} sizes, assumed equal to o_s at the others"
+    w_g = 1.0 / ds.g_all_sigma[idx] ** 2
+    w_os = np.where(use, 1.0 / ds.o_s_sigma[idx] ** 2, 0.0)
+    w_or = np.where(use, 1.0 / ds.o_r_sigma[idx] ** 2, 0.0)
+    w_l = np.where(use, 1.0 / ds.y_l_sigma[idx] ** 2, 0.0)
     gfit = _fit_line(x, ds.g_all[idx], w_g)
-    ofit = _fit_line(x, ds.o[idx], w_o)
+    osfit = _fit_line(x, ds.o_s[idx], w_os)
+    orfit = _fit_line(x, ds.o_r[idx], w_or) if k_meas > 0 else osfit
     lfit = _fit_line(x, ds.y_l[idx], w_l)
     return {
-        "fits": {"g": gfit, "o": ofit, "l": lfit},
-        "weights": {"g": w_g, "o": w_o, "l": w_l},
+        "fits": {"g": gfit, "os": osfit, "or": orfit, "l": lfit},
+        "weights": {"g": w_g, "os": w_os, "or": w_or, "l": w_l},
         "warnings": warnings,
         "reliable": reliable,
+        "o_r_source": source,
+        "paper": k_meas == 0,
     }
 
 
@@ -540,19 +777,31 @@ def _bootstrap(
     p1 = tr.p1 + tr.p1_sigma * eps[0]
     pn = tr.pn + tr.pn_sigma * eps[1]
     pd = tr.pd + tr.pd_sigma * eps[2]
-    gall, o, _, y_l = _derive(
-        p1, pn, pd, tr.d, tr.n_pn.astype(np.float64), tr.n_pd.astype(np.float64)
+    o_r_raw = np.asarray(tr.o_r, dtype=np.float64)
+    if bool(np.isfinite(o_r_raw).any()):
+        # Drawn only when measured, so that fits without o_r repeat the paper mode exactly.
+        s_r = np.nan_to_num(np.asarray(tr.o_r_sigma, dtype=np.float64))
+        o_r_star = o_r_raw + s_r * rng.standard_normal((n_boot, n))
+    else:
+        o_r_star = np.broadcast_to(o_r_raw, (n_boot, n))
+    gall, o_s, o_r, _, y_l = _derive(
+        p1, pn, pd, ds.d, o_r_star, tr.n_pn.astype(np.float64), tr.n_pd.astype(np.float64)
     )
     out: list[dict[str, FloatArray]] = []
     for idx, fr in zip(segs, fitted, strict=True):
         x = ds.x[idx]
         reps: dict[str, FloatArray] = {}
-        series = (
+        series = [
             ("g", gall[:, idx], ds.g_all[idx], ds.g_all_sigma[idx], ds.g_all_stat[idx]),
-            ("o", o[:, idx], ds.o[idx], ds.o_sigma[idx], ds.o_stat[idx]),
+            ("os", o_s[:, idx], ds.o_s[idx], ds.o_s_sigma[idx], ds.o_s_stat[idx]),
+            ("or", o_r[:, idx], ds.o_r[idx], ds.o_r_sigma[idx], ds.o_r_stat[idx]),
             ("l", y_l[:, idx], ds.y_l[idx], ds.y_l_sigma[idx], ds.y_l_stat[idx]),
-        )
+        ]
         for name, ystar, y, sigma, stat in series:
+            if name == "or" and fr["paper"]:
+                # o_r is o_s here (the paper's assumption): the same replicates.
+                reps["or_a"], reps["or_b"] = reps["os_a"], reps["os_b"]
+                continue
             lf: _LineFit = fr["fits"][name]
             w = fr["weights"][name]
             resid = y - (lf.a + lf.b * x)
@@ -571,8 +820,12 @@ def _bootstrap(
             {
                 "g_us": reps["g_a"],
                 "G_us_per_byte": reps["g_b"],
-                "o_us": reps["o_a"],
-                "O_us_per_byte": reps["o_b"],
+                "o_us": 0.5 * (reps["os_a"] + reps["or_a"]),
+                "O_us_per_byte": 0.5 * (reps["os_b"] + reps["or_b"]),
+                "o_s_us": reps["os_a"],
+                "O_s_us_per_byte": reps["os_b"],
+                "o_r_us": reps["or_a"],
+                "O_r_us_per_byte": reps["or_b"],
                 "L_us": reps["l_a"],
                 "Glat_us_per_byte": reps["l_b"],
             }
@@ -586,20 +839,33 @@ def _ci(samples: FloatArray, est: float) -> tuple[float, float]:
     return min(lo, est), max(hi, est)
 
 
-def _normal_cis(f_g: _LineFit, f_o: _LineFit, f_l: _LineFit) -> dict[str, tuple[float, float]]:
-    """Normal-approximation CIs (estimate +- 1.96 SE of the unconstrained fit), for n_boot=0."""
+def _normal_cis(
+    f_g: _LineFit, f_os: _LineFit, f_or: _LineFit, f_l: _LineFit, *, paper: bool
+) -> dict[str, tuple[float, float]]:
+    """Normal-approximation CIs (estimate +- 1.96 SE of the unconstrained fit), for n_boot=0.
+
+    The SE of o = (o_s + o_r)/2 treats o_s and o_r as independent (they come from different
+    measurements), or as one value where o_r is assumed equal to o_s.
+    """
 
     def one(est: float, se: float) -> tuple[float, float]:
         if not math.isfinite(se):
             return est, est
         return max(est - _Z95 * se, 0.0), max(est + _Z95 * se, est)
 
+    def mean_se(a: float, b: float) -> float:
+        return a if paper else 0.5 * math.hypot(a, b)
+
     return {
         "L_us": one(f_l.a, f_l.a_se_obs),
-        "o_us": one(f_o.a, f_o.a_se_obs),
+        "o_us": one(0.5 * (f_os.a + f_or.a), mean_se(f_os.a_se_obs, f_or.a_se_obs)),
         "g_us": one(f_g.a, f_g.a_se_obs),
         "G_us_per_byte": one(f_g.b, f_g.b_se_obs),
-        "O_us_per_byte": one(f_o.b, f_o.b_se_obs),
+        "O_us_per_byte": one(0.5 * (f_os.b + f_or.b), mean_se(f_os.b_se_obs, f_or.b_se_obs)),
+        "o_s_us": one(f_os.a, f_os.a_se_obs),
+        "O_s_us_per_byte": one(f_os.b, f_os.b_se_obs),
+        "o_r_us": one(f_or.a, f_or.a_se_obs),
+        "O_r_us_per_byte": one(f_or.b, f_or.b_se_obs),
         "Glat_us_per_byte": one(f_l.b, f_l.b_se_obs),
     }
 
@@ -629,16 +895,41 @@ def _validate_options(
         raise ValueError(f"n_boot must be 0 (normal-approximation CIs) or >= 20, got {n_boot}")
 
 
-def _criterion_statement(rel_tol: float, abs_floor_us: float, penalty: float) -> str:
+def _criterion_statement(
+    rel_tol: float,
+    abs_floor_us: float,
+    penalty: float,
+    series: Sequence[str],
+    *,
+    local_scatter: bool = True,
+) -> str:
+    floor = (
+        "max(sigma_CI, max(rel_tol, local scatter)*median) of the raw medians (the local "
+        "scatter: 1.4826 * median over 9 neighbouring sizes of |deviation of ln(median) "
+        "from the log-log interpolation of its two neighbours| / sqrt(1+t^2+(1-t)^2); "
+        if local_scatter
+        else "max(sigma_CI, rel_tol*median) of the raw medians ("
+    )
     return (
         "minimise over partitions of the sorted sizes into m <= max_segments contiguous "
-        "ranges of >= min_seg sizes: sum over ranges and over the series G_all(s), o(s), "
-        "PRTT(1,0,s)/2 of the weighted residual sum of squares of the best unconstrained "
+        f"ranges of >= min_seg sizes: sum over ranges and over the series {', '.join(series)} "
+        "of the weighted residual sum of squares of the best unconstrained "
         "line in s-1, each residual divided by max(sigma_prop, abs_floor), where sigma_prop "
-        "propagates max(sigma_CI, rel_tol*median) of the raw medians (rel_tol="
+        f"propagates {floor}rel_tol="
         f"{rel_tol:g}, abs_floor={abs_floor_us:g} us), plus penalty*(m-1) with penalty="
-        f"{penalty:.6g}; exact by dynamic programming, ties to fewer ranges"
+        f"{penalty:.6g}; exact by dynamic programming, ties to fewer ranges. Reported o_us = "
+        "(o_s + o_r)/2 at s=1 (the symmetric LogGP o; PRTT(1,0,s) = 2 (L + 2o + (s-1)G) "
+        "holds exactly)"
     )
+
+
+def _o_r_source_of(ds: DerivedSeries) -> str:
+    k = int(ds.o_r_measured.sum())
+    if k == 0:
+        return O_R_ASSUMED
+    if k == ds.sizes.size:
+        return O_R_MEASURED
+    return f"measured at {k} of {ds.sizes.size} sizes, assumed equal to o_s at the others"
 
 
 def _fit_core(
@@ -648,6 +939,7 @@ def _fit_core(
     source: dict[str, Any],
     rel_tol: float,
     abs_floor_us: float,
+    local_scatter: bool,
     penalty: float | None,
     penalty_factor: float,
     min_seg: int,
@@ -658,12 +950,19 @@ def _fit_core(
     _validate_options(rel_tol, abs_floor_us, penalty, penalty_factor, min_seg, max_segments, n_boot)
     n_sizes = len(tr)
     n_common = int(np.bincount(tr.n_pn).argmax()) if n_sizes else None
+    _, delay_info = _delays(tr)
     method = {
         "fit": "weighted bounded least squares (scipy.optimize.lsq_linear, coefficients >= 0)",
-        "weights": "1/sigma^2, sigma = max(propagated max(sigma_CI, rel_tol*median), abs_floor)",
+        "weights": (
+            "1/sigma^2, sigma = max(propagated max(sigma_CI, max(rel_tol, local scatter)*median)"
+            ", abs_floor)"
+            if local_scatter
+            else "1/sigma^2, sigma = max(propagated max(sigma_CI, rel_tol*median), abs_floor)"
+        ),
         "ci": (
-            "percentile bootstrap: raw medians resampled from their CIs plus resampled "
-            "residuals for scatter beyond the CIs; ranges held fixed; clipped at 0"
+            "percentile bootstrap: raw medians (and measured o_r) resampled from their CIs "
+            "plus resampled residuals for scatter beyond the CIs; ranges held fixed; clipped "
+            "at 0"
             if n_boot > 0
             else "normal approximation: estimate +- 1.96 standard errors of the unconstrained "
             "weighted fit, scaled by its observed residual scatter; clipped at 0"
@@ -672,6 +971,8 @@ def _fit_core(
         "seed": seed,
         "rel_tol": rel_tol,
         "abs_floor_us": abs_floor_us,
+        "local_scatter": local_scatter,
+        "delay": delay_info,
     }
     if n_sizes < 2:
         return LoggpFit(
@@ -687,19 +988,28 @@ def _fit_core(
             method=method,
         )
 
-    ds = derive_series(tr, rel_tol=rel_tol, abs_floor_us=abs_floor_us)
-    ys = np.vstack([ds.g_all, ds.o, ds.h])
-    ws = np.vstack(
-        [
-            1.0 / ds.g_all_sigma**2,
-            np.where(ds.o_valid, 1.0 / ds.o_sigma**2, 0.0),
-            1.0 / ds.h_sigma**2,
-        ]
+    ds = derive_series(
+        tr, rel_tol=rel_tol, abs_floor_us=abs_floor_us, local_scatter_floor=local_scatter
     )
+    o_r_source = _o_r_source_of(ds)
+    w_or = np.where(ds.o_valid & ds.o_r_measured, 1.0 / ds.o_r_sigma**2, 0.0)
+    with_o_r = bool(np.any(w_or > 0.0))
+    rows = [ds.g_all, ds.o_s, ds.h]
+    wrows = [
+        1.0 / ds.g_all_sigma**2,
+        np.where(ds.o_valid, 1.0 / ds.o_s_sigma**2, 0.0),
+        1.0 / ds.h_sigma**2,
+    ]
+    series_names = ["G_all(s)", "o_s(s)", "PRTT(1,0,s)/2"]
+    if with_o_r:
+        rows.insert(2, ds.o_r)
+        wrows.insert(2, w_or)
+        series_names.insert(2, "o_r(s)")
+    ys = np.vstack(rows)
+    ws = np.vstack(wrows)
+    k_params = K_PARAMS_PER_SEGMENT if with_o_r else K_PARAMS_PER_SEGMENT_PAPER
     n_res = int(np.count_nonzero(ws > 0.0))
-    lam = (
-        penalty if penalty is not None else bic_penalty(n_res, K_PARAMS_PER_SEGMENT, penalty_factor)
-    )
+    lam = penalty if penalty is not None else bic_penalty(n_res, k_params, penalty_factor)
     seg: Segmentation = segment(
         ds.x, ys, ws, penalty=lam, min_seg=min_seg, max_segments=max_segments
     )
@@ -709,20 +1019,27 @@ def _fit_core(
     if n_boot > 0:
         boots = list(_bootstrap(tr, ds, segs, fitted, n_boot=n_boot, seed=seed))
 
+    replaced = set(delay_info["replaced_sizes"])
     ranges: list[LoggpRange] = []
     for r, (idx, fr, bs) in enumerate(zip(segs, fitted, boots, strict=True)):
         f_g: _LineFit = fr["fits"]["g"]
-        f_o: _LineFit = fr["fits"]["o"]
+        f_os: _LineFit = fr["fits"]["os"]
+        f_or: _LineFit = fr["fits"]["or"]
         f_l: _LineFit = fr["fits"]["l"]
+        paper = bool(fr["paper"])
         from_b = int(ds.sizes[idx[0]])
         last_b = int(ds.sizes[idx[-1]])
         span = last_b - from_b
         values = {
             "L_us": f_l.a,
-            "o_us": f_o.a,
+            "o_us": 0.5 * (f_os.a + f_or.a),
             "g_us": f_g.a,
             "G_us_per_byte": f_g.b,
-            "O_us_per_byte": f_o.b,
+            "O_us_per_byte": 0.5 * (f_os.b + f_or.b),
+            "o_s_us": f_os.a,
+            "O_s_us_per_byte": f_os.b,
+            "o_r_us": f_or.a,
+            "O_r_us_per_byte": f_or.b,
             "Glat_us_per_byte": f_l.b,
         }
         warnings = list(fr["warnings"])
@@ -731,29 +1048,47 @@ def _fit_core(
         if idx.size < min_seg:
             warnings.append(f"only {idx.size} sizes in this range (fewer than min_seg={min_seg})")
             reliable = False
-        for key, lf, intercept in (
+        checks: list[tuple[str, _LineFit, bool]] = [
             ("L_us", f_l, True),
-            ("o_us", f_o, True),
+            ("o_s_us", f_os, True),
             ("g_us", f_g, True),
             ("G_us_per_byte", f_g, False),
-            ("O_us_per_byte", f_o, False),
+            ("O_s_us_per_byte", f_os, False),
             ("Glat_us_per_byte", f_l, False),
-        ):
-            warn, note = _bound_messages(key, lf, from_b, span, intercept=intercept)
+        ]
+        if not paper:
+            checks[2:2] = [("o_r_us", f_or, True)]
+            checks.append(("O_r_us_per_byte", f_or, False))
+        for key, lf, intercept in checks:
+            warn, note = _bound_messages(key, lf, from_b, span, intercept=intercept, paper=paper)
+            if warn is not None and key == "L_us" and not paper:
+                warn += _overlap_hint(ds, idx)
             if warn is not None:
                 warnings.append(warn)
                 reliable = False
             if note is not None:
                 notes.append(note)
-        chi2 = {"G_all": f_g.chi2_red, "o": f_o.chi2_red, "L_line": f_l.chi2_red}
+        here = [int(s) for s in ds.sizes[idx] if int(s) in replaced]
+        if here:
+            e_ref = delay_info["overshoot_ref_us"]
+            notes.append(
+                f"the measured delay d_actual at {', '.join(f'{s} B' for s in here)} overshoots "
+                f"the requested d far more than the typical {e_ref:.3g} us (a preempted delay "
+                f"inflates its mean); d + {e_ref:.3g} us was used there"
+            )
+        chi2 = {"G_all": f_g.chi2_red, "o_s": f_os.chi2_red}
+        if not paper:
+            chi2["o_r"] = f_or.chi2_red
+        chi2["L_line"] = f_l.chi2_red
         ranges.append(
             LoggpRange(
                 from_bytes=from_b,
                 to_bytes=last_b if r < len(segs) - 1 else None,
+                o_r_source=str(fr["o_r_source"]),
                 ci95=(
                     {k: _ci(bs[k], v) for k, v in values.items()}
                     if bs is not None
-                    else _normal_cis(f_g, f_o, f_l)
+                    else _normal_cis(f_g, f_os, f_or, f_l, paper=paper)
                 ),
                 reliable=reliable,
                 warnings=warnings,
@@ -765,26 +1100,30 @@ def _fit_core(
             )
         )
 
+    message = f"{len(ranges)} protocol range(s) from {n_sizes} sizes"
+    if o_r_source != O_R_MEASURED:
+        message += f"; o_r {o_r_source}"
+    if not all(r.reliable for r in ranges):
+        message += "; some ranges are unreliable"
     fit = LoggpFit(
         ranges=ranges,
         success=True,
-        message=(
-            f"{len(ranges)} protocol range(s) from {n_sizes} sizes"
-            + ("" if all(r.reliable for r in ranges) else "; some ranges are unreliable")
-        ),
+        message=message,
         transport=transport,
         n=n_common,
         source=source,
         method=method,
+        o_r_source=o_r_source,
     )
     fit.criterion = {
         "method": "penalised segmented least squares (dynamic programming)",
-        "series": ["G_all(s)", "o(s)", "PRTT(1,0,s)/2"],
+        "series": series_names,
         "rel_tol": rel_tol,
         "abs_floor_us": abs_floor_us,
+        "local_scatter": local_scatter,
         "penalty": lam,
         "penalty_factor": penalty_factor if penalty is None else None,
-        "k_params_per_segment": K_PARAMS_PER_SEGMENT,
+        "k_params_per_segment": k_params,
         "n_residuals": n_res,
         "min_seg": min_seg,
         "max_segments": max_segments,
@@ -792,7 +1131,11 @@ def _fit_core(
         "fit_cost": seg.fit_cost,
         "cost": seg.cost,
         "fit_cost_by_segments": [c if math.isfinite(c) else None for c in seg.fit_cost_by_count],
-        "statement": _criterion_statement(rel_tol, abs_floor_us, lam),
+        "o_r_source": o_r_source,
+        "o_us": O_US_DEFINITION,
+        "statement": _criterion_statement(
+            rel_tol, abs_floor_us, lam, series_names, local_scatter=local_scatter
+        ),
     }
     fit.residuals = _residuals(tr, ds, segs, fit)
     return fit
@@ -805,25 +1148,24 @@ def _residuals(
     for r, idx in enumerate(segs):
         ridx[idx] = r
     x = ds.x
-    par = np.array(
-        [
-            [
-                fit.ranges[r].g_us,
-                fit.ranges[r].G_us_per_byte,
-                fit.ranges[r].o_us,
-                fit.ranges[r].O_us_per_byte,
-                fit.ranges[r].L_us,
-                fit.ranges[r].value("Glat_us_per_byte"),
-            ]
-            for r in ridx
-        ]
+    keys = (
+        "g_us",
+        "G_us_per_byte",
+        "o_s_us",
+        "O_s_us_per_byte",
+        "o_r_us",
+        "O_r_us_per_byte",
+        "L_us",
+        "Glat_us_per_byte",
     )
+    par = np.array([[fit.ranges[r].value(k) for k in keys] for r in ridx])
     g_fit = par[:, 0] + par[:, 1] * x
-    o_fit = par[:, 2] + par[:, 3] * x
-    l_fit = par[:, 4] + par[:, 5] * x
-    p1_fit = 2.0 * (l_fit + 2.0 * o_fit)
+    os_fit = par[:, 2] + par[:, 3] * x
+    or_fit = par[:, 4] + par[:, 5] * x
+    l_fit = par[:, 6] + par[:, 7] * x
+    p1_fit = 2.0 * (l_fit + os_fit + or_fit)
     pn_fit = p1_fit + (tr.n_pn - 1) * g_fit
-    pd_fit = p1_fit + (tr.n_pd - 1) * np.maximum(o_fit + tr.d, g_fit)
+    pd_fit = p1_fit + (tr.n_pd - 1) * np.maximum(os_fit + ds.d, g_fit)
 
     def series(y: FloatArray, yf: FloatArray, sig: FloatArray) -> dict[str, Any]:
         return {
@@ -851,21 +1193,29 @@ def _residuals(
     }
     finite = [abs(v) for vs in rel.values() for v in vs if math.isfinite(v)]
     max_rel = max(finite) if finite else math.nan
-    o_ser = series(ds.o, o_fit, ds.o_sigma)
-    o_ser["valid"] = ds.o_valid.tolist()
+    os_ser = series(ds.o_s, os_fit, ds.o_s_sigma)
+    os_ser["valid"] = ds.o_valid.tolist()
+    or_keep = ds.o_valid & ds.o_r_measured
+    or_ser = series(ds.o_r, or_fit, ds.o_r_sigma)
+    or_ser["measured_o_r"] = ds.o_r_measured.tolist()
+    or_ser["valid"] = ds.o_valid.tolist()
     return {
         "sizes": ds.sizes.tolist(),
         "range_index": ridx.tolist(),
+        "d_us": ds.d.tolist(),
         "G_all_us": series(ds.g_all, g_fit, ds.g_all_sigma),
-        "o_us": o_ser,
+        "o_s_us": os_ser,
+        "o_r_us": or_ser,
         "L_line_us": series(ds.y_l, l_fit, ds.y_l_sigma),
         "prtt_rel": rel,
         "rms_normalised": {
             "G_all": rms(ds.g_all, g_fit, ds.g_all_sigma, allk),
-            "o": rms(ds.o, o_fit, ds.o_sigma, ds.o_valid),
+            "o_s": rms(ds.o_s, os_fit, ds.o_s_sigma, ds.o_valid),
+            "o_r": rms(ds.o_r, or_fit, ds.o_r_sigma, or_keep) if or_keep.any() else math.nan,
             "L_line": rms(ds.y_l, l_fit, ds.y_l_sigma, ds.o_valid),
         },
         "max_abs_prtt_rel": float(max_rel),
+        "local_scatter_rel": {k: v.tolist() for k, v in ds.scatter.items()},
     }
 
 
@@ -892,6 +1242,7 @@ def fit_loggp(
     *,
     rel_tol: float = 0.03,
     abs_floor_us: float = 0.01,
+    local_scatter: bool = True,
     penalty: float | None = None,
     penalty_factor: float = 1.0,
     min_seg: int = 3,
@@ -910,9 +1261,14 @@ def fit_loggp(
         ``rel_tol`` times its value (segmentation and weights; see docs/fit.md).
     abs_floor_us
         Absolute floor (us) of the uncertainty of a derived value.
+    local_scatter
+        Raise the ``rel_tol`` floor of each raw median to the robust local scatter of its
+        series (:func:`local_scatter`), so that irregular scatter beyond ``rel_tol`` (a busy
+        host, alignment effects) does not split ranges; False: ``rel_tol`` alone.
     penalty
         Cost of each range beyond the first, in squared normalised residuals; ``None``
-        gives ``penalty_factor * 7 * ln(M)`` with M residuals (BIC).
+        gives ``penalty_factor * k * ln(M)`` with M residuals (BIC), k = 9 parameters per
+        extra range with a measured receive overhead, 7 without.
     penalty_factor
         Factor on the default penalty.
     min_seg
@@ -928,8 +1284,11 @@ def fit_loggp(
     Returns
     -------
     LoggpFit
-        ``success`` is False (with a ``message``) when fewer than two sizes have all three
-        patterns. Bad arguments raise ``ValueError`` naming the argument.
+        Per range L, o = (o_s + o_r)/2, g, G with 95% CIs, and o_s, o_r, their per-byte
+        slopes, and where o_r came from (``o_r_source``: measured by ``orecv`` records, or
+        assumed equal to o_s as in the paper). ``success`` is False (with a ``message``)
+        when fewer than two sizes have all three patterns. Bad arguments raise
+        ``ValueError`` naming the argument.
     """
     tr = triples(meas)
     return _fit_core(
@@ -938,6 +1297,7 @@ def fit_loggp(
         source=_source_of(meas, len(tr)),
         rel_tol=rel_tol,
         abs_floor_us=abs_floor_us,
+        local_scatter=local_scatter,
         penalty=penalty,
         penalty_factor=penalty_factor,
         min_seg=min_seg,
@@ -947,7 +1307,14 @@ def fit_loggp(
     )
 
 
-def _as_array(name: str, v: ArrayLike | None, size: int, default: float | None) -> FloatArray:
+def _as_array(
+    name: str,
+    v: ArrayLike | None,
+    size: int,
+    default: float | None,
+    *,
+    allow_nan: bool = False,
+) -> FloatArray:
     if v is None:
         if default is None:
             raise ValueError(f"{name} is required")
@@ -957,8 +1324,9 @@ def _as_array(name: str, v: ArrayLike | None, size: int, default: float | None) 
         a = np.full(size, float(a))
     if a.shape != (size,):
         raise ValueError(f"{name} must be a scalar or have the length of sizes ({size})")
-    if not np.all(np.isfinite(a)):
-        raise ValueError(f"{name} must be finite")
+    bad = np.isinf(a) if allow_nan else ~np.isfinite(a)
+    if np.any(bad):
+        raise ValueError(f"{name} must be finite" + (" or NaN" if allow_nan else ""))
     return a
 
 
@@ -974,10 +1342,14 @@ def fit_loggp_arrays(
     pn_sigma: ArrayLike | None = None,
     pd_sigma: ArrayLike | None = None,
     n_d: ArrayLike | None = None,
+    o_r: ArrayLike | None = None,
+    o_r_sigma: ArrayLike | None = None,
+    d_actual: ArrayLike | None = None,
     transport: str = "unknown",
     source: Mapping[str, Any] | None = None,
     rel_tol: float = 0.03,
     abs_floor_us: float = 0.01,
+    local_scatter: bool = True,
     penalty: float | None = None,
     penalty_factor: float = 1.0,
     min_seg: int = 3,
@@ -988,7 +1360,9 @@ def fit_loggp_arrays(
     """:func:`fit_loggp` on arrays: PRTT(1,0,s), PRTT(n,0,s), PRTT(n_d,d,s) medians in us.
 
     ``*_sigma`` are standard uncertainties of the medians (default 0: the ``rel_tol`` floor
-    alone); ``n`` (and ``n_d``, default ``n``) may be scalars or per-size arrays.
+    alone); ``n`` (and ``n_d``, default ``n``) may be scalars or per-size arrays. ``o_r`` is
+    the measured receive overhead (default: not measured, o_r = o_s as in the paper) and
+    ``d_actual`` the measured delay (default: d); both may be NaN at sizes without them.
     """
     s = np.asarray(sizes, dtype=np.float64)
     if s.ndim != 1:
@@ -1007,6 +1381,9 @@ def fit_loggp_arrays(
         "p1_sigma": _as_array("p1_sigma", p1_sigma, m, 0.0),
         "pn_sigma": _as_array("pn_sigma", pn_sigma, m, 0.0),
         "pd_sigma": _as_array("pd_sigma", pd_sigma, m, 0.0),
+        "o_r": _as_array("o_r", o_r, m, math.nan, allow_nan=True),
+        "o_r_sigma": _as_array("o_r_sigma", o_r_sigma, m, 0.0, allow_nan=True),
+        "d_actual": _as_array("d_actual", d_actual, m, math.nan, allow_nan=True),
     }
     n_arr = _as_array("n", n, m, None)
     nd_arr = _as_array("n_d", n_d, m, None) if n_d is not None else n_arr
@@ -1015,6 +1392,7 @@ def fit_loggp_arrays(
             raise ValueError(f"{name} must be >= 0")
     if np.any(n_arr < 2) or np.any(nd_arr < 2):
         raise ValueError("n and n_d must be >= 2")
+    o_r_sigma_arr = np.where(np.isfinite(arrs["o_r"]), np.nan_to_num(arrs["o_r_sigma"]), np.nan)
     tr = Triples(
         sizes=s[order].astype(np.int64),
         p1=arrs["p1"][order],
@@ -1026,6 +1404,9 @@ def fit_loggp_arrays(
         pd_sigma=arrs["pd_sigma"][order],
         n_pd=nd_arr[order].astype(np.int64),
         d=arrs["d"][order],
+        d_actual=arrs["d_actual"][order],
+        o_r=arrs["o_r"][order],
+        o_r_sigma=o_r_sigma_arr[order],
     )
     return _fit_core(
         tr,
@@ -1033,6 +1414,7 @@ def fit_loggp_arrays(
         source=dict(source) if source is not None else {"sizes": m},
         rel_tol=rel_tol,
         abs_floor_us=abs_floor_us,
+        local_scatter=local_scatter,
         penalty=penalty,
         penalty_factor=penalty_factor,
         min_seg=min_seg,
@@ -1072,6 +1454,8 @@ def _range_from_json(doc: Any, where: str) -> LoggpRange:
     vals = {k: _num(doc, k, where) for k in _CONTRACT_PARAMS}
     big_o = _num(doc, "O_us_per_byte", where, required=False)
     glat = _num(doc, "Glat_us_per_byte", where, required=False)
+    split = {k: _num(doc, k, where, required=False) for k in _SPLIT_PARAMS}
+    src = doc.get("o_r_source")
     ci: dict[str, tuple[float, float]] = {}
     raw_ci = doc.get("ci95", {})
     if not isinstance(raw_ci, Mapping):
@@ -1093,12 +1477,17 @@ def _range_from_json(doc: Any, where: str) -> LoggpRange:
         G_us_per_byte=float(vals["G_us_per_byte"] or 0.0),
         O_us_per_byte=float(big_o or 0.0),
         Glat_us_per_byte=glat,
+        o_r_source=str(src) if src is not None else None,
         ci95=ci,
         reliable=bool(doc.get("reliable", True)),
         warnings=[str(w) for w in doc.get("warnings", [])],
         notes=[str(w) for w in doc.get("notes", [])],
         points=int(doc.get("points", 0) or 0),
         last_measured_bytes=doc.get("last_measured_bytes"),
+        o_s_us=split["o_s_us"],
+        o_r_us=split["o_r_us"],
+        O_s_us_per_byte=split["O_s_us_per_byte"],
+        O_r_us_per_byte=split["O_r_us_per_byte"],
     )
 
 
@@ -1127,6 +1516,7 @@ def loggp_from_json(doc: Mapping[str, Any], where: str = "model") -> LoggpFit:
         residuals=dict(doc.get("residuals") or {}),
         source=dict(doc.get("source") or {}),
         method=dict(doc.get("method") or {}),
+        o_r_source=str(doc["o_r_source"]) if doc.get("o_r_source") is not None else None,
     )
 
 
@@ -1170,17 +1560,25 @@ def range_index(model: LoggpFit | Mapping[str, Any] | str | Path, s: ArrayLike) 
     return np.clip(idx, 0, len(starts) - 1)
 
 
+#: Columns of _params_at.
+_P_L, _P_G_GAP, _P_GBIG, _P_GLAT, _P_OS, _P_OSB, _P_OR, _P_ORB, _P_O, _P_OB = range(10)
+
+
 def _params_at(fit: LoggpFit, s: FloatArray) -> FloatArray:
     idx = range_index(fit, s)
     table = np.array(
         [
             [
                 r.L_us,
-                r.o_us,
                 r.g_us,
                 r.G_us_per_byte,
-                r.O_us_per_byte,
                 r.Glat_us_per_byte if r.Glat_us_per_byte is not None else r.G_us_per_byte,
+                r.value("o_s_us"),
+                r.value("O_s_us_per_byte"),
+                r.value("o_r_us"),
+                r.value("O_r_us_per_byte"),
+                r.o_us,
+                r.O_us_per_byte,
             ]
             for r in fit.ranges
         ]
@@ -1197,15 +1595,28 @@ def g_all(model: LoggpFit | Mapping[str, Any] | str | Path, s: ArrayLike) -> Any
     fit = _as_fit(model)
     sa = np.asarray(s, dtype=np.float64)
     p = _params_at(fit, sa)
-    return _ret(p[..., 2] + (sa - 1.0) * p[..., 3], sa.ndim == 0)
+    return _ret(p[..., _P_G_GAP] + (sa - 1.0) * p[..., _P_GBIG], sa.ndim == 0)
 
 
-def overhead(model: LoggpFit | Mapping[str, Any] | str | Path, s: ArrayLike) -> Any:
-    """o(s) = o + (s-1) O of the range of s, in us."""
+def overhead(
+    model: LoggpFit | Mapping[str, Any] | str | Path,
+    s: ArrayLike,
+    side: Literal["both", "send", "recv"] = "both",
+) -> Any:
+    """The overhead at size s of the range of s, in us.
+
+    ``side="both"``: the symmetric o(s) = o + (s-1) O = (o_s(s) + o_r(s))/2;
+    ``"send"``: o_s(s) = o_s + (s-1) O_s; ``"recv"``: o_r(s) = o_r + (s-1) O_r (both equal
+    to o(s) in a model without them).
+    """
     fit = _as_fit(model)
     sa = np.asarray(s, dtype=np.float64)
     p = _params_at(fit, sa)
-    return _ret(p[..., 1] + (sa - 1.0) * p[..., 4], sa.ndim == 0)
+    cols = {"both": (_P_O, _P_OB), "send": (_P_OS, _P_OSB), "recv": (_P_OR, _P_ORB)}
+    if side not in cols:
+        raise ValueError(f"side must be 'both', 'send' or 'recv', got {side!r}")
+    a, b = cols[side]
+    return _ret(p[..., a] + (sa - 1.0) * p[..., b], sa.ndim == 0)
 
 
 def prtt(
@@ -1216,9 +1627,10 @@ def prtt(
 ) -> Any:
     """The model's PRTT(n, d, s) in us (scalars or broadcast arrays).
 
-    PRTT(1,0,s) = 2 (L + 2 o(s) + (s-1) G_lat) with the range's latency slope G_lat (G
-    where a model has none), and PRTT(n,d,s) = PRTT(1,0,s) + (n-1) max(o(s) + d, G_all(s))
-    (d = 0: PRTT(n,0,s) = PRTT(1,0,s) + (n-1) G_all(s)).
+    PRTT(1,0,s) = 2 (L + o_s(s) + o_r(s) + (s-1) G_lat) with the range's latency slope G_lat
+    (G where a model has none), and PRTT(n,d,s) = PRTT(1,0,s) + (n-1) max(o_s(s) + d,
+    G_all(s)) (d = 0: PRTT(n,0,s) = PRTT(1,0,s) + (n-1) G_all(s)). A model with only the
+    symmetric o has o_s = o_r = o: the paper's formulas.
     """
     fit = _as_fit(model)
     sa, na, da = np.broadcast_arrays(
@@ -1228,9 +1640,10 @@ def prtt(
     )
     p = _params_at(fit, sa)
     x = sa - 1.0
-    o_s = p[..., 1] + x * p[..., 4]
-    gall = p[..., 2] + x * p[..., 3]
-    p1 = 2.0 * (p[..., 0] + 2.0 * o_s + x * p[..., 5])
+    o_s = p[..., _P_OS] + x * p[..., _P_OSB]
+    o_r = p[..., _P_OR] + x * p[..., _P_ORB]
+    gall = p[..., _P_G_GAP] + x * p[..., _P_GBIG]
+    p1 = 2.0 * (p[..., _P_L] + o_s + o_r + x * p[..., _P_GLAT])
     per = np.where(da > 0.0, np.maximum(o_s + da, gall), gall)
     out = p1 + (na - 1.0) * per
     return _ret(out, sa.ndim == 0)

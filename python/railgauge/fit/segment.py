@@ -2,7 +2,8 @@
 
 The measured sizes s_1 < ... < s_N are split into contiguous blocks (protocol ranges), and
 every block gets its own straight line in x = s - 1 for each of K series (for LogGP the
-derived series G_all(s), o(s) and PRTT(1,0,s)/2). The partition minimises
+derived series G_all(s), o_s(s), o_r(s) and PRTT(1,0,s)/2, or without a measured receive
+overhead G_all(s), o_s(s) and PRTT(1,0,s)/2). The partition minimises
 
     C(P) = sum over blocks B of P
              sum over series k
@@ -17,8 +18,8 @@ Design", section 6.3) in O(K N^2 + max_segments N^2) time. Ties go to fewer bloc
 
 :func:`bic_penalty` gives the default ``lambda = factor * k * ln(M)``: with Gaussian
 errors of the given sigmas the fit cost is -2 log-likelihood up to a constant, and a block
-adds k free parameters (two per series, plus the breakpoint), so ``factor = 1`` is the
-Bayesian information criterion with M residuals.
+adds k free parameters (two per series, plus the breakpoint: 9 for the four LogGP series,
+7 for three), so ``factor = 1`` is the Bayesian information criterion with M residuals.
 """
 
 from __future__ import annotations

@@ -22,18 +22,36 @@ from railgauge.report.plots import format_bytes, plot_gap, plot_prtt, plot_resid
 
 __all__ = ["format_table", "write_report"]
 
-#: Table columns: (JSON key, header, unit).
+#: Columns of the text table: (JSON key, header, unit).
 COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("L_us", "L", "us"),
-    ("o_us", "o", "us"),
+    ("o_s_us", "o_s", "us"),
+    ("o_r_us", "o_r", "us"),
     ("g_us", "g", "us"),
     ("G_us_per_byte", "G", "us/B"),
-    ("O_us_per_byte", "O", "us/B"),
 )
+#: Columns of the HTML table: the text table's plus the per-byte overheads.
+HTML_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    *COLUMNS,
+    ("O_s_us_per_byte", "O_s", "us/B"),
+    ("O_r_us_per_byte", "O_r", "us/B"),
+)
+#: Where a model has no o_s / o_r (an older file), these keys stand in for them.
+_FALLBACK = {
+    "o_s_us": "o_us",
+    "o_r_us": "o_us",
+    "O_s_us_per_byte": "O_us_per_byte",
+    "O_r_us_per_byte": "O_us_per_byte",
+}
 
 FIGURES: tuple[tuple[str, str, str], ...] = (
     ("prtt.png", "PRTT measurements and model", "plot_prtt"),
-    ("gap.png", "Derived series G_all(s), o(s) and PRTT(1,0,s)/2 - 2 o(s)", "plot_gap"),
+    (
+        "gap.png",
+        "Derived series G_all(s), the send and receive overheads o_s(s) and o_r(s), and "
+        "PRTT(1,0,s)/2 - o_s(s) - o_r(s)",
+        "plot_gap",
+    ),
     ("residuals.png", "Residuals", "plot_residuals"),
 )
 
@@ -57,6 +75,8 @@ def range_label(r: LoggpRange) -> str:
 
 def _ci_text(r: LoggpRange, key: str) -> str:
     ci = r.ci95.get(key)
+    if ci is None and key in _FALLBACK and getattr(r, key, None) is None:
+        ci = r.ci95.get(_FALLBACK[key])
     if ci is None:
         return ""
     return f"[{_num(ci[0])}, {_num(ci[1])}]"
@@ -67,6 +87,8 @@ def format_table(fit: LoggpFit) -> str:
     head = f"LogGP fit, transport {fit.transport}"
     if fit.n is not None:
         head += f", n = {fit.n}"
+    if fit.o_r_source is not None:
+        head += f", o_r {fit.o_r_source}"
     lines = [head, fit.message]
     if not fit.ranges:
         return "\n".join(lines)
@@ -95,6 +117,10 @@ def format_table(fit: LoggpFit) -> str:
     for i, r in enumerate(fit.ranges, start=1):
         notes.extend(f"range {i}: warning: {w}" for w in r.warnings)
         notes.extend(f"range {i}: note: {w}" for w in r.notes)
+    lines.append("")
+    lines.append(
+        "o_s, o_r: send and receive overhead at s=1; the model's o (o_us) = (o_s + o_r)/2."
+    )
     if notes:
         lines.append("")
         lines.extend(notes)
@@ -176,12 +202,12 @@ def _bytes_exact(n: int) -> str:
 def _ranges_table(fit: LoggpFit) -> str:
     if not fit.ranges:
         return f"<p class='warn'>No model: {_e(fit.message)}</p>"
-    head = "".join(f"<th>{_e(name)} ({_e(unit)})</th>" for _, name, unit in COLUMNS)
+    head = "".join(f"<th>{_e(name)} ({_e(unit)})</th>" for _, name, unit in HTML_COLUMNS)
     rows = []
     for i, r in enumerate(fit.ranges, start=1):
         cells = "".join(
             f"<td>{_e(_num(r.value(k)))}<br><span class='ci'>{_e(_ci_text(r, k))}</span></td>"
-            for k, _, _ in COLUMNS
+            for k, _, _ in HTML_COLUMNS
         )
         to = _e(_bytes_exact(r.to_bytes)) if r.to_bytes is not None else "&infin;"
         rel = "yes" if r.reliable else "<span class='warn'>no</span>"
@@ -201,9 +227,12 @@ def _ranges_table(fit: LoggpFit) -> str:
         + "".join(rows)
         + "</table>"
         + "<p class='muted'>Values are the bounded weighted least-squares estimates; below each, "
-        "the 95% confidence interval. O is the per-byte overhead of LogGOPS (0 for plain "
-        "LogGP). A range applies from its first measured size up to the first measured size "
-        "of the next range.</p>"
+        "the 95% confidence interval. o_s and o_r are the send and receive overheads at s=1 "
+        f"(o_r {_e(fit.o_r_source or 'as in the model file')}); the model's symmetric LogGP "
+        "overhead is o = (o_s + o_r)/2, with which PRTT(1,0,s) = 2 (L + 2o + (s-1)G) holds. "
+        "O_s and O_r are the per-byte overheads of LogGOPS (0 for plain LogGP). A range "
+        "applies from its first measured size up to the first measured size of the next "
+        "range.</p>"
     )
     if notes:
         out += "<ul>" + "".join(notes) + "</ul>"
@@ -217,6 +246,8 @@ def _criterion(fit: LoggpFit) -> str:
     items = [
         ("method", c.get("method")),
         ("series", ", ".join(c.get("series", []))),
+        ("receive overhead o_r", c.get("o_r_source")),
+        ("reported o", c.get("o_us")),
         ("relative tolerance", c.get("rel_tol")),
         ("absolute floor (us)", c.get("abs_floor_us")),
         ("penalty per extra range", _num(c.get("penalty"))),
@@ -239,6 +270,8 @@ def _criterion(fit: LoggpFit) -> str:
 
 
 def _kind_label(pt: PrttPoint) -> str:
+    if pt.kind == "orecv":
+        return f"o_r(s) (receive, n={pt.n})"
     if pt.kind == "p1":
         return "PRTT(1,0,s)"
     if pt.kind == "pn":
@@ -250,7 +283,8 @@ def _kind_label(pt: PrttPoint) -> str:
 
 def _measurement_table(meas: Measurements) -> str:
     head = (
-        "<tr><th>s (B)</th><th class='l'>pattern</th><th>d (us)</th><th>median (us)</th>"
+        "<tr><th>s (B)</th><th class='l'>pattern</th><th>d (us)</th><th>d actual (us)</th>"
+        "<th>median (us)</th>"
         "<th>95% CI of median (us)</th><th>min (us)</th><th>p99 (us)</th><th>count</th>"
         "<th>stable</th></tr>"
     )
@@ -264,7 +298,8 @@ def _measurement_table(meas: Measurements) -> str:
         stable = "-" if pt.stable is None else ("yes" if pt.stable else "no")
         rows.append(
             f"<tr><td>{pt.s}</td><td class='l'>{_e(_kind_label(pt))}</td>"
-            f"<td>{_e(_num(pt.d_us))}</td><td>{_e(_num(pt.median_us))}</td><td>{_e(ci)}</td>"
+            f"<td>{_e(_num(pt.d_us))}</td><td>{_e(_num(pt.d_actual_us))}</td>"
+            f"<td>{_e(_num(pt.median_us))}</td><td>{_e(ci)}</td>"
             f"<td>{_e(_num(pt.min_us))}</td><td>{_e(_num(pt.p99_us))}</td>"
             f"<td>{pt.count}</td><td>{stable}</td></tr>"
         )
@@ -349,6 +384,9 @@ def write_report(
 {_criterion(fit)}
 {extra_html}
 <h2>Measurements</h2>
+<p class="muted">PRTT times are round trips. The times of o_r(s) rows are not: each sample is
+the receiver's mean time of one receive call when the message was already there. d actual is
+the measured mean length of the busy delays.</p>
 {_measurement_table(meas)}
 <p class="muted">Generated {now} by railgauge {_e(__version__)}.</p>
 </body>

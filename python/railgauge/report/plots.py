@@ -7,7 +7,6 @@ pyplot state, no display needed) and writes a PNG to a path or a binary file obj
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -18,12 +17,13 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
 
-from railgauge.fit.loggp import LoggpFit, derive_series, g_all, overhead, prtt
-from railgauge.measurements import Measurements, triples
+from railgauge.fit.loggp import DerivedSeries, LoggpFit, derive_series, g_all, overhead, prtt
+from railgauge.measurements import Measurements, Triples, triples
 
 __all__ = ["format_bytes", "plot_gap", "plot_prtt", "plot_residuals"]
 
 FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
 PathOrFile = str | Path | IO[bytes]
 
 _DPI = 110
@@ -102,7 +102,7 @@ def _shade_ranges(ax: Axes, fit: LoggpFit, smin: float, smax: float, *, label: b
                 tag += " (unreliable)"
             ax.text(
                 math.sqrt(a * b),
-                1.01,
+                1.01 + 0.04 * (i % 3),  # staggered, so that narrow ranges do not collide
                 tag,
                 transform=ax.get_xaxis_transform(),
                 ha="center",
@@ -166,9 +166,11 @@ def plot_prtt(
             zorder=3,
         )
     if fit.ranges:
+        # The delay that elapsed (d_actual where measured), as the fit used it.
+        d_used = _derived(tr, fit).d
         _shade_ranges(ax, fit, smin, smax, label=True)
         for i, s in enumerate(_range_grid(fit, smin, smax)):
-            d = _interp_d(sizes, tr.d, s)
+            d = _interp_d(sizes, d_used, s)
             curves = (
                 ("p1", prtt(fit, 1, 0.0, s)),
                 ("pn", prtt(fit, n, 0.0, s)),
@@ -191,111 +193,160 @@ def plot_prtt(
     ax.set_xlabel("message size s")
     ax.set_ylabel("round-trip time (us)")
     ax.set_title(
-        title or f"PRTT over {meas.transport}: measurements and fitted LogGP model", pad=18
+        title or f"PRTT over {meas.transport}: measurements and fitted LogGP model", pad=34
     )
     ax.legend(loc="upper left", fontsize=8, framealpha=0.9)
     fig.tight_layout()
     return _save(fig, path)
 
 
-def _rel_tol(fit: LoggpFit) -> tuple[float, float]:
+def _derived(tr: Triples, fit: LoggpFit) -> DerivedSeries:
+    """The derived series with the fit's normalisers."""
     m = fit.method or {}
-    return float(m.get("rel_tol", 0.03)), float(m.get("abs_floor_us", 0.01))
+    return derive_series(
+        tr,
+        rel_tol=float(m.get("rel_tol", 0.03)),
+        abs_floor_us=float(m.get("abs_floor_us", 0.01)),
+        local_scatter_floor=bool(m.get("local_scatter", True)),
+    )
 
 
 def plot_gap(
     meas: Measurements, fit: LoggpFit, path: PathOrFile, *, title: str | None = None
 ) -> Path | None:
-    """G_all(s), o(s) and PRTT(1,0,s)/2 - 2 o(s) per size with the fitted lines per range."""
+    """G_all(s), the send and receive overheads o_s(s) and o_r(s), and PRTT(1,0,s)/2 -
+    o_s(s) - o_r(s) per size with the fitted lines per range."""
     tr = triples(meas)
     fig = Figure(figsize=(9.0, 9.5))
     axes = [fig.add_subplot(3, 1, k) for k in (1, 2, 3)]
     if len(tr) == 0:
         axes[0].text(0.5, 0.5, "no data", ha="center", transform=axes[0].transAxes)
         return _save(fig, path)
-    rel_tol, floor = _rel_tol(fit)
-    ds = derive_series(tr, rel_tol=rel_tol, abs_floor_us=floor)
+    ds = _derived(tr, fit)
     sizes = np.maximum(ds.sizes.astype(np.float64), 1.0)
     smin, smax = float(sizes.min()), float(sizes.max())
     grids = _range_grid(fit, smin, smax) if fit.ranges else []
+    measured_r = bool(ds.o_r_measured.any())
+    l_name = "PRTT(1,0,s)/2 - o_s(s) - o_r(s)" if measured_r else "PRTT(1,0,s)/2 - 2 o(s)"
 
     def model_l(s: FloatArray) -> FloatArray:
         p1 = np.asarray(prtt(fit, 1, 0.0, s))
-        return np.asarray(0.5 * p1 - 2.0 * np.asarray(overhead(fit, s)))
+        o_sum = np.asarray(overhead(fit, s, "send")) + np.asarray(overhead(fit, s, "recv"))
+        return np.asarray(0.5 * p1 - o_sum)
 
-    panels: Sequence[tuple[Axes, FloatArray, FloatArray, str, str, Any, str]] = (
+    # (axes, values, CI sigmas, shown mask, name, colour, marker, model, model label)
+    Panel = tuple[Axes, FloatArray, FloatArray, BoolArray, str, str, str, Any, str]
+    every = np.ones(ds.sizes.size, dtype=bool)
+    panels: list[Panel] = [
         (
             axes[0],
             ds.g_all,
             ds.g_all_stat,
+            every,
             "G_all(s) = (PRTT(n,0,s) - PRTT(1,0,s)) / (n-1)",
-            "gap per message (us)",
+            "C0",
+            "o",
             lambda s: g_all(fit, s),
             "g + (s-1) G",
         ),
         (
             axes[1],
-            ds.o,
-            ds.o_stat,
-            "o(s) = (PRTT(n,d,s) - PRTT(1,0,s)) / (n-1) - d",
-            "overhead (us)",
-            lambda s: overhead(fit, s),
-            "o + (s-1) O",
+            ds.o_s,
+            ds.o_s_stat,
+            ds.o_valid,
+            "o_s(s) = (PRTT(n,d,s) - PRTT(1,0,s)) / (n-1) - d"
+            + ("" if measured_r else "  (o_r assumed equal)"),
+            "C0",
+            "o",
+            lambda s: overhead(fit, s, "send"),
+            "o_s + (s-1) O_s",
         ),
+    ]
+    if measured_r:
+        panels.append(
+            (
+                axes[1],
+                ds.o_r,
+                ds.o_r_stat,
+                ds.o_valid & ds.o_r_measured,
+                "o_r(s) measured (receive call, message already there)",
+                "C2",
+                "s",
+                lambda s: overhead(fit, s, "recv"),
+                "o_r + (s-1) O_r",
+            )
+        )
+    panels.append(
         (
             axes[2],
             ds.y_l,
             ds.y_l_stat,
-            "PRTT(1,0,s)/2 - 2 o(s)",
-            "latency part (us)",
+            ds.o_valid,
+            l_name,
+            "C0",
+            "o",
             model_l,
             "L + (s-1) G_lat",
-        ),
+        )
     )
-    for k, (ax, y, sig, name, ylabel, model, mlabel) in enumerate(panels):
-        mask = ds.o_valid if k > 0 else np.ones(y.size, dtype=bool)
+    fit_colours = {"C0": "C3", "C2": "C4"}
+    left_out_shown: set[int] = set()
+    for ax, y, sig, mask, name, colour, marker, model, mlabel in panels:
+        k = axes.index(ax)
         ax.errorbar(
             sizes[mask],
             y[mask],
             yerr=1.96 * sig[mask],
-            fmt="o",
+            fmt=marker,
             ms=3.5,
-            color="C0",
+            color=colour,
             capsize=2,
             elinewidth=1.0,
             label=f"{name} (95% CI)",
             zorder=3,
         )
-        if not bool(mask.all()):
+        if k > 0 and not bool(ds.o_valid.all()) and k not in left_out_shown:
+            left_out_shown.add(k)
             ax.plot(
-                sizes[~mask],
-                y[~mask],
+                sizes[~ds.o_valid],
+                y[~ds.o_valid],
                 "x",
                 color="0.5",
                 label="left out: d not above G_all(s)",
                 zorder=3,
             )
         if fit.ranges:
-            _shade_ranges(ax, fit, smin, smax, label=(k == 0))
             for i, s in enumerate(grids):
                 ax.plot(
                     s,
                     model(s),
                     "-",
-                    color="C3",
+                    color=fit_colours[colour],
                     lw=1.5,
                     label=f"fit per range: {mlabel}" if i == 0 else None,
                     zorder=2,
                 )
-        positive = bool(np.all(y[mask] > 0.0))
-        if k != 1 and positive and (y[mask].max() / max(y[mask].min(), 1e-12)) > 20.0:
+    for k, ax in enumerate(axes):
+        if fit.ranges:
+            _shade_ranges(ax, fit, smin, smax, label=(k == 0))
+        shown = [(y[m]) for a, y, _, m, *_ in panels if a is ax]
+        vals = np.concatenate(shown) if shown else np.array([1.0])
+        positive = bool(vals.size and np.all(vals > 0.0))
+        mags = np.abs(vals[vals != 0.0])
+        if positive and (vals.max() / max(vals.min(), 1e-12)) > 20.0:
             ax.set_yscale("log")
+        elif mags.size and mags.max() / max(float(np.median(mags)), 1e-12) > 20.0:
+            # Values of both signs over decades (L beyond a transport's buffer): symlog,
+            # so that the small values stay visible.
+            ax.set_yscale("symlog", linthresh=float(np.quantile(mags, 0.1)))
         _size_axis(ax, smin, smax)
         _grid(ax)
-        ax.set_ylabel(ylabel)
         ax.legend(loc="best", fontsize=8, framealpha=0.9)
+    axes[0].set_ylabel("gap per message (us)")
+    axes[1].set_ylabel("overhead (us)")
+    axes[2].set_ylabel("latency part (us)")
     axes[2].set_xlabel("message size s")
-    axes[0].set_title(title or f"Derived LogGP series over {meas.transport}", pad=18)
+    axes[0].set_title(title or f"Derived LogGP series over {meas.transport}", pad=34)
     fig.tight_layout()
     return _save(fig, path)
 
@@ -303,7 +354,7 @@ def plot_gap(
 def plot_residuals(
     meas: Measurements, fit: LoggpFit, path: PathOrFile, *, title: str | None = None
 ) -> Path | None:
-    """Normalised residuals of the three fitted series, and the relative error of the model
+    """Normalised residuals of the fitted series, and the relative error of the model
     PRTT against each measured pattern."""
     tr = triples(meas)
     fig = Figure(figsize=(9.0, 7.0))
@@ -312,23 +363,28 @@ def plot_residuals(
     if len(tr) == 0 or not fit.ranges:
         ax1.text(0.5, 0.5, "no fit", ha="center", transform=ax1.transAxes)
         return _save(fig, path)
-    rel_tol, floor = _rel_tol(fit)
-    ds = derive_series(tr, rel_tol=rel_tol, abs_floor_us=floor)
+    ds = _derived(tr, fit)
     sizes = np.maximum(ds.sizes.astype(np.float64), 1.0)
     s_model = ds.sizes.astype(np.float64)
     smin, smax = float(sizes.min()), float(sizes.max())
-    o_fit = np.asarray(overhead(fit, s_model))
-    series = (
+    os_fit = np.asarray(overhead(fit, s_model, "send"))
+    or_fit = np.asarray(overhead(fit, s_model, "recv"))
+    measured_r = bool(ds.o_r_measured.any())
+    series = [
         ("G_all(s)", ds.g_all, np.asarray(g_all(fit, s_model)), ds.g_all_sigma, None, "o"),
-        ("o(s)", ds.o, o_fit, ds.o_sigma, ds.o_valid, "s"),
+        ("o_s(s)", ds.o_s, os_fit, ds.o_s_sigma, ds.o_valid, "s"),
+    ]
+    if measured_r:
+        series.append(("o_r(s)", ds.o_r, or_fit, ds.o_r_sigma, ds.o_valid & ds.o_r_measured, "D"))
+    series.append(
         (
-            "PRTT(1,0,s)/2 - 2 o(s)",
+            "PRTT(1,0,s)/2 - o_s(s) - o_r(s)" if measured_r else "PRTT(1,0,s)/2 - 2 o(s)",
             ds.y_l,
-            0.5 * np.asarray(prtt(fit, 1, 0.0, s_model)) - 2.0 * o_fit,
+            0.5 * np.asarray(prtt(fit, 1, 0.0, s_model)) - os_fit - or_fit,
             ds.y_l_sigma,
             ds.o_valid,
             "^",
-        ),
+        )
     )
     _shade_ranges(ax1, fit, smin, smax, label=True)
     ax1.axhspan(-1.0, 1.0, color="0.9", zorder=0.5, lw=0, label="within 1 sigma")
@@ -337,7 +393,7 @@ def plot_residuals(
         keep = np.ones(y.size, dtype=bool) if valid is None else valid
         ax1.plot(sizes[keep], ((y - yf) / sig)[keep], marker, ms=4, label=name, zorder=3)
     ax1.set_ylabel("residual / sigma")
-    ax1.set_title(title or f"Fit residuals over {meas.transport}", pad=18)
+    ax1.set_title(title or f"Fit residuals over {meas.transport}", pad=34)
     _size_axis(ax1, smin, smax)
     _grid(ax1)
     ax1.legend(loc="best", fontsize=8, ncol=4, framealpha=0.9)
@@ -346,7 +402,7 @@ def plot_residuals(
     pats = (
         ("PRTT(1,0,s)", tr.p1, prtt(fit, 1, 0.0, s_model), "p1"),
         (f"PRTT({n},0,s)", tr.pn, prtt(fit, tr.n_pn, 0.0, s_model), "pn"),
-        (f"PRTT({n},d,s)", tr.pd, prtt(fit, tr.n_pd, tr.d, s_model), "pd"),
+        (f"PRTT({n},d,s)", tr.pd, prtt(fit, tr.n_pd, ds.d, s_model), "pd"),
     )
     _shade_ranges(ax2, fit, smin, smax, label=False)
     ax2.axhline(0.0, color="0.4", lw=0.8)
