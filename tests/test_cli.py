@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -94,3 +95,16 @@ def test_gauge_quick_end_to_end(tmp_path: Path, transport: str) -> None:
     assert proc.returncode == 0, proc.stderr
     again = json.loads(refit.read_text())
     assert [r["from_bytes"] for r in again["ranges"]] == [r["from_bytes"] for r in model["ranges"]]
+
+
+@pytest.mark.native
+def test_failed_measurement_exits_1_with_cause(tmp_path: Path) -> None:
+    out = tmp_path / "rep"
+    env = {**os.environ, "RG_SHM_RING_SIZE": "3k"}
+    proc = subprocess.run([*RG, "gauge", "--quick", "--out", str(out)], capture_output=True,
+                          text=True, timeout=60, env=env, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 1
+    assert "RG_SHM_RING_SIZE" in proc.stderr
+    assert "railgauge: failed:" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not out.exists()

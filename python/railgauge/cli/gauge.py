@@ -39,13 +39,20 @@ def gauge(transport: str, quick: bool, min_size: int, max_size: int, n_msgs: int
     term = Terminal(verbose - quiet)
     plan = make_plan(transport, quick, min_size, max_size, n_msgs, budget, no_refine)
     out_dir = out if out is not None else default_out_dir()
+    created = not out_dir.exists()
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise FailError(f"cannot create the report folder {out_dir}: {exc.strerror}") from None
     t0 = time.monotonic()
     meas_path = out_dir / "measurements.jsonl"
-    res = run_measurement(plan, meas_path, term)
+    try:
+        res = run_measurement(plan, meas_path, term)
+    except FailError:
+        # A folder this run made and that holds nothing is not left behind.
+        if created and not any(out_dir.iterdir()):
+            out_dir.rmdir()
+        raise
     term.detail(f"measured {res.points} points in {res.wall_s:.1f} s"
                 + (f"; refined at {res.refined_sizes}" if res.refined_sizes else ""))
 
