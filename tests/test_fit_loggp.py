@@ -40,10 +40,11 @@ from railgauge.fit.loggp import (
     range_index,
 )
 from railgauge.fit.segment import line_sse
-from railgauge.measurements import Measurements
 from railgauge.synth import PAPER_TABLE, o_r_true, prtt_true, sweep_sizes, synth_prtt
 
 CONTRACT = ("L_us", "o_us", "g_us", "G_us_per_byte")
+#: The network-wide parameters (one value per network, repeated in every range).
+NETWORK_KEYS = ("L_us", "o_us", "o_s_us", "o_r_us")
 OFED = PAPER_TABLE["OFED"]
 TCP = PAPER_TABLE["TCP"]
 OFED_SIZES = sweep_sizes(1 << 20, per_octave=2, refine_at=(12289,))
@@ -78,6 +79,15 @@ def test_ofed_two_ranges_recovered_within_2_percent(seed: int) -> None:
         assert rng.reliable, rng.warnings
         for key, truth in truth_of(params).items():
             assert rel_err(rng.value(key), truth) < 0.02, (key, rng.value(key), truth)
+    # As in the paper's table: one L and one o per network, repeated in every range.
+    assert OFED[0][1:3] == OFED[1][1:3]
+    for key in NETWORK_KEYS:
+        assert high.value(key) == low.value(key) == fit.network[key]
+        assert high.ci95[key] == low.ci95[key]
+        assert tuple(fit.network["ci95"][key]) == low.ci95[key]
+    assert fit.network["from_bytes"] == 1 and fit.network["to_bytes"] == 12288
+    # g and G are the range's own.
+    assert high.g_us != low.g_us and high.ci95["g_us"] != low.ci95["g_us"]
 
 
 def test_ofed_change_between_measured_sizes() -> None:
@@ -163,7 +173,11 @@ def test_no_invented_range_on_smooth_noisy_data(
     sizes = sweep_sizes(1 << 20, per_octave=3)
     single = 0
     for seed in range(50):
-        meas = synth_prtt(params, sizes, noise=noise, reps=reps, jitter=jitter, seed=seed)
+        # Medians (iqm=False): noisier than the interquartile mean for the same CI, so that
+        # this is the stricter case.
+        meas = synth_prtt(
+            params, sizes, noise=noise, reps=reps, jitter=jitter, seed=seed, iqm=False
+        )
         fit = fit_loggp(meas, n_boot=20, seed=seed)
         single += len(fit.ranges) == 1
     assert single >= 49, single
@@ -175,7 +189,7 @@ def test_rel_tol_sets_what_counts_as_a_change() -> None:
     sizes = sweep_sizes(1 << 20, per_octave=3)
     counts_fixed, counts_loose, counts_local = [], [], []
     for seed in range(10):
-        meas = synth_prtt(TCP, sizes, noise=0.01, jitter=0.05, seed=seed)
+        meas = synth_prtt(TCP, sizes, noise=0.01, jitter=0.05, seed=seed, iqm=False)
         counts_fixed.append(len(fit_loggp(meas, n_boot=20, local_scatter=False).ranges))
         loose = fit_loggp(meas, n_boot=20, rel_tol=0.05, local_scatter=False)
         counts_loose.append(len(loose.ranges))
@@ -224,10 +238,31 @@ def test_negative_gap_far_from_s1_says_why() -> None:
     fit = fit_loggp(synth_prtt(params, sweep_sizes(), noise=0.01, seed=0))
     assert [r.from_bytes for r in fit.ranges] == [1, 65536]
     low, high = fit.ranges
-    assert low.reliable
+    assert low.reliable and low.warnings == []
     assert high.g_us == 0.0 and not high.reliable
     (warning,) = [w for w in high.warnings if w.startswith("g constrained to 0")]
     assert "65536 B" in warning and "far from s=1" in warning
+    # A problem of the range's own g: L and o (network-wide) are not affected.
+    assert fit.network["reliable"] is True
+    assert high.L_us == low.L_us > 0.0 and rel_err(low.L_us, 5.96) < 0.02
+    assert high.ci95["g_us"][0] == 0.0
+
+
+def test_network_wide_problem_flags_every_range() -> None:
+    """L < 0 over the first range: L is held at 0 in every range, and every range is
+    unreliable, saying that the network-wide value is the problem."""
+    params = [(1, -1.0, 4.72, 5.14, 0.00073), (12289, -1.0, 4.72, 21.39, 0.00103)]
+    fit = fit_loggp(synth_prtt(params, OFED_SIZES, noise=0.01, seed=0), n_boot=20)
+    assert [r.from_bytes for r in fit.ranges] == [1, 12289]
+    low, high = fit.ranges
+    assert low.L_us == high.L_us == 0.0
+    assert not low.reliable and not high.reliable and not fit.network["reliable"]
+    assert any(w.startswith("L constrained to 0") for w in low.warnings), low.warnings
+    assert any(
+        w.startswith("network-wide L, o (fitted over the first range, 1 B .. 12288 B): L")
+        for w in high.warnings
+    ), high.warnings
+    assert "unreliable" in fit.message
 
 
 def test_tiny_latency_is_not_a_false_alarm() -> None:
@@ -373,6 +408,16 @@ def check_contract(doc: dict[str, Any]) -> None:
             lo, hi = r["ci95"][key]
             assert isinstance(lo, float) and isinstance(hi, float)
             assert 0.0 <= lo <= v <= hi
+        # L and o are network-wide: the same values and CIs in every range.
+        for key in NETWORK_KEYS:
+            assert r[key] == doc["network"][key]
+            assert r["ci95"][key] == doc["network"]["ci95"][key]
+        own = r["range_overhead"]
+        for key in ("o_s_us", "o_r_us"):
+            lo, hi = own["ci95"][key]
+            assert 0.0 <= lo <= own[key] <= hi
+    assert isinstance(doc["network"]["reliable"], bool)
+    assert doc["network"]["from_bytes"] == ranges[0]["from_bytes"]
     json.dumps(doc, allow_nan=False)
 
 
@@ -512,7 +557,8 @@ SHM_SIZES = sweep_sizes(1 << 20, per_octave=2, refine_at=(65536,))
 
 @pytest.mark.parametrize("seed", range(10))
 def test_shm_like_send_and_receive_overheads_recovered(seed: int) -> None:
-    """o_s = 0.19 us, o_r = 0.03 us: with o_r measured, L = 0.05 us comes out positive."""
+    """o_s = 0.19 us, o_r = 0.03 us: with o_r measured, L = 0.05 us comes out positive; L
+    and o are network-wide, fitted over the first range, and the same in both."""
     meas = synth_prtt(SHM, SHM_SIZES, noise=0.01, reps=1000, seed=seed)
     fit = fit_loggp(meas, n_boot=100, seed=seed)
     assert fit.o_r_source == "measured"
@@ -522,17 +568,25 @@ def test_shm_like_send_and_receive_overheads_recovered(seed: int) -> None:
         assert rng.warnings == []
         assert rng.o_r_source == "measured"
         assert rel_err(rng.value("o_r_us"), 0.03) < 0.02
+        assert rel_err(rng.L_us, 0.05) < 0.05
+        assert rel_err(rng.value("o_s_us"), 0.19) < 0.02
     low, high = fit.ranges
-    assert rel_err(low.L_us, 0.05) < 0.05
-    assert rel_err(low.value("o_s_us"), 0.19) < 0.02
     assert rel_err(low.g_us, 0.08) < 0.02
     assert rel_err(low.G_us_per_byte, 0.0002) < 0.02
     assert rel_err(high.g_us, 5.0) < 0.02
     assert rel_err(high.G_us_per_byte, 0.00025) < 0.02
-    # From 64 KiB, L and o_s are extrapolations to s=1: looser, but inside their CIs.
-    assert high.L_us > 0.0
-    assert high.ci95["L_us"][0] <= 0.05 <= high.ci95["L_us"][1]
-    assert abs(high.value("o_s_us") - 0.19) < 0.04
+    for key in NETWORK_KEYS:
+        assert high.value(key) == low.value(key)
+        assert high.ci95[key] == low.ci95[key]
+    # The range's own overhead intercepts are extras; from 64 KiB they are extrapolations
+    # to s=1: looser, inside their CIs. In the first range they are the network values.
+    assert low.range_overhead is not None and high.range_overhead is not None
+    assert low.range_overhead["o_s_us"] == low.o_s_us
+    assert low.range_overhead["o_r_us"] == low.o_r_us
+    own = high.range_overhead["o_s_us"]
+    assert abs(own - 0.19) < 0.04
+    lo, hi = high.range_overhead["ci95"]["o_s_us"]
+    assert lo <= own <= hi
     # The reported o is the symmetric one, which keeps PRTT(1,0,s) = 2 (L + 2o + (s-1)G).
     assert low.o_us == pytest.approx(0.5 * (low.value("o_s_us") + low.value("o_r_us")))
     assert rel_err(low.o_us, 0.11) < 0.02
@@ -540,6 +594,35 @@ def test_shm_like_send_and_receive_overheads_recovered(seed: int) -> None:
     assert lo <= low.o_us <= hi
     for key in ("o_s_us", "o_r_us", "O_s_us_per_byte", "O_r_us_per_byte"):
         assert key in low.ci95
+
+
+#: Shared memory with a pipelined upper range: above 64 KiB sending and receiving overlap,
+#: so that o_s(s) + o_r(s) exceed PRTT(1,0,s)/2 (an L of -2 us there, as LogGP sees it).
+SHM_PIPE = [
+    (1, 0.05, 0.19, 0.08, 0.0002, 0.0, 0.03, 0.0),
+    (65536, -2.0, 0.19, 5.0, 1e-6, 5e-5, 0.03, 5e-5),
+]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_pipelined_range_does_not_spoil_l(seed: int) -> None:
+    """Per range, L of the pipelined range would be significantly negative (held at 0 and
+    flagged); network-wide, L and o come from the first range and every range is reliable,
+    with a note on the overlap."""
+    meas = synth_prtt(SHM_PIPE, SHM_SIZES, noise=0.01, reps=1000, seed=seed)
+    fit = fit_loggp(meas, n_boot=50, seed=seed)
+    assert [r.from_bytes for r in fit.ranges] == [1, 65536]
+    high = fit.ranges[1]
+    for rng in fit.ranges:
+        assert rng.reliable and rng.warnings == [], rng.warnings
+        assert rel_err(rng.L_us, 0.05) < 0.05
+        assert rel_err(rng.value("o_s_us"), 0.19) < 0.02
+        assert rel_err(rng.value("o_r_us"), 0.03) < 0.02
+    assert rel_err(high.g_us, 5.0) < 0.02
+    assert rel_err(high.value("O_s_us_per_byte"), 5e-5) < 0.05
+    assert rel_err(high.value("O_r_us_per_byte"), 5e-5) < 0.05
+    assert any("sending and receiving overlap" in n for n in high.notes), high.notes
+    assert fit.reliable and fit.network["reliable"] is True
 
 
 def test_shm_like_without_orecv_is_the_paper_and_flags_l() -> None:
@@ -587,34 +670,59 @@ def test_measured_and_paper_mode_agree_when_o_r_equals_o_s() -> None:
             assert a.value(key) == pytest.approx(b.value(key), rel=0.02, abs=1e-6)
 
 
-def strip_d_actual(meas: Measurements) -> Measurements:
-    return dataclasses.replace(
-        meas, records=[dataclasses.replace(p, d_actual_us=None) for p in meas.records]
-    )
-
-
-def test_measured_delay_is_used() -> None:
-    """A 0.1 us overshoot of the busy delay: with d_actual, o_s is unbiased; without it,
-    o_s comes out 0.1 us too large (and L 0.1 us too small)."""
+def test_corrected_samples_use_d_us() -> None:
+    """Current files: the tool corrected every sample to delays of exactly d and records the
+    overshoot as delay_excess_us, information only: the fit uses d_us and ignores it."""
     meas = synth_prtt(SHM[:1], OFED_SIZES, noise=0.01, reps=1000, seed=2, overshoot_us=0.1)
     pd = [p for p in meas.records if p.kind == "pd"]
+    assert all(p.d_actual_us is None and p.delay_excess_us == 0.1 for p in pd)
+    fit = fit_loggp(meas, n_boot=50, max_segments=1)
+    (rng,) = fit.ranges
+    assert rel_err(rng.value("o_s_us"), 0.19) < 0.02
+    assert rel_err(rng.L_us, 0.05) < 0.05
+    assert fit.method["delay"]["d_actual_sizes"] == 0
+    assert fit.residuals["d_us"] == [p.d_us for p in pd]
+    # delay_excess_us does not enter the fit, and the d_actual heuristic is not applied.
+    odd = [
+        dataclasses.replace(p, delay_excess_us=5.0) if p.kind == "pd" and p.s in (64, 1024) else p
+        for p in meas.records
+    ]
+    again = fit_loggp(dataclasses.replace(meas, records=odd), n_boot=50, max_segments=1)
+    assert again.to_json()["ranges"] == fit.to_json()["ranges"]
+    assert again.method["delay"]["replaced_sizes"] == []
+
+
+def test_older_files_use_d_actual() -> None:
+    """Older files: uncorrected samples and the delay that elapsed as d_actual_us. With
+    d_actual, o_s is unbiased; samples that nobody corrected nor recorded give o_s 0.1 us
+    too large (and L 0.1 us too small)."""
+    meas = synth_prtt(
+        SHM[:1], OFED_SIZES, noise=0.01, reps=1000, seed=2, overshoot_us=0.1, delay="d_actual"
+    )
+    pd = [p for p in meas.records if p.kind == "pd"]
     assert all(p.d_actual_us == pytest.approx(p.d_us + 0.1) for p in pd)
+    assert all(p.delay_excess_us is None for p in pd)
     fit = fit_loggp(meas, n_boot=50, max_segments=1)
     (rng,) = fit.ranges
     assert rel_err(rng.value("o_s_us"), 0.19) < 0.02
     assert rel_err(rng.L_us, 0.05) < 0.05
     assert fit.method["delay"]["replaced_sizes"] == []
     assert fit.method["delay"]["overshoot_ref_us"] == pytest.approx(0.1)
-    stripped = fit_loggp(strip_d_actual(meas), n_boot=50, max_segments=1)
+    unknown = synth_prtt(
+        SHM[:1], OFED_SIZES, noise=0.01, reps=1000, seed=2, overshoot_us=0.1, delay="none"
+    )
+    stripped = fit_loggp(unknown, n_boot=50, max_segments=1)
     (biased,) = stripped.ranges
     assert biased.value("o_s_us") - 0.19 == pytest.approx(0.1, abs=0.005)
     assert stripped.method["delay"]["d_actual_sizes"] == 0
 
 
 def test_inflated_measured_delay_is_not_trusted() -> None:
-    """A mean delay inflated by a preempted spin (here +5 us at three sizes) would bias o_s
-    by -5 us there; such sizes use d plus the typical overshoot, with a note."""
-    meas = synth_prtt(SHM[:1], OFED_SIZES, noise=0.01, reps=1000, seed=2, overshoot_us=0.1)
+    """Older files: a mean delay inflated by a preempted spin (here +5 us at three sizes)
+    would bias o_s by -5 us there; such sizes use d plus the typical overshoot, with a note."""
+    meas = synth_prtt(
+        SHM[:1], OFED_SIZES, noise=0.01, reps=1000, seed=2, overshoot_us=0.1, delay="d_actual"
+    )
     bad = {64, 1024, 8192}
     recs = [
         dataclasses.replace(p, d_actual_us=p.d_actual_us + 5.0)
@@ -627,6 +735,28 @@ def test_inflated_measured_delay_is_not_trusted() -> None:
     (rng,) = fit.ranges
     assert rel_err(rng.value("o_s_us"), 0.19) < 0.02
     assert any("d_actual at 64 B, 1024 B, 8192 B" in n for n in rng.notes), rng.notes
+
+
+def test_interquartile_mean_is_the_point_estimate() -> None:
+    """Records with iqm_us are fitted on it (the median only where it is missing); the
+    uncertainty stays that of the median."""
+    meas = synth_prtt(OFED, OFED_SIZES, noise=0.01, reps=200, seed=6)
+    assert all(p.iqm_us is not None and p.iqm_us != p.median_us for p in meas.records)
+    as_median = [
+        dataclasses.replace(p, median_us=p.iqm_us, iqm_us=None)  # type: ignore[arg-type]
+        for p in meas.records
+    ]
+    fit = fit_loggp(meas, n_boot=20)
+    same = fit_loggp(dataclasses.replace(meas, records=as_median), n_boot=20)
+    assert fit.to_json()["ranges"] == same.to_json()["ranges"]
+    without = fit_loggp(
+        dataclasses.replace(
+            meas, records=[dataclasses.replace(p, iqm_us=None) for p in meas.records]
+        ),
+        n_boot=20,
+    )
+    assert without.ranges[0].g_us != fit.ranges[0].g_us
+    assert "interquartile mean" in fit.criterion["statement"]
 
 
 def test_arrays_api_takes_o_r_and_d_actual() -> None:

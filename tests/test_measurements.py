@@ -79,8 +79,10 @@ def test_round_trip_through_synth(tmp_path: Path) -> None:
     for a, b in zip(meas.records, back.records, strict=True):
         assert (a.type, a.n, a.d_us, a.s, a.count) == (b.type, b.n, b.d_us, b.s, b.count)
         assert a.median_us == b.median_us
+        assert a.iqm_us == b.iqm_us is not None
         assert a.ci95_median_us == b.ci95_median_us
         assert a.d_actual_us == b.d_actual_us
+        assert a.delay_excess_us == b.delay_excess_us
     assert sizes_triples(back) == [1, 64, 4096, 65536]
     assert back.warnings == []
 
@@ -303,7 +305,7 @@ def test_orecv_replaced_only_with_larger_count(tmp_path: Path) -> None:
 
 
 def test_triples_without_orecv_are_nan() -> None:
-    meas = synth_prtt(PAPER_TABLE["OFED"], [1, 64, 4096], orecv=False, d_actual=False)
+    meas = synth_prtt(PAPER_TABLE["OFED"], [1, 64, 4096], orecv=False)
     tr = triples(meas)
     assert np.isnan(tr.o_r).all() and np.isnan(tr.o_r_sigma).all()
     assert np.isnan(tr.d_actual).all()
@@ -338,3 +340,59 @@ def test_orecv_before_header_and_null_d_actual(tmp_path: Path) -> None:
     meas = read_measurements(write(tmp_path / "b.jsonl", recs))
     assert meas.records[0].d_actual_us is None
     assert meas.records[0].delay_us == 10.0
+
+
+def test_interquartile_mean_is_the_point_estimate(tmp_path: Path) -> None:
+    """iqm_us (where recorded) is the value of a record; the sigma stays that of the median."""
+    recs = [HEADER, *triple(8), *triple(64, base=20.0), orecv(8, 0.05, iqm_us=0.047), FOOTER]
+    recs[1] = dict(recs[1], iqm_us=9.5)  # PRTT(1,0,8)
+    recs[3] = dict(recs[3], iqm_us=180.0)  # PRTT(16,d,8)
+    meas = read_measurements(write(tmp_path / "m.jsonl", recs))
+    p1 = next(p for p in meas.records if p.kind == "p1" and p.s == 8)
+    assert p1.iqm_us == 9.5 and p1.median_us == 10.0 and p1.value_us == 9.5
+    assert p1.sigma_us == pytest.approx(0.2 / (2 * 1.959963984540054))
+    tr = triples(meas)
+    assert tr.p1.tolist() == [9.5, 20.0]  # the median where iqm_us is missing
+    assert tr.pd[0] == 180.0
+    assert np.asarray(tr.o_r)[0] == 0.047
+    assert tr.p1_sigma[0] == pytest.approx(0.2 / (2 * 1.959963984540054))
+    assert p1.to_record()["iqm_us"] == 9.5
+    assert "iqm_us" not in next(p for p in meas.records if p.s == 64).to_record()
+
+
+def test_delay_excess_is_kept_as_information(tmp_path: Path) -> None:
+    """Current files: no d_actual_us; delay_excess_us (the overshoot already subtracted
+    from the samples) is read and written back, and the delay is d_us."""
+    recs = [HEADER, *triple(8), FOOTER]
+    recs[3] = dict(recs[3], delay_excess_us=0.06, d_rule="prtt1")
+    meas = read_measurements(write(tmp_path / "m.jsonl", recs))
+    pd = next(p for p in meas.records if p.kind == "pd")
+    assert pd.delay_excess_us == 0.06 and pd.d_actual_us is None
+    assert pd.delay_us == pd.d_us == 10.0
+    assert triples(meas).d_eff.tolist() == [10.0]
+    assert pd.to_record()["delay_excess_us"] == 0.06
+    assert "d_actual_us" not in pd.to_record()
+
+
+@pytest.mark.parametrize(
+    ("record", "needle"),
+    [
+        (point(1, 0.0, 8, 10.0, iqm_us=-1.0), "'iqm_us' is negative"),
+        (point(1, 0.0, 8, 10.0, iqm_us="x"), "'iqm_us' must be a finite"),
+        (point(1, 0.0, 8, 10.0, iqm_us=float("inf")), "'iqm_us' must be a finite"),
+        (point(16, 10.0, 8, 100.0, delay_excess_us="x"), "'delay_excess_us' must be a finite"),
+        (point(16, 10.0, 8, 100.0, delay_excess_us=True), "'delay_excess_us' must be a finite"),
+    ],
+)
+def test_iqm_and_delay_excess_errors(tmp_path: Path, record: dict[str, Any], needle: str) -> None:
+    path = write(tmp_path / "bad.jsonl", [HEADER, record])
+    with pytest.raises(MeasurementError) as exc:
+        read_measurements(path)
+    assert "bad.jsonl:2:" in str(exc.value)
+    assert needle in str(exc.value)
+
+
+def test_null_iqm_falls_back_to_the_median(tmp_path: Path) -> None:
+    recs = [HEADER, point(1, 0.0, 8, 10.0, iqm_us=None), FOOTER]
+    meas = read_measurements(write(tmp_path / "m.jsonl", recs))
+    assert meas.records[0].iqm_us is None and meas.records[0].value_us == 10.0

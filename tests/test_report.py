@@ -119,6 +119,10 @@ def test_format_table(ofed: tuple[Measurements, LoggpFit]) -> None:
     assert any(ln.startswith("12289 B ..") for ln in lines)
     assert sum("95% CI" in ln for ln in lines) == 2
     assert "[" in text
+    # L and o are one value per network, as in the paper's table.
+    assert "network-wide, fitted over the first range (1 B .. 12 KiB)" in text
+    rows = [ln.split() for ln in lines if ln.startswith(("1 B ..", "12289 B .."))]
+    assert rows[0][-6:-3] == rows[1][-6:-3]  # L, o_s, o_r
 
 
 def test_format_table_warnings_and_failure() -> None:
@@ -156,7 +160,11 @@ def test_report_shows_send_and_receive_overheads(tmp_path: Path) -> None:
     for needle in ("<th>o_s (us)</th>", "<th>o_r (us)</th>", "<th>O_r (us/B)</th>", "o_r measured"):
         assert needle in text, needle
     assert "(o_s + o_r)/2" in text
-    assert "d actual (us)" in text
+    for needle in ("d actual (us)", "delay excess (us)", "IQM (us)", "range's own o_s (us)"):
+        assert needle in text, needle
+    assert "network-wide, fitted over the first range" in text
+    # The overshoot of the delays (corrected by the tool) is shown per PRTT(n,d,s) row.
+    assert text.count("<td>0.1</td>") >= sum(p.kind == "pd" for p in meas.records)
     table = format_table(fit)
     row = next(ln for ln in table.splitlines() if ln.startswith("1 B .."))
     assert row.split()[-5:-3] == [f"{fit.ranges[0].o_s_us:.4g}", f"{fit.ranges[0].o_r_us:.4g}"]
@@ -177,12 +185,19 @@ def test_paper_mode_report_and_old_models(tmp_path: Path) -> None:
         for key in ("o_s_us", "o_r_us", "O_s_us_per_byte", "O_r_us_per_byte", "o_r_source"):
             del r[key]
             r["ci95"].pop(key, None)
-    del doc["o_r_source"]
+        del r["range_overhead"]
+    del doc["o_r_source"], doc["network"]
     old = tmp_path / "old-model.json"
     old.write_text(json.dumps(doc))
     loaded = load_loggp_model(old)
+    assert loaded.network == {}
     table = format_table(loaded)
     row = next(ln for ln in table.splitlines() if ln.startswith("1 B .."))
     o = f"{fit.ranges[0].o_us:.4g}"
     assert row.split()[-5:-3] == [o, o]
     assert write_report(tmp_path / "r", meas, loaded).exists()
+    assert "L, o_s, o_r are the same in every range" in table
+    # An older model with L per range says so.
+    doc["ranges"][1]["L_us"] = 2 * doc["ranges"][0]["L_us"]
+    old.write_text(json.dumps(doc))
+    assert "L and o differ between the ranges" in format_table(load_loggp_model(old))

@@ -8,17 +8,27 @@ as one stream in the order given.
 Record types used here::
 
     {"type": "header", "transport": "shm", "host": ..., "timer": {...}, "params": {...}, ...}
-    {"type": "prtt", "n": 16, "d_us": 0.0, "s": 1024, "median_us": ..., "count": ...,
-     "ci95_median_us": [lo, hi], "min_us": ..., "mean_us": ..., "p99_us": ...,
+    {"type": "prtt", "n": 16, "d_us": 0.0, "s": 1024, "median_us": ..., "iqm_us": ...,
+     "count": ..., "ci95_median_us": [lo, hi], "min_us": ..., "mean_us": ..., "p99_us": ...,
      "max_us": ..., "stddev_us": ..., "stable": true}
-    {"type": "prtt", "n": 16, "d_us": 3.1, "d_actual_us": 3.2, "s": 1024, ...}
-    {"type": "orecv", "n": 16, "d_us": 3.1, "d_actual_us": 3.2, "s": 1024, "median_us": ...,
-     "count": ..., "ci95_median_us": [lo, hi], ...}
+    {"type": "prtt", "n": 16, "d_us": 3.1, "delay_excess_us": 0.06, "s": 1024, ...}
+    {"type": "prtt", "n": 16, "d_us": 3.1, "d_actual_us": 3.2, "s": 1024, ...}   (older files)
+    {"type": "orecv", "n": 16, "d_us": 3.1, "s": 1024, "median_us": ..., "count": ...,
+     "ci95_median_us": [lo, hi], ...}
     {"type": "footer", "wall_s": ..., "points": ..., "status": "ok"}
 
 Every other record type is ignored (forward compatibility). The times of ``prtt`` records
-are round-trip times in microseconds. ``d_actual_us`` (optional, PRTT(n,d,s) records) is the
-measured mean length of the busy delays, which overshoot the requested ``d_us`` a little.
+are round-trip times in microseconds. ``iqm_us`` (optional) is the interquartile mean of the
+samples, the point estimate of a record where present (:attr:`PrttPoint.value_us`; the
+median otherwise): where the clock advances in coarse steps the median sits on that grid,
+while the IQM is dithered below it. The uncertainty is that of the median (its CI).
+
+The busy delays of PRTT(n,d,s) overshoot the requested ``d_us`` a little. The current
+``railgauge-bench`` corrects every sample for the overshoot of each of its delays (the
+samples are "as if every delay lasted exactly d_us") and records the mean overshoot as
+``delay_excess_us``, information only. Older files instead record ``d_actual_us``, the
+measured mean length of the busy delays, with uncorrected samples
+(:attr:`PrttPoint.delay_us` is then the delay that elapsed).
 The times of ``orecv`` records are not round trips: each sample is the receiver's mean time
 of one receive call when the message was already there, the receive overhead o_r(s).
 
@@ -54,7 +64,14 @@ __all__ = [
 #: Keys a ``prtt`` record must have.
 REQUIRED_PRTT_KEYS: tuple[str, ...] = ("n", "d_us", "s", "median_us", "count")
 #: Optional time keys of a ``prtt`` record; validated when present and not null.
-OPTIONAL_TIME_KEYS: tuple[str, ...] = ("min_us", "mean_us", "p99_us", "max_us", "stddev_us")
+OPTIONAL_TIME_KEYS: tuple[str, ...] = (
+    "min_us",
+    "mean_us",
+    "iqm_us",
+    "p99_us",
+    "max_us",
+    "stddev_us",
+)
 #: Keys a ``header`` record must have.
 REQUIRED_HEADER_KEYS: tuple[str, ...] = ("transport",)
 
@@ -81,7 +98,11 @@ class PrttPoint:
 
     With ``type == "orecv"`` the point is a receive-overhead measurement instead: its times
     are the receiver's mean time of one receive call (o_r(s)), not round trips.
-    ``d_actual_us`` is the measured mean length of the busy delays (None when not recorded).
+    ``iqm_us`` is the interquartile mean of the samples (None in older files); the point
+    estimate :attr:`value_us` uses it where present. ``d_actual_us`` is the measured mean
+    length of the busy delays of older files, whose samples are not corrected for the
+    overshoot (None when not recorded); ``delay_excess_us`` is the mean overshoot per delay
+    that the current tool has already subtracted from every sample (information only).
     """
 
     n: int
@@ -100,6 +121,8 @@ class PrttPoint:
     line: int = 0
     type: RecordType = "prtt"
     d_actual_us: float | None = None
+    iqm_us: float | None = None
+    delay_excess_us: float | None = None
 
     @property
     def kind(self) -> PointKind:
@@ -125,8 +148,15 @@ class PrttPoint:
 
     @property
     def delay_us(self) -> float:
-        """The delay that elapsed: ``d_actual_us`` when recorded, else ``d_us``."""
+        """The delay the samples correspond to: ``d_actual_us`` when recorded (older files,
+        uncorrected samples), else ``d_us`` (current files: the samples are corrected to
+        delays of exactly ``d_us``; ``delay_excess_us`` is information only)."""
         return self.d_actual_us if self.d_actual_us is not None else self.d_us
+
+    @property
+    def value_us(self) -> float:
+        """The point estimate: ``iqm_us`` where recorded, else ``median_us``."""
+        return self.iqm_us if self.iqm_us is not None else self.median_us
 
     @property
     def sigma_us(self) -> float:
@@ -148,9 +178,12 @@ class PrttPoint:
         rec: dict[str, Any] = {"type": self.type, "n": self.n, "d_us": self.d_us}
         if self.d_actual_us is not None:
             rec["d_actual_us"] = self.d_actual_us
+        if self.delay_excess_us is not None:
+            rec["delay_excess_us"] = self.delay_excess_us
         rec["s"] = self.s
-        for key in ("min_us", "median_us", "mean_us", "p99_us", "max_us", "stddev_us"):
-            rec[key] = getattr(self, key)
+        for key in ("min_us", "median_us", "mean_us", "iqm_us", "p99_us", "max_us", "stddev_us"):
+            if key != "iqm_us" or self.iqm_us is not None:
+                rec[key] = getattr(self, key)
         rec["count"] = self.count
         rec["ci95_median_us"] = (
             list(self.ci95_median_us) if self.ci95_median_us is not None else None
@@ -186,12 +219,15 @@ class Measurements:
 class Triples:
     """Per-size arrays of the three PRTT patterns, for the sizes that have all three.
 
-    ``p1`` = PRTT(1,0,s), ``pn`` = PRTT(n_pn,0,s), ``pd`` = PRTT(n_pd,d,s), medians in us,
-    with their standard uncertainties ``*_sigma`` (from the CI of the median). ``d`` is the
-    requested delay of PRTT(n_pd,d,s), ``d_actual`` the measured one (NaN where not
-    recorded; :attr:`d_eff` falls back to ``d``). ``o_r`` is the measured receive overhead
-    o_r(s) (median of the ``orecv`` record, NaN where the size has none) with its standard
-    uncertainty ``o_r_sigma``. Left out (None), the optional arrays are all NaN.
+    ``p1`` = PRTT(1,0,s), ``pn`` = PRTT(n_pn,0,s), ``pd`` = PRTT(n_pd,d,s) in us, each the
+    record's point estimate (:attr:`PrttPoint.value_us`: the interquartile mean where
+    recorded, else the median), with their standard uncertainties ``*_sigma`` (from the CI
+    of the median). ``d`` is the requested delay of PRTT(n_pd,d,s), ``d_actual`` the
+    measured one of older files (NaN where not recorded, as in current files, whose samples
+    are corrected to d; :attr:`d_eff` falls back to ``d``). ``o_r`` is the measured receive
+    overhead o_r(s) (point estimate of the ``orecv`` record, NaN where the size has none)
+    with its standard uncertainty ``o_r_sigma``. Left out (None), the optional arrays are
+    all NaN.
     """
 
     sizes: IntArray
@@ -284,6 +320,11 @@ def _parse_prtt(rec: dict[str, Any], path: str, line: int) -> PrttPoint:
     median = _time_value(rec, "median_us", where, required=True)
     assert d_us is not None and median is not None
     d_actual = _time_value(rec, "d_actual_us", where, required=False)
+    excess = rec.get("delay_excess_us")
+    if excess is not None and not _finite_number(excess):
+        raise MeasurementError(
+            f"{where}: 'delay_excess_us' must be a finite number, got {excess!r}"
+        )
     times = {k: _time_value(rec, k, where, required=False) for k in OPTIONAL_TIME_KEYS}
 
     ci: tuple[float, float] | None = None
@@ -322,6 +363,7 @@ def _parse_prtt(rec: dict[str, Any], path: str, line: int) -> PrttPoint:
         line=line,
         type=rtype,
         d_actual_us=d_actual,
+        delay_excess_us=None if excess is None else float(excess),
         **times,
     )
 
@@ -453,7 +495,8 @@ def triples(meas: Measurements) -> Triples:
 
     Where a size has PRTT(n,0,s) or PRTT(n,d,s) records for several n, the record with the
     largest n is used (the error of the derived per-message values shrinks as 1/(n-1)).
-    The receive overhead ``o_r`` and ``d_actual`` are NaN where not measured.
+    The values are the records' point estimates (``iqm_us`` where recorded, else
+    ``median_us``). The receive overhead ``o_r`` and ``d_actual`` are NaN where not measured.
     """
     by_size: dict[int, dict[str, PrttPoint]] = {}
     orecv: dict[int, PrttPoint] = {}
@@ -481,17 +524,17 @@ def triples(meas: Measurements) -> Triples:
 
     return Triples(
         sizes=np.array(sizes, dtype=np.int64),
-        p1=arr("p1", "median_us"),
+        p1=arr("p1", "value_us"),
         p1_sigma=arr("p1", "sigma_us"),
-        pn=arr("pn", "median_us"),
+        pn=arr("pn", "value_us"),
         pn_sigma=arr("pn", "sigma_us"),
         n_pn=np.array([r["pn"].n for r in rows], dtype=np.int64),
-        pd=arr("pd", "median_us"),
+        pd=arr("pd", "value_us"),
         pd_sigma=arr("pd", "sigma_us"),
         n_pd=np.array([r["pd"].n for r in rows], dtype=np.int64),
         d=arr("pd", "d_us"),
         d_actual=opt(r["pd"].d_actual_us for r in rows),
-        o_r=opt(p.median_us if p is not None else None for p in o_r_pts),
+        o_r=opt(p.value_us if p is not None else None for p in o_r_pts),
         o_r_sigma=opt(p.sigma_us if p is not None else None for p in o_r_pts),
     )
 

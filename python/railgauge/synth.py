@@ -10,20 +10,26 @@ o_r = o_s, the paper's assumption)::
     PRTT(1,0,s) = 2 (L + o_s(s) + o_r(s) + (s-1) G)
     G_all(s)    = g + (s-1) G
     PRTT(n,0,s) = PRTT(1,0,s) + (n-1) G_all(s)
-    PRTT(n,d,s) = PRTT(1,0,s) + (n-1) max(o_s(s) + d_actual, G_all(s))
+    PRTT(n,d,s) = PRTT(1,0,s) + (n-1) max(o_s(s) + d, G_all(s))
 
 The delay d is chosen as ``railgauge-bench prtt`` chooses it, from the measured values:
 d = PRTT(1,0,s), or PRTT(2,0,s) = PRTT(1,0,s) + G_all(s) where PRTT(1,0,s) is not at
-least 1.25 G_all(s) ("high gaps"). The busy delay that elapses is d_actual = d +
-``overshoot_us`` (a real spin loop overshoots by a timer read or so); it is recorded as
-``d_actual_us`` like the C tool does. Like the C tool, every size also gets an ``orecv``
-record: the receive overhead o_r(s) measured directly (each sample one receive call).
+least 1.25 G_all(s) ("high gaps"). The busy delay that elapses overshoots d by
+``overshoot_us`` (a real spin loop overshoots by a timer read or so). ``delay`` says how the
+tool dealt with that: ``"corrected"`` (the current C tool) corrects every sample, so the
+samples are those of a delay of exactly d, and records the overshoot as
+``delay_excess_us`` (information only); ``"d_actual"`` (older tools) leaves the samples
+uncorrected (delay d + overshoot) and records the delay that elapsed as ``d_actual_us``;
+``"none"`` leaves them uncorrected and records nothing. Like the C tool, every size also gets
+an ``orecv`` record: the receive overhead o_r(s) measured directly (each sample one receive
+call).
 
-Noise model: every point is the median of ``reps`` samples; a sample is the true time times
-``1 + noise * N(0, 1)``. The CI of the median is the distribution-free binomial order
-statistic interval (as the C statistics compute it). ``jitter`` adds a systematic relative
-error per point, ``1 + jitter * N(0, 1)``, that the CI does not show (like a cache or
-alignment effect at one size).
+Noise model: every point summarises ``reps`` samples; a sample is the true time times
+``1 + noise * N(0, 1)``. A record carries their median with the distribution-free binomial
+order statistic CI of the median (as the C statistics compute it) and, like the C tool, the
+interquartile mean ``iqm_us`` (``iqm=False`` leaves it out, as older files). ``jitter`` adds
+a systematic relative error per point, ``1 + jitter * N(0, 1)``, that the CI does not show
+(like a cache or alignment effect at one size).
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -153,8 +159,22 @@ def _median_ci(sorted_x: npt.NDArray[np.float64]) -> tuple[float, float]:
     return float(sorted_x[j - 1]), float(sorted_x[m - j])
 
 
+def _iqm(sorted_x: npt.NDArray[np.float64]) -> float:
+    """The interquartile mean as the C tool computes it: the mean of x[m/4 .. m - m/4)."""
+    m = sorted_x.size
+    lo, hi = m // 4, m - m // 4
+    if hi <= lo:
+        lo, hi = 0, m
+    return float(sorted_x[lo:hi].mean())
+
+
 def _summarise(
-    rng: np.random.Generator, true_us: float, noise: float, reps: int, jitter: float
+    rng: np.random.Generator,
+    true_us: float,
+    noise: float,
+    reps: int,
+    jitter: float,
+    iqm: bool = True,
 ) -> dict[str, Any]:
     centre = true_us * (1.0 + jitter * rng.standard_normal()) if jitter > 0.0 else true_us
     x = centre * (1.0 + noise * rng.standard_normal(reps))
@@ -164,6 +184,7 @@ def _summarise(
     return {
         "min_us": float(x[0]),
         "median_us": float(np.median(x)),
+        "iqm_us": _iqm(x) if iqm else None,
         "mean_us": float(x.mean()),
         "p99_us": float(np.quantile(x, 0.99)),
         "max_us": float(x[-1]),
@@ -185,7 +206,8 @@ def synth_prtt(
     transport: str = "synthetic",
     orecv: bool = True,
     overshoot_us: float = 0.0,
-    d_actual: bool = True,
+    delay: Literal["corrected", "d_actual", "none"] = "corrected",
+    iqm: bool = True,
 ) -> Measurements:
     """Synthetic PRTT measurements of a piecewise LogGP model.
 
@@ -218,8 +240,15 @@ def synth_prtt(
         paper's method (and older tools) would, without o_r.
     overshoot_us
         The busy delay that elapses exceeds the requested d by this much (>= 0).
-    d_actual
-        Record the delay that elapsed as ``d_actual_us`` (False: only ``d_us``).
+    delay
+        ``"corrected"`` (the current C tool): the samples are those of a delay of exactly d,
+        ``delay_excess_us`` = ``overshoot_us`` is recorded (information only);
+        ``"d_actual"`` (older files): the samples include the overshoot and the delay that
+        elapsed is recorded as ``d_actual_us``; ``"none"``: the samples include the
+        overshoot, nothing is recorded.
+    iqm
+        Record the interquartile mean ``iqm_us`` of the samples (False: only the median
+        and the other statistics, as older files).
 
     Returns
     -------
@@ -238,6 +267,8 @@ def synth_prtt(
         raise ValueError("noise and jitter must be >= 0")
     if not (math.isfinite(overshoot_us) and overshoot_us >= 0.0):
         raise ValueError(f"overshoot_us must be a finite number >= 0, got {overshoot_us}")
+    if delay not in ("corrected", "d_actual", "none"):
+        raise ValueError(f"delay must be 'corrected', 'd_actual' or 'none', got {delay!r}")
     size_list = sweep_sizes() if sizes is None else [int(s) for s in sizes]
     if any(s < 0 for s in size_list):
         raise ValueError("sizes must be >= 0")
@@ -251,15 +282,17 @@ def synth_prtt(
         pn_true = prtt_true(ranges, n, 0.0, s)
         if p1_true <= 0.0 or pn_true <= 0.0:
             raise ValueError(f"the parameters give a non-positive PRTT at s={s}")
-        p1 = _summarise(rng, p1_true, noise, reps, jitter)
-        pn = _summarise(rng, pn_true, noise, reps, jitter)
+        p1 = _summarise(rng, p1_true, noise, reps, jitter, iqm)
+        pn = _summarise(rng, pn_true, noise, reps, jitter, iqm)
         p1_med = p1["median_us"]
         gall_meas = (pn["median_us"] - p1_med) / (n - 1)
         d = p1_med if p1_med >= _HIGH_GAP_RATIO * gall_meas else p1_med + max(gall_meas, 0.0)
         d = round(d, 3)
         d_act = d + overshoot_us
-        pd = _summarise(rng, prtt_true(ranges, n, d_act, s), noise, reps, jitter)
-        da = d_act if d_actual else None
+        d_samples = d if delay == "corrected" else d_act
+        pd = _summarise(rng, prtt_true(ranges, n, d_samples, s), noise, reps, jitter, iqm)
+        da = d_act if delay == "d_actual" else None
+        excess = overshoot_us if delay == "corrected" else None
         for nn, dd, summ in ((1, 0.0, p1), (n, 0.0, pn), (n, d, pd)):
             records.append(
                 PrttPoint(
@@ -270,6 +303,7 @@ def synth_prtt(
                     file="<synthetic>",
                     line=line,
                     d_actual_us=da if dd > 0.0 else None,
+                    delay_excess_us=excess if dd > 0.0 else None,
                     **summ,
                 )
             )
@@ -278,7 +312,7 @@ def synth_prtt(
             o_r = o_r_true(ranges, s)
             if o_r <= 0.0:
                 raise ValueError(f"the parameters give a non-positive o_r at s={s}")
-            summ = _summarise(rng, o_r, noise, reps, jitter)
+            summ = _summarise(rng, o_r, noise, reps, jitter, iqm)
             records.append(
                 PrttPoint(
                     n=n,
@@ -315,6 +349,8 @@ def synth_prtt(
             "seed": seed,
             "orecv": orecv,
             "overshoot_us": overshoot_us,
+            "delay": delay,
+            "iqm": iqm,
         },
         "started_utc": _SYNTH_TIME,
     }

@@ -8,8 +8,9 @@ receive overheads kept apart (the paper assumes o_s = o_r = o)::
     PRTT(n,0,s) = PRTT(1,0,s) + (n-1) G_all(s)
     PRTT(n,d,s) = PRTT(1,0,s) + (n-1) max(o_s + d, G_all(s))
 
-Per measured size these series are derived (the paper's formulas; d the delay that
-elapsed, ``d_actual_us`` where the measurement recorded it)::
+Per measured size these series are derived (the paper's formulas; each PRTT the record's
+point estimate, the interquartile mean where recorded; d the delay the samples correspond
+to: ``d_us``, or ``d_actual_us`` in older files that recorded it)::
 
     G_all(s) = (PRTT(n,0,s) - PRTT(1,0,s)) / (n-1)
     o_s(s)   = (PRTT(n,d,s) - PRTT(1,0,s)) / (n-1) - d       (needs d >= G_all(s))
@@ -23,11 +24,16 @@ coefficients (bounded least squares, ``scipy.optimize.lsq_linear``)::
 
     G_all(s) ~ g + G x     o_s(s) ~ o_s + O_s x     o_r(s) ~ o_r + O_r x     y_L(s) ~ L + G_lat x
 
-The reported ``o_us`` is the symmetric LogGP o = (o_s + o_r)/2 at s = 1, which keeps the
-paper's PRTT(1,0,s) = 2 (L + 2 o + (s-1) G) exact; ``O`` is the per-byte overhead of LogGOPS,
-``G_lat`` the per-byte slope of the one-message latency (G in the model; fitted freely so
-that L does not inherit errors of G). 95% confidence intervals come from a seeded
-bootstrap. The exact procedure is stated in ``docs/fit.md``.
+As in the paper's table, L and the overheads are one value per network: ``L_us``,
+``o_s_us``, ``o_r_us`` and the symmetric LogGP ``o_us`` = (o_s + o_r)/2 are the intercepts
+at s = 1 of the lines of the *first* range (small messages, which fit the transport's
+buffers, so that the overheads are measurable), and every range carries these same values
+and CIs. Per range: g and G (the gap line), the per-byte overheads O_s, O_r (LogGOPS) and
+the latency slope G_lat (the slopes of that range's lines); the range's own overhead
+intercepts are extras (``range_overhead``). In ranges where sending and receiving overlap
+(a transfer pipelined through a buffer) L and o cannot be identified per range at all.
+95% confidence intervals come from a seeded bootstrap. The exact procedure is stated in
+``docs/fit.md``.
 """
 
 from __future__ import annotations
@@ -100,7 +106,20 @@ O_US_DEFINITION = (
     "(O_s + O_r)/2 likewise): with it the paper's PRTT(1,0,s) = 2 (L + 2 o(s) + (s-1) G) equals "
     "2 (L + o_s(s) + o_r(s) + (s-1) G) exactly; PRTT(n,d,s) = PRTT(1,0,s) + (n-1) "
     "max(o_s(s) + d, G_all(s)) needs the send overhead o_s_us. Where no receive overhead was "
-    "measured, o_r = o_s (the paper's assumption) and o_us = o_s_us."
+    "measured, o_r = o_s (the paper's assumption) and o_us = o_s_us. L_us, o_us, o_s_us and "
+    "o_r_us are network-wide (the intercepts over the first range, repeated in every range, "
+    "as in the paper's table); O_s, O_r (and O) are per range."
+)
+#: How the network-wide parameters are defined, stated in the JSON and the docs.
+NETWORK_DEFINITION = (
+    "L, o_s, o_r and o = (o_s + o_r)/2 are one value per network, as in the paper's table: the "
+    "intercepts at s=1 of the weighted lines of o_s(s), o_r(s) and PRTT(1,0,s)/2 - o_s(s) - "
+    "o_r(s) over the first protocol range (small messages, which fit the transport's buffers, "
+    "so that the overheads are measurable), with their bootstrap CIs; every range carries the "
+    "same values. g and G come from each range's gap line; O_s, O_r and G_lat are the slopes of "
+    "that range's own lines, whose intercepts are reported as range_overhead (extras: where "
+    "sending and receiving overlap, as for transfers pipelined through a buffer, L and o are "
+    "not identifiable per range)."
 )
 #: Overshoot of the busy delay (d_actual - d) accepted beyond the reference overshoot: at
 #: least this many us (see _delays).
@@ -203,15 +222,19 @@ def _propagate(
 
 
 def _delays(tr: Triples) -> tuple[FloatArray, dict[str, Any]]:
-    """The delay d per size: d_actual where recorded and plausible, else d (+ the typical
-    overshoot where d_actual was recorded but is implausible).
+    """The delay d per size that the PRTT(n,d,s) samples correspond to.
 
-    The busy delay overshoots the requested d by a small, size-independent amount (a timer
-    read); the recorded d_actual is a mean over all delays of the point, so a delay that was
-    preempted inflates it while the median PRTT(n,d,s) is unaffected. The reference
-    overshoot e_ref is the lower quartile of d_actual - d over the sizes (robust to up to
-    75% such inflated means); a size whose overshoot exceeds e_ref + max(0.05 us, e_ref,
-    0.01 d) uses d + e_ref instead.
+    Current files have no ``d_actual_us``: the tool corrected every sample for the
+    overshoot of its delays ("as if every delay lasted exactly d"), so d = ``d_us`` (their
+    ``delay_excess_us`` is information only and not used). Older files record
+    ``d_actual_us``, the mean length of the busy delays, with uncorrected samples: there d =
+    d_actual where plausible, else d + the typical overshoot. The busy delay overshoots the
+    requested d by a small, size-independent amount (a timer read); the recorded d_actual
+    is a mean over all delays of the point, so a delay that was preempted inflates it while
+    the median PRTT(n,d,s) is unaffected. The reference overshoot e_ref is the lower
+    quartile of d_actual - d over the sizes (robust to up to 75% such inflated means); a size
+    whose overshoot exceeds e_ref + max(0.05 us, e_ref, 0.01 d) uses d + e_ref instead.
+    This heuristic applies only to sizes with d_actual (older files).
     """
     d = np.asarray(tr.d, dtype=np.float64)
     da = np.asarray(tr.d_actual, dtype=np.float64)
@@ -219,10 +242,13 @@ def _delays(tr: Triples) -> tuple[FloatArray, dict[str, Any]]:
     info: dict[str, Any] = {
         "d_actual_sizes": int(have.sum()),
         "rule": (
-            "d = d_actual_us where recorded, unless d_actual - d exceeds e_ref + max("
-            f"{_OVERSHOOT_TOL_US:g} us, e_ref, {_OVERSHOOT_TOL_REL_D:g} d) with e_ref the lower "
-            "quartile of d_actual - d over the sizes (a preempted delay inflates the mean "
-            "d_actual but not the median PRTT); then d + e_ref. Without d_actual: d_us"
+            "d = d_us where no d_actual_us is recorded (current files: the samples are "
+            "corrected to delays of exactly d_us; delay_excess_us is information only). "
+            "Older files with d_actual_us (uncorrected samples): d = d_actual_us, unless "
+            f"d_actual - d exceeds e_ref + max({_OVERSHOOT_TOL_US:g} us, e_ref, "
+            f"{_OVERSHOOT_TOL_REL_D:g} d) with e_ref the lower quartile of d_actual - d over "
+            "the sizes (a preempted delay inflates the mean d_actual but not the PRTT); then "
+            "d + e_ref"
         ),
         "overshoot_ref_us": None,
         "replaced_sizes": [],
@@ -473,13 +499,19 @@ class LoggpRange:
     """The LogGP parameters of one protocol range.
 
     ``from_bytes`` is the first measured size of the range; ``to_bytes`` the last measured
-    size, or ``None`` for the last range (it extends to infinity). ``o_us`` is the
-    symmetric LogGP overhead (o_s + o_r)/2; ``o_s_us`` and ``o_r_us`` (with their per-byte
-    slopes) are the send and receive overheads, ``None`` in a model that has only ``o_us``
-    (then both are taken as ``o_us``). ``o_r_source`` says whether o_r was measured or
-    assumed equal to o_s. ``ci95`` maps each parameter key to its 95% bootstrap interval.
-    A range is ``reliable`` unless a parameter had to be held at its bound 0 against
-    significant evidence, or o_s could not be identified; ``warnings`` says why.
+    size, or ``None`` for the last range (it extends to infinity). ``L_us``, ``o_us`` (the
+    symmetric LogGP overhead (o_s + o_r)/2), ``o_s_us`` and ``o_r_us`` (the send and receive
+    overheads at s=1) are network-wide, the same in every range (fitted over the first
+    range, as in the paper's table); ``o_s_us`` / ``o_r_us`` are ``None`` in a model that
+    has only ``o_us`` (then both are taken as ``o_us``). ``g_us``, ``G_us_per_byte``, the
+    per-byte overheads ``O_s_us_per_byte``, ``O_r_us_per_byte`` (and their mean
+    ``O_us_per_byte``) and the latency slope ``Glat_us_per_byte`` are the range's own.
+    ``range_overhead`` holds the intercepts at s=1 of the range's own o_s(s) and o_r(s)
+    lines (``o_s_us``, ``o_r_us``, ``ci95``): extras, not used for predictions.
+    ``o_r_source`` says whether o_r was measured or assumed equal to o_s in this range.
+    ``ci95`` maps each parameter key to its 95% bootstrap interval. A range is ``reliable``
+    unless its g or G, or the network-wide L or o, had to be held at the bound 0 against
+    significant evidence or could not be identified; ``warnings`` says why.
     """
 
     from_bytes: int
@@ -502,6 +534,7 @@ class LoggpRange:
     points: int = 0
     last_measured_bytes: int | None = None
     chi2_red: dict[str, float] = field(default_factory=dict)
+    range_overhead: dict[str, Any] | None = None
 
     def value(self, key: str) -> float:
         """A parameter by its JSON key (``L_us``, ``G_us_per_byte``, ``o_s_us``, ...).
@@ -533,6 +566,8 @@ class LoggpRange:
         if self.Glat_us_per_byte is not None:
             out["Glat_us_per_byte"] = float(self.Glat_us_per_byte)
         out["ci95"] = {k: [float(lo), float(hi)] for k, (lo, hi) in self.ci95.items()}
+        if self.range_overhead is not None:
+            out["range_overhead"] = _finite_json(self.range_overhead)
         out["reliable"] = bool(self.reliable)
         out["warnings"] = list(self.warnings)
         out["notes"] = list(self.notes)
@@ -553,8 +588,9 @@ class LoggpFit:
     Like ``scipy.optimize`` results it carries ``success`` and ``message``; a failed fit has
     no ranges. ``o_r_source`` says where the receive overhead came from: ``"measured"``,
     ``"assumed equal to o_s"`` (no receive-overhead records: the paper's assumption), or a
-    sentence when only some sizes had it. :meth:`to_json` gives the fitted-model document
-    other tools read.
+    sentence when only some sizes had it. ``network`` describes the network-wide L, o_s,
+    o_r and o (values, CIs, the range they were fitted over, warnings). :meth:`to_json`
+    gives the fitted-model document other tools read.
     """
 
     ranges: list[LoggpRange]
@@ -567,6 +603,7 @@ class LoggpFit:
     source: dict[str, Any] = field(default_factory=dict)
     method: dict[str, Any] = field(default_factory=dict)
     o_r_source: str | None = None
+    network: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """The fitted-model document (``model`` = ``loggp``); non-finite numbers become null."""
@@ -578,6 +615,7 @@ class LoggpFit:
                 "message": self.message,
                 "transport": self.transport,
                 "o_r_source": self.o_r_source,
+                "network": self.network,
                 "ranges": [r.to_json() for r in self.ranges],
                 "criterion": self.criterion,
                 "method": self.method,
@@ -697,22 +735,60 @@ def _overlap_hint(ds: DerivedSeries, idx: npt.NDArray[np.int64]) -> str:
     )
 
 
+def _overlap_note(
+    ds: DerivedSeries, idx: npt.NDArray[np.int64], p1_model: FloatArray
+) -> str | None:
+    """A note for a range where o_s(s) + o_r(s) exceed PRTT(1,0,s)/2 significantly.
+
+    ``p1_model`` is the model's PRTT(1,0,s) at the range's sizes.
+    """
+    keep = ds.o_valid[idx] & ds.o_r_measured[idx]
+    excess = -ds.y_l[idx]
+    sig = excess > _SIGNIFICANT_Z * ds.y_l_sigma[idx]
+    if not bool(np.any(keep & sig)):
+        return None
+    i = int(np.argmax(np.where(keep, excess, -np.inf)))
+    p1 = 2.0 * ds.h[idx]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        over = np.where(p1 > 0.0, p1_model / p1 - 1.0, np.nan)
+    worst = float(np.nanmax(over)) if bool(np.any(np.isfinite(over))) else math.nan
+    msg = (
+        f"o_s(s) + o_r(s) exceed PRTT(1,0,s)/2 by up to {excess[i]:.4g} us (at "
+        f"{int(ds.sizes[idx][i])} B): sending and receiving overlap in this range (a transfer "
+        "pipelined through the transport's buffer, or a receive that includes the rest of "
+        "the transfer), which LogGP's sequence o_s, L, o_r cannot express; L and o are the "
+        "network-wide values of the first range, and L cannot be identified in this range"
+    )
+    if math.isfinite(worst) and worst > 0.0:
+        msg += (
+            f"; the model's PRTT(1,0,s) exceeds the measured one by up to {100 * worst:.0f}% here"
+        )
+    return msg
+
+
 def _fit_range(ds: DerivedSeries, idx: npt.NDArray[np.int64]) -> dict[str, Any]:
+    """The four weighted lines of one range, and where o_s(s) was not identifiable.
+
+    ``o_problems`` are sentences about sizes left out of the overhead and L fits (d not
+    above G_all(s)); ``o_identified`` is False where fewer than two sizes were left, so that
+    all were used. The caller decides what they affect: the network-wide L and o in the
+    first range, only the range's own overhead slopes elsewhere.
+    """
     x = ds.x[idx]
     valid = ds.o_valid[idx]
-    warnings: list[str] = []
-    reliable = True
+    o_problems: list[str] = []
+    o_identified = True
     use = valid
     if int(valid.sum()) < 2:
-        warnings.append(
+        o_problems.append(
             "o_s(s) is not identifiable: the delay d was not above G_all(s) at "
             f"{int((~valid).sum())} of {idx.size} sizes; all sizes were used, o may be wrong"
         )
-        reliable = False
+        o_identified = False
         use = np.ones(idx.size, dtype=bool)
     elif not bool(valid.all()):
         bad = ", ".join(str(int(s)) for s in ds.sizes[idx][~valid])
-        warnings.append(
+        o_problems.append(
             f"d was not above G_all(s) at size(s) {bad} B: o_s(s) is not identifiable there; "
             "these sizes were left out of the o and L fits"
         )
@@ -735,8 +811,8 @@ def _fit_range(ds: DerivedSeries, idx: npt.NDArray[np.int64]) -> dict[str, Any]:
     return {
         "fits": {"g": gfit, "os": osfit, "or": orfit, "l": lfit},
         "weights": {"g": w_g, "os": w_os, "or": w_or, "l": w_l},
-        "warnings": warnings,
-        "reliable": reliable,
+        "o_problems": o_problems,
+        "o_identified": o_identified,
         "o_r_source": source,
         "paper": k_meas == 0,
     }
@@ -904,11 +980,13 @@ def _criterion_statement(
     local_scatter: bool = True,
 ) -> str:
     floor = (
-        "max(sigma_CI, max(rel_tol, local scatter)*median) of the raw medians (the local "
-        "scatter: 1.4826 * median over 9 neighbouring sizes of |deviation of ln(median) "
+        "max(sigma_CI, max(rel_tol, local scatter)*m) of the raw values m (the interquartile "
+        "mean where recorded, else the median; sigma_CI from the CI of the median; the local "
+        "scatter: 1.4826 * median over 9 neighbouring sizes of |deviation of ln(m) "
         "from the log-log interpolation of its two neighbours| / sqrt(1+t^2+(1-t)^2); "
         if local_scatter
-        else "max(sigma_CI, rel_tol*median) of the raw medians ("
+        else "max(sigma_CI, rel_tol*m) of the raw values m (the interquartile mean where "
+        "recorded, else the median; "
     )
     return (
         "minimise over partitions of the sorted sizes into m <= max_segments contiguous "
@@ -919,7 +997,8 @@ def _criterion_statement(
         f"{rel_tol:g}, abs_floor={abs_floor_us:g} us), plus penalty*(m-1) with penalty="
         f"{penalty:.6g}; exact by dynamic programming, ties to fewer ranges. Reported o_us = "
         "(o_s + o_r)/2 at s=1 (the symmetric LogGP o; PRTT(1,0,s) = 2 (L + 2o + (s-1)G) "
-        "holds exactly)"
+        "holds exactly); L and o are network-wide, fitted over the first range and repeated "
+        "in every range (the paper's table), g and G per range"
     )
 
 
@@ -1020,6 +1099,57 @@ def _fit_core(
         boots = list(_bootstrap(tr, ds, segs, fitted, n_boot=n_boot, seed=seed))
 
     replaced = set(delay_info["replaced_sizes"])
+    # The network-wide L, o_s, o_r: the intercepts of the first range's lines.
+    fr0 = fitted[0]
+    n_os: _LineFit = fr0["fits"]["os"]
+    n_or: _LineFit = fr0["fits"]["or"]
+    n_l: _LineFit = fr0["fits"]["l"]
+    paper0 = bool(fr0["paper"])
+    first_from = int(ds.sizes[segs[0][0]])
+    first_last = int(ds.sizes[segs[0][-1]])
+    net_values = {
+        "L_us": n_l.a,
+        "o_us": 0.5 * (n_os.a + n_or.a),
+        "o_s_us": n_os.a,
+        "o_r_us": n_or.a,
+    }
+    if boots[0] is not None:
+        b0 = boots[0]
+        net_ci = {k: _ci(b0[k], v) for k, v in net_values.items()}
+    else:
+        cis0 = _normal_cis(fr0["fits"]["g"], n_os, n_or, n_l, paper=paper0)
+        net_ci = {k: cis0[k] for k in net_values}
+    net_warnings: list[str] = []
+    net_notes: list[str] = []
+    net_reliable = bool(fr0["o_identified"]) and segs[0].size >= min_seg
+    if segs[0].size < min_seg:
+        net_warnings.append(
+            f"only {segs[0].size} sizes in the first range (fewer than min_seg={min_seg})"
+        )
+    net_warnings.extend(fr0["o_problems"])
+    net_checks: list[tuple[str, _LineFit, bool]] = [
+        ("L_us", n_l, True),
+        ("o_s_us", n_os, True),
+        ("O_s_us_per_byte", n_os, False),
+        ("Glat_us_per_byte", n_l, False),
+    ]
+    if not paper0:
+        net_checks[2:2] = [("o_r_us", n_or, True)]
+        net_checks.append(("O_r_us_per_byte", n_or, False))
+    span0 = first_last - first_from
+    for key, lf, intercept in net_checks:
+        warn, note = _bound_messages(key, lf, first_from, span0, intercept=intercept, paper=paper0)
+        if warn is not None and key == "L_us" and not paper0:
+            warn += _overlap_hint(ds, segs[0])
+        if warn is not None:
+            net_warnings.append(warn)
+            net_reliable = False
+        if note is not None:
+            net_notes.append(note)
+    first_label = f"{first_from} B .. {first_last} B"
+    if len(segs) == 1:
+        first_label = f"{first_from} B .."
+
     ranges: list[LoggpRange] = []
     for r, (idx, fr, bs) in enumerate(zip(segs, fitted, boots, strict=True)):
         f_g: _LineFit = fr["fits"]["g"]
@@ -1031,43 +1161,77 @@ def _fit_core(
         last_b = int(ds.sizes[idx[-1]])
         span = last_b - from_b
         values = {
-            "L_us": f_l.a,
-            "o_us": 0.5 * (f_os.a + f_or.a),
+            **net_values,
             "g_us": f_g.a,
             "G_us_per_byte": f_g.b,
             "O_us_per_byte": 0.5 * (f_os.b + f_or.b),
-            "o_s_us": f_os.a,
             "O_s_us_per_byte": f_os.b,
-            "o_r_us": f_or.a,
             "O_r_us_per_byte": f_or.b,
             "Glat_us_per_byte": f_l.b,
         }
-        warnings = list(fr["warnings"])
+        own = {"o_s_us": f_os.a, "o_r_us": f_or.a}
+        if bs is not None:
+            ci = {k: _ci(bs[k], v) for k, v in values.items() if k not in net_values}
+            own_ci = {k: _ci(bs[k], v) for k, v in own.items()}
+        else:
+            cis = _normal_cis(f_g, f_os, f_or, f_l, paper=paper)
+            ci = {k: cis[k] for k in values if k not in net_values}
+            own_ci = {k: cis[k] for k in own}
+        ci.update(net_ci)
+        ci = {k: ci[k] for k in values}
+        reliable = net_reliable
+        warnings: list[str] = []
         notes: list[str] = []
-        reliable = bool(fr["reliable"])
-        if idx.size < min_seg:
+        if r == 0:
+            warnings.extend(net_warnings)
+            notes.extend(net_notes)
+        else:
+            prefix = f"network-wide L, o (fitted over the first range, {first_label}): "
+            warnings.extend(prefix + w for w in net_warnings)
+            notes.extend(
+                f"d was not above G_all(s) here: the overhead slopes of this range may be "
+                f"wrong ({p})"
+                for p in fr["o_problems"]
+            )
+        if idx.size < min_seg and r > 0:
             warnings.append(f"only {idx.size} sizes in this range (fewer than min_seg={min_seg})")
             reliable = False
-        checks: list[tuple[str, _LineFit, bool]] = [
-            ("L_us", f_l, True),
-            ("o_s_us", f_os, True),
+        own_checks: list[tuple[str, _LineFit, bool]] = [
             ("g_us", f_g, True),
             ("G_us_per_byte", f_g, False),
-            ("O_s_us_per_byte", f_os, False),
-            ("Glat_us_per_byte", f_l, False),
         ]
-        if not paper:
-            checks[2:2] = [("o_r_us", f_or, True)]
-            checks.append(("O_r_us_per_byte", f_or, False))
-        for key, lf, intercept in checks:
+        for key, lf, intercept in own_checks:
             warn, note = _bound_messages(key, lf, from_b, span, intercept=intercept, paper=paper)
-            if warn is not None and key == "L_us" and not paper:
-                warn += _overlap_hint(ds, idx)
             if warn is not None:
                 warnings.append(warn)
                 reliable = False
             if note is not None:
                 notes.append(note)
+        if r > 0:
+            slope_checks: list[tuple[str, _LineFit]] = [
+                ("O_s_us_per_byte", f_os),
+                ("Glat_us_per_byte", f_l),
+            ]
+            if not paper:
+                slope_checks.insert(1, ("O_r_us_per_byte", f_or))
+            for key, lf in slope_checks:
+                # Only significantly negative slopes: a note (not a warning), since they do
+                # not enter L, o, g or G.
+                warn, _ = _bound_messages(key, lf, from_b, span, intercept=False, paper=paper)
+                if warn is not None:
+                    notes.append(f"{warn} (a slope of this range only; L, o, g, G unaffected)")
+            x = ds.x[idx]
+            p1_model = 2.0 * (
+                values["L_us"]
+                + values["o_s_us"]
+                + values["o_r_us"]
+                + x * (values["O_s_us_per_byte"] + values["O_r_us_per_byte"])
+                + x * values["Glat_us_per_byte"]
+            )
+            if not paper:
+                over = _overlap_note(ds, idx, p1_model)
+                if over is not None:
+                    notes.append(over)
         here = [int(s) for s in ds.sizes[idx] if int(s) in replaced]
         if here:
             e_ref = delay_info["overshoot_ref_us"]
@@ -1080,27 +1244,33 @@ def _fit_core(
         if not paper:
             chi2["o_r"] = f_or.chi2_red
         chi2["L_line"] = f_l.chi2_red
+        o_r_src = str(fr["o_r_source"])
         ranges.append(
             LoggpRange(
                 from_bytes=from_b,
                 to_bytes=last_b if r < len(segs) - 1 else None,
-                o_r_source=str(fr["o_r_source"]),
-                ci95=(
-                    {k: _ci(bs[k], v) for k, v in values.items()}
-                    if bs is not None
-                    else _normal_cis(f_g, f_os, f_or, f_l, paper=paper)
-                ),
+                o_r_source=o_r_src,
+                ci95=ci,
                 reliable=reliable,
                 warnings=warnings,
                 notes=notes,
                 points=int(idx.size),
                 last_measured_bytes=last_b,
                 chi2_red=chi2,
+                range_overhead={
+                    **own,
+                    "ci95": {k: list(v) for k, v in own_ci.items()},
+                },
                 **values,
             )
         )
 
-    message = f"{len(ranges)} protocol range(s) from {n_sizes} sizes"
+    message = (
+        f"{len(ranges)} protocol range(s) from {n_sizes} sizes; L and o network-wide "
+        f"(fitted over the first range, {first_label})"
+    )
+    if not net_reliable:
+        message += " and unreliable"
     if o_r_source != O_R_MEASURED:
         message += f"; o_r {o_r_source}"
     if not all(r.reliable for r in ranges):
@@ -1114,6 +1284,18 @@ def _fit_core(
         source=source,
         method=method,
         o_r_source=o_r_source,
+        network={
+            **net_values,
+            "ci95": {k: list(v) for k, v in net_ci.items()},
+            "from_bytes": first_from,
+            "to_bytes": first_last if len(segs) > 1 else None,
+            "range_index": 0,
+            "o_r_source": str(fr0["o_r_source"]),
+            "reliable": net_reliable,
+            "warnings": net_warnings,
+            "notes": net_notes,
+            "definition": NETWORK_DEFINITION,
+        },
     )
     fit.criterion = {
         "method": "penalised segmented least squares (dynamic programming)",
@@ -1133,6 +1315,7 @@ def _fit_core(
         "fit_cost_by_segments": [c if math.isfinite(c) else None for c in seg.fit_cost_by_count],
         "o_r_source": o_r_source,
         "o_us": O_US_DEFINITION,
+        "network": NETWORK_DEFINITION,
         "statement": _criterion_statement(
             rel_tol, abs_floor_us, lam, series_names, local_scatter=local_scatter
         ),
@@ -1286,9 +1469,12 @@ def fit_loggp(
     LoggpFit
         Per range L, o = (o_s + o_r)/2, g, G with 95% CIs, and o_s, o_r, their per-byte
         slopes, and where o_r came from (``o_r_source``: measured by ``orecv`` records, or
-        assumed equal to o_s as in the paper). ``success`` is False (with a ``message``)
-        when fewer than two sizes have all three patterns. Bad arguments raise
-        ``ValueError`` naming the argument.
+        assumed equal to o_s as in the paper). L, o, o_s and o_r are network-wide (fitted
+        over the first range, the same values and CIs in every range, as in the paper's
+        table; also in ``network``); g, G and the per-byte slopes are the range's own, and
+        ``range_overhead`` holds the intercepts of the range's own overhead lines.
+        ``success`` is False (with a ``message``) when fewer than two sizes have all three
+        patterns. Bad arguments raise ``ValueError`` naming the argument.
     """
     tr = triples(meas)
     return _fit_core(
@@ -1468,6 +1654,12 @@ def _range_from_json(doc: Any, where: str) -> LoggpRange:
         ):
             raise ModelError(f"{where}: ci95['{k}'] must be [lo, hi]")
         ci[str(k)] = (float(v[0]), float(v[1]))
+    own = doc.get("range_overhead")
+    if own is not None:
+        if not isinstance(own, Mapping):
+            raise ModelError(f"{where}: 'range_overhead' must be an object")
+        for k in ("o_s_us", "o_r_us"):
+            _num(own, k, f"{where}: range_overhead", required=False)
     return LoggpRange(
         from_bytes=int(fb),
         to_bytes=None if tb is None else int(tb),
@@ -1488,6 +1680,7 @@ def _range_from_json(doc: Any, where: str) -> LoggpRange:
         o_r_us=split["o_r_us"],
         O_s_us_per_byte=split["O_s_us_per_byte"],
         O_r_us_per_byte=split["O_r_us_per_byte"],
+        range_overhead=dict(own) if own is not None else None,
     )
 
 
@@ -1517,6 +1710,7 @@ def loggp_from_json(doc: Mapping[str, Any], where: str = "model") -> LoggpFit:
         source=dict(doc.get("source") or {}),
         method=dict(doc.get("method") or {}),
         o_r_source=str(doc["o_r_source"]) if doc.get("o_r_source") is not None else None,
+        network=dict(doc.get("network") or {}),
     )
 
 
@@ -1603,7 +1797,8 @@ def overhead(
     s: ArrayLike,
     side: Literal["both", "send", "recv"] = "both",
 ) -> Any:
-    """The overhead at size s of the range of s, in us.
+    """The overhead at size s of the range of s, in us: the network-wide overhead at s=1
+    plus the range's per-byte slope times (s-1).
 
     ``side="both"``: the symmetric o(s) = o + (s-1) O = (o_s(s) + o_r(s))/2;
     ``"send"``: o_s(s) = o_s + (s-1) O_s; ``"recv"``: o_r(s) = o_r + (s-1) O_r (both equal
@@ -1627,10 +1822,14 @@ def prtt(
 ) -> Any:
     """The model's PRTT(n, d, s) in us (scalars or broadcast arrays).
 
-    PRTT(1,0,s) = 2 (L + o_s(s) + o_r(s) + (s-1) G_lat) with the range's latency slope G_lat
-    (G where a model has none), and PRTT(n,d,s) = PRTT(1,0,s) + (n-1) max(o_s(s) + d,
-    G_all(s)) (d = 0: PRTT(n,0,s) = PRTT(1,0,s) + (n-1) G_all(s)). A model with only the
-    symmetric o has o_s = o_r = o: the paper's formulas.
+    With r the range of s: PRTT(1,0,s) = 2 (L + o_s(s) + o_r(s) + (s-1) G_lat,r), where
+    o_s(s) = o_s + (s-1) O_s,r and o_r(s) = o_r + (s-1) O_r,r with the network-wide L, o_s,
+    o_r (the same in every range of a fitted model) and the range's per-byte slopes, and
+    G_lat,r the range's latency slope (G_r where a model has none); PRTT(n,d,s) =
+    PRTT(1,0,s) + (n-1) max(o_s(s) + d, G_all(s)) with G_all(s) = g_r + (s-1) G_r (d = 0:
+    PRTT(n,0,s) = PRTT(1,0,s) + (n-1) G_all(s)). A model with only the symmetric o has
+    o_s = o_r = o: the paper's formulas. The values are read from each range as stored, so
+    a model whose ranges hold different L or o (older files) is predicted as it says.
     """
     fit = _as_fit(model)
     sa, na, da = np.broadcast_arrays(

@@ -82,6 +82,23 @@ def _ci_text(r: LoggpRange, key: str) -> str:
     return f"[{_num(ci[0])}, {_num(ci[1])}]"
 
 
+def _network_sentence(fit: LoggpFit) -> str:
+    """Where L and o come from: network-wide (a fitted model) or per range (older files)."""
+    keys = ("L_us", "o_us")
+    same = all(r.value(k) == fit.ranges[0].value(k) for r in fit.ranges for k in keys)
+    if not same:
+        return "L and o differ between the ranges of this model (an older model file)."
+    net = fit.network
+    if net.get("from_bytes") is not None:
+        first = fit.ranges[0]
+        where = range_label(first)
+        return (
+            f"L, o_s, o_r are network-wide, fitted over the first range ({where}) and repeated "
+            "in every range, as in the paper's table; g, G (and O_s, O_r) are per range."
+        )
+    return "L, o_s, o_r are the same in every range; g, G (and O_s, O_r) are per range."
+
+
 def format_table(fit: LoggpFit) -> str:
     """The fitted ranges as a plain-text table (values, then 95% CIs, then warnings)."""
     head = f"LogGP fit, transport {fit.transport}"
@@ -121,6 +138,7 @@ def format_table(fit: LoggpFit) -> str:
     lines.append(
         "o_s, o_r: send and receive overhead at s=1; the model's o (o_us) = (o_s + o_r)/2."
     )
+    lines.append(_network_sentence(fit))
     if notes:
         lines.append("")
         lines.extend(notes)
@@ -199,16 +217,29 @@ def _bytes_exact(n: int) -> str:
     return text if text == f"{n} B" else f"{text} ({n} B)"
 
 
+def _own_cell(r: LoggpRange, key: str) -> str:
+    """The range's own intercept (range_overhead) with its CI, or '-'."""
+    own = r.range_overhead or {}
+    v = own.get(key)
+    if not isinstance(v, int | float) or isinstance(v, bool):
+        return "<td>-</td>"
+    ci = (own.get("ci95") or {}).get(key)
+    ci_txt = f"[{_num(ci[0])}, {_num(ci[1])}]" if isinstance(ci, list | tuple) else ""
+    return f"<td>{_e(_num(float(v)))}<br><span class='ci'>{_e(ci_txt)}</span></td>"
+
+
 def _ranges_table(fit: LoggpFit) -> str:
     if not fit.ranges:
         return f"<p class='warn'>No model: {_e(fit.message)}</p>"
     head = "".join(f"<th>{_e(name)} ({_e(unit)})</th>" for _, name, unit in HTML_COLUMNS)
+    head += "<th>range's own o_s (us)</th><th>range's own o_r (us)</th>"
     rows = []
     for i, r in enumerate(fit.ranges, start=1):
         cells = "".join(
             f"<td>{_e(_num(r.value(k)))}<br><span class='ci'>{_e(_ci_text(r, k))}</span></td>"
             for k, _, _ in HTML_COLUMNS
         )
+        cells += _own_cell(r, "o_s_us") + _own_cell(r, "o_r_us")
         to = _e(_bytes_exact(r.to_bytes)) if r.to_bytes is not None else "&infin;"
         rel = "yes" if r.reliable else "<span class='warn'>no</span>"
         cls = "" if r.reliable else " class='bad'"
@@ -230,9 +261,13 @@ def _ranges_table(fit: LoggpFit) -> str:
         "the 95% confidence interval. o_s and o_r are the send and receive overheads at s=1 "
         f"(o_r {_e(fit.o_r_source or 'as in the model file')}); the model's symmetric LogGP "
         "overhead is o = (o_s + o_r)/2, with which PRTT(1,0,s) = 2 (L + 2o + (s-1)G) holds. "
-        "O_s and O_r are the per-byte overheads of LogGOPS (0 for plain LogGP). A range "
-        "applies from its first measured size up to the first measured size of the next "
-        "range.</p>"
+        f"{_e(_network_sentence(fit))} "
+        "O_s and O_r are the per-byte overheads of LogGOPS (0 for plain LogGP), the slopes of "
+        "the range's own o_s(s) and o_r(s) lines; the range's own o_s and o_r are those lines' "
+        "intercepts at s=1 (extras, not used by the model: beyond the first range they are "
+        "extrapolations, and where sending and receiving overlap they have no LogGP meaning). "
+        "A range applies from its first measured size up to the first measured size of the "
+        "next range.</p>"
     )
     if notes:
         out += "<ul>" + "".join(notes) + "</ul>"
@@ -248,6 +283,7 @@ def _criterion(fit: LoggpFit) -> str:
         ("series", ", ".join(c.get("series", []))),
         ("receive overhead o_r", c.get("o_r_source")),
         ("reported o", c.get("o_us")),
+        ("L and o", c.get("network")),
         ("relative tolerance", c.get("rel_tol")),
         ("absolute floor (us)", c.get("abs_floor_us")),
         ("penalty per extra range", _num(c.get("penalty"))),
@@ -284,7 +320,7 @@ def _kind_label(pt: PrttPoint) -> str:
 def _measurement_table(meas: Measurements) -> str:
     head = (
         "<tr><th>s (B)</th><th class='l'>pattern</th><th>d (us)</th><th>d actual (us)</th>"
-        "<th>median (us)</th>"
+        "<th>delay excess (us)</th><th>IQM (us)</th><th>median (us)</th>"
         "<th>95% CI of median (us)</th><th>min (us)</th><th>p99 (us)</th><th>count</th>"
         "<th>stable</th></tr>"
     )
@@ -299,6 +335,7 @@ def _measurement_table(meas: Measurements) -> str:
         rows.append(
             f"<tr><td>{pt.s}</td><td class='l'>{_e(_kind_label(pt))}</td>"
             f"<td>{_e(_num(pt.d_us))}</td><td>{_e(_num(pt.d_actual_us))}</td>"
+            f"<td>{_e(_num(pt.delay_excess_us))}</td><td>{_e(_num(pt.iqm_us))}</td>"
             f"<td>{_e(_num(pt.median_us))}</td><td>{_e(ci)}</td>"
             f"<td>{_e(_num(pt.min_us))}</td><td>{_e(_num(pt.p99_us))}</td>"
             f"<td>{pt.count}</td><td>{stable}</td></tr>"
@@ -385,8 +422,12 @@ def write_report(
 {extra_html}
 <h2>Measurements</h2>
 <p class="muted">PRTT times are round trips. The times of o_r(s) rows are not: each sample is
-the receiver's mean time of one receive call when the message was already there. d actual is
-the measured mean length of the busy delays.</p>
+the receiver's mean time of one receive call when the message was already there. The fit uses
+the interquartile mean (IQM) of a record where recorded, else its median, with the
+uncertainty from the 95% CI of the median. Delay excess is the mean overshoot of the busy
+delays, already subtracted from every sample by the tool (information only; the fit uses d).
+d actual (older files only) is the measured mean length of the busy delays of uncorrected
+samples; the fit then uses it as the delay.</p>
 {_measurement_table(meas)}
 <p class="muted">Generated {now} by railgauge {_e(__version__)}.</p>
 </body>

@@ -162,11 +162,11 @@ def plot_prtt(
             ecolor=_SERIES_COLOURS[key],
             elinewidth=1.0,
             capsize=2,
-            label=f"{label} measured (median, 95% CI)",
+            label=f"{label} measured (IQM or median, 95% CI)",
             zorder=3,
         )
     if fit.ranges:
-        # The delay that elapsed (d_actual where measured), as the fit used it.
+        # The delay as the fit used it (d_us; d_actual in older files that recorded it).
         d_used = _derived(tr, fit).d
         _shade_ranges(ax, fit, smin, smax, label=True)
         for i, s in enumerate(_range_grid(fit, smin, smax)):
@@ -247,7 +247,7 @@ def plot_gap(
             "C0",
             "o",
             lambda s: g_all(fit, s),
-            "g + (s-1) G",
+            "g_r + (s-1) G_r",
         ),
         (
             axes[1],
@@ -259,7 +259,7 @@ def plot_gap(
             "C0",
             "o",
             lambda s: overhead(fit, s, "send"),
-            "o_s + (s-1) O_s",
+            "o_s + (s-1) O_s,r  (o_s network-wide)",
         ),
     ]
     if measured_r:
@@ -273,7 +273,7 @@ def plot_gap(
                 "C2",
                 "s",
                 lambda s: overhead(fit, s, "recv"),
-                "o_r + (s-1) O_r",
+                "o_r + (s-1) O_r,r  (o_r network-wide)",
             )
         )
     panels.append(
@@ -286,7 +286,7 @@ def plot_gap(
             "C0",
             "o",
             model_l,
-            "L + (s-1) G_lat",
+            "L + (s-1) G_lat,r  (L network-wide)",
         )
     )
     fit_colours = {"C0": "C3", "C2": "C4"}
@@ -323,7 +323,7 @@ def plot_gap(
                     "-",
                     color=fit_colours[colour],
                     lw=1.5,
-                    label=f"fit per range: {mlabel}" if i == 0 else None,
+                    label=f"model, range r: {mlabel}" if i == 0 else None,
                     zorder=2,
                 )
     for k, ax in enumerate(axes):
