@@ -108,3 +108,26 @@ def test_failed_measurement_exits_1_with_cause(tmp_path: Path) -> None:
     assert "railgauge: failed:" in proc.stderr
     assert "Traceback" not in proc.stderr
     assert not out.exists()
+
+
+@pytest.mark.native
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["prtt", "--sizes", "12 parsecs"], "parsecs"),
+        (["prtt", "--sizes", "2GiB"], "1 GiB"),
+        (["prtt", "--min-size", "1MiB", "--max-size", "1KiB"], "--min-size"),
+        (["prtt", "--n", "1"], "--n"),
+        (["prtt", "--transport", "pigeon"], "pigeon"),
+        (["prtt", "--bogus"], "--bogus"),
+        (["teleport"], "teleport"),
+        (["prtt"], "2 ranks"),
+    ],
+)
+def test_bench_bad_input_exits_2(args: list[str], needle: str) -> None:
+    from railgauge.native import find_tool
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RG_BOOT")}
+    proc = subprocess.run([find_tool("railgauge-bench"), *args], capture_output=True, text=True,
+                          timeout=30, env=env, stdin=subprocess.DEVNULL)
+    one_line_error(proc, 2, needle)
