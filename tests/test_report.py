@@ -120,7 +120,7 @@ def test_format_table(ofed: tuple[Measurements, LoggpFit]) -> None:
     assert sum("95% CI" in ln for ln in lines) == 2
     assert "[" in text
     # L and o are one value per network, as in the paper's table.
-    assert "network-wide, fitted over the first range (1 B .. 12 KiB)" in text
+    assert "network-wide, fitted over the smallest sizes (1 B .. 12 KiB" in text
     rows = [ln.split() for ln in lines if ln.startswith(("1 B ..", "12289 B .."))]
     assert rows[0][-6:-3] == rows[1][-6:-3]  # L, o_s, o_r
 
@@ -201,3 +201,36 @@ def test_paper_mode_report_and_old_models(tmp_path: Path) -> None:
     doc["ranges"][1]["L_us"] = 2 * doc["ranges"][0]["L_us"]
     old.write_text(json.dumps(doc))
     assert "L and o differ between the ranges" in format_table(load_loggp_model(old))
+
+
+def test_report_shows_break_support_and_bends(
+    tmp_path: Path, ofed: tuple[Measurements, LoggpFit]
+) -> None:
+    """The kept change with its support and a bend merged away (a smooth 30% rise of the
+    per-byte gap around 4 KiB, which the criterion alone splits) in the table, the HTML and
+    the plots."""
+    _, fit = ofed
+    assert "Protocol changes kept: 12 KiB | 12289 B (100%)." in format_table(fit)
+    assert "Bends (" in format_table(fit) and fit.bends == []
+    meas = synth_prtt(
+        PAPER_TABLE["TCP"], sweep_sizes(per_octave=3), jitter=0.01, bend=(4096, 1.3, 1.0), seed=1
+    )
+    bent = fit_loggp(meas, n_boot=20, n_support=30)
+    assert len(bent.ranges) == 1 and len(bent.bends) == 1
+    a, b = bent.bends[0]["between_bytes"]
+    pct = f"{100 * bent.bends[0]['support']:.0f}%"
+    table = format_table(bent)
+    assert f"{format_bytes(a)} | {format_bytes(b)} ({pct})" in table
+    assert "Protocol changes kept: none (one range)." in table
+    text = write_report(tmp_path, meas, bent).read_text()
+    assert "<th>break support</th>" in text
+    assert "bend, merged" in text and "optimal partition (before break support)" in text
+    # The plots mark the bend (a dotted line labelled with its support) and still draw.
+    for plot in (plot_prtt, plot_gap, plot_residuals):
+        buf = io.BytesIO()
+        plot(meas, bent, buf)
+        assert buf.getvalue().startswith(PNG_MAGIC)
+    # A model file keeps them.
+    model = tmp_path / "model.json"
+    model.write_text(json.dumps(bent.to_json()))
+    assert load_loggp_model(model).bends == bent.bends

@@ -30,6 +30,15 @@ order statistic CI of the median (as the C statistics compute it) and, like the 
 interquartile mean ``iqm_us`` (``iqm=False`` leaves it out, as older files). ``jitter`` adds
 a systematic relative error per point, ``1 + jitter * N(0, 1)``, that the CI does not show
 (like a cache or alignment effect at one size).
+
+``bend`` = (centre_bytes, factor, width_octaves) makes the per-byte gap a smooth function of
+the size, as cache effects do: every range's G is multiplied by
+
+    b(s) = 1 + (factor - 1) / (1 + exp(-log2(s / centre_bytes) / width_octaves))
+
+(1 well below the centre, ``factor`` well above it, a logistic transition over a few
+``width_octaves``), in G_all(s) = g + (s-1) G b(s) and in PRTT(1,0,s) alike. It is no
+protocol change: there is no size where the behaviour changes abruptly.
 """
 
 from __future__ import annotations
@@ -49,7 +58,9 @@ from railgauge.measurements import Measurements, PrttPoint
 
 __all__ = [
     "PAPER_TABLE",
+    "Bend",
     "RangeParams",
+    "bend_factor",
     "o_r_true",
     "prtt_true",
     "sweep_sizes",
@@ -60,6 +71,8 @@ __all__ = [
 #: (from_bytes, L_us, o_us, g_us, G_us_per_byte), optionally followed by O_us_per_byte,
 #: o_r_us and O_r_us_per_byte (o_us and O_us_per_byte are then the send overhead o_s, O_s).
 RangeParams = tuple[float, ...]
+#: A smooth change of the per-byte gap: (centre_bytes, factor, width_octaves).
+Bend = tuple[float, float, float]
 
 #: The numeric results of the paper (Hoefler, Lichei, Rehm 2007), per transport.
 PAPER_TABLE: dict[str, list[RangeParams]] = {
@@ -127,16 +140,37 @@ def _unpack(p: RangeParams) -> tuple[float, float, float, float, float, float, f
     return L, o, g, G, big_o, o_r, big_o_r
 
 
+def bend_factor(bend: Bend | None, s: float) -> float:
+    """The factor b(s) on the per-byte gap G of a ``bend`` (1 without one)."""
+    if bend is None:
+        return 1.0
+    centre, factor, width = bend
+    if not (centre > 0.0 and factor > 0.0 and width > 0.0):
+        raise ValueError(
+            f"bend must be (centre_bytes > 0, factor > 0, width_octaves > 0), got {bend}"
+        )
+    z = math.log2(max(s, 1.0) / centre) / width
+    return 1.0 + (factor - 1.0) / (1.0 + math.exp(-z))
+
+
 def o_r_true(params_by_range: Sequence[RangeParams], s: float) -> float:
     """The noise-free receive overhead o_r(s) = o_r + (s-1) O_r in us."""
     *_, o_r, big_o_r = _unpack(_range_for(params_by_range, s))
     return o_r + (s - 1.0) * big_o_r
 
 
-def prtt_true(params_by_range: Sequence[RangeParams], n: int, d: float, s: float) -> float:
+def prtt_true(
+    params_by_range: Sequence[RangeParams],
+    n: int,
+    d: float,
+    s: float,
+    *,
+    bend: Bend | None = None,
+) -> float:
     """The noise-free PRTT(n, d, s) in us of the piecewise LogGP(S) model; d is the delay
-    that elapses between two sends."""
+    that elapses between two sends. ``bend``: G is multiplied by :func:`bend_factor`."""
     L, o, g, G, per_byte_o, o_r, per_byte_o_r = _unpack(_range_for(params_by_range, s))
+    G *= bend_factor(bend, s)
     o_s = o + (s - 1.0) * per_byte_o
     o_r_s = o_r + (s - 1.0) * per_byte_o_r
     p1 = 2.0 * (L + o_s + o_r_s + (s - 1.0) * G)
@@ -208,6 +242,7 @@ def synth_prtt(
     overshoot_us: float = 0.0,
     delay: Literal["corrected", "d_actual", "none"] = "corrected",
     iqm: bool = True,
+    bend: Bend | None = None,
 ) -> Measurements:
     """Synthetic PRTT measurements of a piecewise LogGP model.
 
@@ -249,6 +284,9 @@ def synth_prtt(
     iqm
         Record the interquartile mean ``iqm_us`` of the samples (False: only the median
         and the other statistics, as older files).
+    bend
+        ``(centre_bytes, factor, width_octaves)``: a smooth change of the per-byte gap G by
+        ``factor`` around ``centre_bytes`` (see the module docstring); no protocol change.
 
     Returns
     -------
@@ -269,6 +307,8 @@ def synth_prtt(
         raise ValueError(f"overshoot_us must be a finite number >= 0, got {overshoot_us}")
     if delay not in ("corrected", "d_actual", "none"):
         raise ValueError(f"delay must be 'corrected', 'd_actual' or 'none', got {delay!r}")
+    if bend is not None:
+        bend_factor(bend, 1.0)  # validates it
     size_list = sweep_sizes() if sizes is None else [int(s) for s in sizes]
     if any(s < 0 for s in size_list):
         raise ValueError("sizes must be >= 0")
@@ -278,8 +318,8 @@ def synth_prtt(
     records: list[PrttPoint] = []
     line = 2
     for s in sorted(set(size_list)):
-        p1_true = prtt_true(ranges, 1, 0.0, s)
-        pn_true = prtt_true(ranges, n, 0.0, s)
+        p1_true = prtt_true(ranges, 1, 0.0, s, bend=bend)
+        pn_true = prtt_true(ranges, n, 0.0, s, bend=bend)
         if p1_true <= 0.0 or pn_true <= 0.0:
             raise ValueError(f"the parameters give a non-positive PRTT at s={s}")
         p1 = _summarise(rng, p1_true, noise, reps, jitter, iqm)
@@ -290,7 +330,9 @@ def synth_prtt(
         d = round(d, 3)
         d_act = d + overshoot_us
         d_samples = d if delay == "corrected" else d_act
-        pd = _summarise(rng, prtt_true(ranges, n, d_samples, s), noise, reps, jitter, iqm)
+        pd = _summarise(
+            rng, prtt_true(ranges, n, d_samples, s, bend=bend), noise, reps, jitter, iqm
+        )
         da = d_act if delay == "d_actual" else None
         excess = overshoot_us if delay == "corrected" else None
         for nn, dd, summ in ((1, 0.0, p1), (n, 0.0, pn), (n, d, pd)):
@@ -351,6 +393,7 @@ def synth_prtt(
             "overshoot_us": overshoot_us,
             "delay": delay,
             "iqm": iqm,
+            "bend": None if bend is None else list(bend),
         },
         "started_utc": _SYNTH_TIME,
     }

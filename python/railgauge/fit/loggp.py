@@ -38,6 +38,7 @@ intercepts are extras (``range_overhead``). In ranges where sending and receivin
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -50,7 +51,13 @@ import numpy.typing as npt
 from scipy.optimize import lsq_linear
 
 from railgauge import __version__
-from railgauge.fit.segment import Segmentation, bic_penalty, segment
+from railgauge.fit.segment import (
+    Segmentation,
+    bic_penalty,
+    line_sse,
+    segment,
+    segment_starts_batch,
+)
 from railgauge.measurements import Measurements, Triples, triples
 
 __all__ = [
@@ -107,19 +114,39 @@ O_US_DEFINITION = (
     "2 (L + o_s(s) + o_r(s) + (s-1) G) exactly; PRTT(n,d,s) = PRTT(1,0,s) + (n-1) "
     "max(o_s(s) + d, G_all(s)) needs the send overhead o_s_us. Where no receive overhead was "
     "measured, o_r = o_s (the paper's assumption) and o_us = o_s_us. L_us, o_us, o_s_us and "
-    "o_r_us are network-wide (the intercepts over the first range, repeated in every range, "
+    "o_r_us are network-wide (the intercepts over the first range up to its first bend, repeated "
+    "in every range, "
     "as in the paper's table); O_s, O_r (and O) are per range."
 )
 #: How the network-wide parameters are defined, stated in the JSON and the docs.
 NETWORK_DEFINITION = (
     "L, o_s, o_r and o = (o_s + o_r)/2 are one value per network, as in the paper's table: the "
     "intercepts at s=1 of the weighted lines of o_s(s), o_r(s) and PRTT(1,0,s)/2 - o_s(s) - "
-    "o_r(s) over the first protocol range (small messages, which fit the transport's buffers, "
-    "so that the overheads are measurable), with their bootstrap CIs; every range carries the "
+    "o_r(s) over the first segment of the optimal partition, i.e. the first protocol range up "
+    "to its first bend where a bend with too little break support was merged into it (small "
+    "messages, which fit the transport's buffers, so that the overheads are measurable; a line "
+    "through a bend would be a poor line), with their bootstrap CIs; every range carries the "
     "same values. g and G come from each range's gap line; O_s, O_r and G_lat are the slopes of "
     "that range's own lines, whose intercepts are reported as range_overhead (extras: where "
     "sending and receiving overlap, as for transfers pipelined through a buffer, L and o are "
     "not identifiable per range)."
+)
+#: Break support: a redraw supports a break at index p when one of its blocks starts within
+#: this many positions of p; the second word of the seed of its random stream.
+_SUPPORT_WINDOW = 1
+_SUPPORT_STREAM = 0x5E6
+#: The rule, stated in the JSON and the docs.
+SUPPORT_RULE = (
+    "support of a break between the measured sizes s_(p-1) and s_p of the optimal partition "
+    "= the fraction of n_resamples redraws whose optimal partition (the same criterion, "
+    "weights, penalty, min_seg and max_segments) has a break between s_(p-2) and s_(p-1), "
+    "between s_(p-1) and s_p, or between s_p and s_(p+1) (within +-1 position on the size "
+    "grid); a redraw draws every raw value (PRTT(1,0,s), PRTT(n,0,s), PRTT(n,d,s), measured "
+    "o_r(s)) from N(m, u^2), u its floored uncertainty max(sigma_CI, max(rel_tol, local "
+    "scatter) m), recomputes the derived series and adds N(0, sigma^2 - sigma_prop^2) to "
+    "each series of the criterion where the absolute floor raised its normaliser sigma "
+    "(seeded: [seed, 0x5E6]). Breaks with support >= min_support are protocol changes; the "
+    "others are bends: the ranges on either side are merged and fitted as one"
 )
 #: Overshoot of the busy delay (d_actual - d) accepted beyond the reference overshoot: at
 #: least this many us (see _delays).
@@ -145,7 +172,9 @@ class DerivedSeries:
     each raw median's uncertainty is floored at ``rel_tol`` times the median, propagated
     with the same formulas, and floored at ``abs_floor_us`` (``scatter`` holds the local
     relative scatter of each raw series, which raises the floor where it exceeds
-    ``rel_tol``; see :func:`local_scatter`). ``o_valid`` marks the sizes
+    ``rel_tol``; see :func:`local_scatter`; ``raw_sigma`` holds the floored uncertainties
+    of the raw values ``p1``, ``pn``, ``pd``, ``o_r`` before propagation, 0 for o_r where it
+    was not measured). ``o_valid`` marks the sizes
     where d >= G_all(s), so that max(o_s + d, G_all) = o_s + d and o_s(s) is identifiable.
     ``o_r`` is the measured receive overhead where ``o_r_measured``, else o_s(s) (the
     paper's assumption; its uncertainties are those of o_s(s) there). ``d`` is the delay
@@ -174,6 +203,7 @@ class DerivedSeries:
     y_l_stat: FloatArray
     y_l_sigma: FloatArray
     scatter: dict[str, FloatArray] = field(default_factory=dict)
+    raw_sigma: dict[str, FloatArray] = field(default_factory=dict)
 
 
 def _derive(
@@ -331,14 +361,14 @@ def derive_series(
         for k, v in raw.items()
     }
     tol = {k: np.maximum(rel_tol, sc) for k, sc in scatter.items()}
+    raw_sigma = {
+        "p1": np.maximum(tr.p1_sigma, tol["p1"] * np.abs(tr.p1)),
+        "pn": np.maximum(tr.pn_sigma, tol["pn"] * np.abs(tr.pn)),
+        "pd": np.maximum(tr.pd_sigma, tol["pd"] * np.abs(tr.pd)),
+        "o_r": np.maximum(s_r, tol["o_r"] * np.abs(np.nan_to_num(o_r_raw))),
+    }
     eff = _propagate(
-        np.maximum(tr.p1_sigma, tol["p1"] * np.abs(tr.p1)),
-        np.maximum(tr.pn_sigma, tol["pn"] * np.abs(tr.pn)),
-        np.maximum(tr.pd_sigma, tol["pd"] * np.abs(tr.pd)),
-        np.maximum(s_r, tol["o_r"] * np.abs(np.nan_to_num(o_r_raw))),
-        measured,
-        n_pn,
-        n_pd,
+        raw_sigma["p1"], raw_sigma["pn"], raw_sigma["pd"], raw_sigma["o_r"], measured, n_pn, n_pd
     )
     norm = tuple(np.maximum(e, abs_floor_us) for e in eff)
     return DerivedSeries(
@@ -363,6 +393,7 @@ def derive_series(
         y_l_stat=st[4],
         y_l_sigma=norm[4],
         scatter=scatter,
+        raw_sigma=raw_sigma,
     )
 
 
@@ -509,6 +540,8 @@ class LoggpRange:
     ``range_overhead`` holds the intercepts at s=1 of the range's own o_s(s) and o_r(s)
     lines (``o_s_us``, ``o_r_us``, ``ci95``): extras, not used for predictions.
     ``o_r_source`` says whether o_r was measured or assumed equal to o_s in this range.
+    ``support_from`` is the break support of the change at ``from_bytes`` (the fraction of
+    redraws that find it; ``None`` for the first range or where not computed).
     ``ci95`` maps each parameter key to its 95% bootstrap interval. A range is ``reliable``
     unless its g or G, or the network-wide L or o, had to be held at the bound 0 against
     significant evidence or could not be identified; ``warnings`` says why.
@@ -535,6 +568,7 @@ class LoggpRange:
     last_measured_bytes: int | None = None
     chi2_red: dict[str, float] = field(default_factory=dict)
     range_overhead: dict[str, Any] | None = None
+    support_from: float | None = None
 
     def value(self, key: str) -> float:
         """A parameter by its JSON key (``L_us``, ``G_us_per_byte``, ``o_s_us``, ...).
@@ -547,7 +581,9 @@ class LoggpRange:
             v = self.o_us if key.startswith("o_") else self.O_us_per_byte
         return float(v) if v is not None else math.nan
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, *, with_support: bool = True) -> dict[str, Any]:
+        """The range as a JSON object; ``support_from`` (null where not computed) for every
+        range but the first (``with_support=False``)."""
         out: dict[str, Any] = {
             "from_bytes": int(self.from_bytes),
             "to_bytes": None if self.to_bytes is None else int(self.to_bytes),
@@ -568,6 +604,8 @@ class LoggpRange:
         out["ci95"] = {k: [float(lo), float(hi)] for k, (lo, hi) in self.ci95.items()}
         if self.range_overhead is not None:
             out["range_overhead"] = _finite_json(self.range_overhead)
+        if with_support:
+            out["support_from"] = None if self.support_from is None else float(self.support_from)
         out["reliable"] = bool(self.reliable)
         out["warnings"] = list(self.warnings)
         out["notes"] = list(self.notes)
@@ -588,7 +626,9 @@ class LoggpFit:
     Like ``scipy.optimize`` results it carries ``success`` and ``message``; a failed fit has
     no ranges. ``o_r_source`` says where the receive overhead came from: ``"measured"``,
     ``"assumed equal to o_s"`` (no receive-overhead records: the paper's assumption), or a
-    sentence when only some sizes had it. ``network`` describes the network-wide L, o_s,
+    sentence when only some sizes had it. ``bends`` lists the breaks of the optimal
+    partition that were merged away for too little support (``between_bytes``,
+    ``support``). ``network`` describes the network-wide L, o_s,
     o_r and o (values, CIs, the range they were fitted over, warnings). :meth:`to_json`
     gives the fitted-model document other tools read.
     """
@@ -604,6 +644,7 @@ class LoggpFit:
     method: dict[str, Any] = field(default_factory=dict)
     o_r_source: str | None = None
     network: dict[str, Any] = field(default_factory=dict)
+    bends: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """The fitted-model document (``model`` = ``loggp``); non-finite numbers become null."""
@@ -616,7 +657,8 @@ class LoggpFit:
                 "transport": self.transport,
                 "o_r_source": self.o_r_source,
                 "network": self.network,
-                "ranges": [r.to_json() for r in self.ranges],
+                "ranges": [r.to_json(with_support=i > 0) for i, r in enumerate(self.ranges)],
+                "bends": [dict(b) for b in self.bends],
                 "criterion": self.criterion,
                 "method": self.method,
                 "residuals": self.residuals,
@@ -837,6 +879,34 @@ def _excess(
     return u, max(0.0, ms - ms_stat) / ms
 
 
+def _draw_series(
+    tr: Triples,
+    d: FloatArray,
+    sigmas: tuple[FloatArray, FloatArray, FloatArray, FloatArray],
+    rng: np.random.Generator,
+    count: int,
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]:
+    """``count`` redraws of the raw values and the derived series of each (arrays (count, N)).
+
+    PRTT(1,0,s), PRTT(n,0,s), PRTT(n,d,s) and, where measured, o_r(s) are drawn from
+    N(m, sigma^2) with the given standard uncertainties (``sigmas``: p1, pn, pd, o_r); the
+    derived series are recomputed from the draws, which keeps their correlations.
+    """
+    n = len(tr)
+    eps = rng.standard_normal((3, count, n))
+    p1 = tr.p1 + sigmas[0] * eps[0]
+    pn = tr.pn + sigmas[1] * eps[1]
+    pd = tr.pd + sigmas[2] * eps[2]
+    o_r_raw = np.asarray(tr.o_r, dtype=np.float64)
+    if bool(np.isfinite(o_r_raw).any()):
+        # Drawn only when measured, so that fits without o_r repeat the paper mode exactly.
+        s_r = np.nan_to_num(np.asarray(sigmas[3], dtype=np.float64))
+        o_r_star = o_r_raw + s_r * rng.standard_normal((count, n))
+    else:
+        o_r_star = np.broadcast_to(o_r_raw, (count, n))
+    return _derive(p1, pn, pd, d, o_r_star, tr.n_pn.astype(np.float64), tr.n_pd.astype(np.float64))
+
+
 def _bootstrap(
     tr: Triples,
     ds: DerivedSeries,
@@ -848,20 +918,8 @@ def _bootstrap(
 ) -> list[dict[str, FloatArray]]:
     """Bootstrap replicates of every parameter of every range (dict of arrays (n_boot,))."""
     rng = np.random.default_rng(seed)
-    n = len(tr)
-    eps = rng.standard_normal((3, n_boot, n))
-    p1 = tr.p1 + tr.p1_sigma * eps[0]
-    pn = tr.pn + tr.pn_sigma * eps[1]
-    pd = tr.pd + tr.pd_sigma * eps[2]
-    o_r_raw = np.asarray(tr.o_r, dtype=np.float64)
-    if bool(np.isfinite(o_r_raw).any()):
-        # Drawn only when measured, so that fits without o_r repeat the paper mode exactly.
-        s_r = np.nan_to_num(np.asarray(tr.o_r_sigma, dtype=np.float64))
-        o_r_star = o_r_raw + s_r * rng.standard_normal((n_boot, n))
-    else:
-        o_r_star = np.broadcast_to(o_r_raw, (n_boot, n))
-    gall, o_s, o_r, _, y_l = _derive(
-        p1, pn, pd, ds.d, o_r_star, tr.n_pn.astype(np.float64), tr.n_pd.astype(np.float64)
+    gall, o_s, o_r, _, y_l = _draw_series(
+        tr, ds.d, (tr.p1_sigma, tr.pn_sigma, tr.pd_sigma, tr.o_r_sigma), rng, n_boot
     )
     out: list[dict[str, FloatArray]] = []
     for idx, fr in zip(segs, fitted, strict=True):
@@ -907,6 +965,68 @@ def _bootstrap(
             }
         )
     return out
+
+
+def _break_support(
+    tr: Triples,
+    ds: DerivedSeries,
+    ws: FloatArray,
+    with_o_r: bool,
+    starts: Sequence[int],
+    *,
+    penalty: float,
+    min_seg: int,
+    max_segments: int,
+    n_support: int,
+    seed: int,
+) -> list[float]:
+    """The support of each break of the optimal partition (see ``docs/fit.md``, section 3).
+
+    ``starts`` are the indices where the partition's blocks after the first start. The raw
+    values are redrawn ``n_support`` times from the noise model of the segmentation: each
+    from N(m, u^2) with u its floored uncertainty (``ds.raw_sigma``, the values the
+    normalisers propagate), and each derived series of the criterion gets independent
+    N(0, sigma^2 - sigma_prop^2) on top where the absolute floor raised its normaliser
+    sigma above the propagated sigma_prop, so that every series scatters by its
+    normaliser. Every redraw is segmented with the same weights, penalty and constraints
+    (:func:`segment_starts_batch`); the support of a break at index p is the fraction of
+    redraws that have a block starting at p - 1, p or p + 1.
+    """
+    rng = np.random.default_rng([seed, _SUPPORT_STREAM])
+    u = ds.raw_sigma
+    gall, o_s, o_r, h, _ = _draw_series(
+        tr, ds.d, (u["p1"], u["pn"], u["pd"], u["o_r"]), rng, n_support
+    )
+    prop = _propagate(
+        u["p1"],
+        u["pn"],
+        u["pd"],
+        u["o_r"],
+        ds.o_r_measured,
+        tr.n_pn.astype(np.float64),
+        tr.n_pd.astype(np.float64),
+    )
+    draws = [(gall, ds.g_all_sigma, prop[0]), (o_s, ds.o_s_sigma, prop[1])]
+    if with_o_r:
+        draws.append((o_r, ds.o_r_sigma, prop[2]))
+    draws.append((h, ds.h_sigma, prop[3]))
+    rows = []
+    for y, sigma, sp in draws:
+        extra = np.sqrt(np.maximum(sigma**2 - sp**2, 0.0))
+        rows.append(y + extra * rng.standard_normal(y.shape))
+    ys = np.stack(rows, axis=1)  # (n_support, K, N)
+    found = segment_starts_batch(
+        ds.x, ys, ws, penalty=penalty, min_seg=min_seg, max_segments=max_segments
+    )
+    n = ds.x.size
+    return [
+        float(
+            np.mean(
+                found[:, max(p - _SUPPORT_WINDOW, 1) : min(p + _SUPPORT_WINDOW + 1, n)].any(axis=1)
+            )
+        )
+        for p in starts
+    ]
 
 
 def _ci(samples: FloatArray, est: float) -> tuple[float, float]:
@@ -1025,8 +1145,14 @@ def _fit_core(
     max_segments: int,
     n_boot: int,
     seed: int,
+    n_support: int,
+    min_support: float,
 ) -> LoggpFit:
     _validate_options(rel_tol, abs_floor_us, penalty, penalty_factor, min_seg, max_segments, n_boot)
+    if n_support != 0 and n_support < 10:
+        raise ValueError(f"n_support must be 0 (no break support) or >= 10, got {n_support}")
+    if not (math.isfinite(min_support) and 0.0 <= min_support <= 1.0):
+        raise ValueError(f"min_support must be a number in [0, 1], got {min_support}")
     n_sizes = len(tr)
     n_common = int(np.bincount(tr.n_pn).argmax()) if n_sizes else None
     _, delay_info = _delays(tr)
@@ -1092,39 +1218,88 @@ def _fit_core(
     seg: Segmentation = segment(
         ds.x, ys, ws, penalty=lam, min_seg=min_seg, max_segments=max_segments
     )
-    segs = [np.arange(i, j + 1) for i, j in seg.bounds]
+    dp_starts = [i for i, _ in seg.bounds[1:]]
+    supports: list[float | None] = [None] * len(dp_starts)
+    if n_support > 0 and dp_starts:
+        supports = list(
+            _break_support(
+                tr,
+                ds,
+                ws,
+                with_o_r,
+                dp_starts,
+                penalty=lam,
+                min_seg=min_seg,
+                max_segments=max_segments,
+                n_support=n_support,
+                seed=seed,
+            )
+        )
+    kept = [
+        (p, sup)
+        for p, sup in zip(dp_starts, supports, strict=True)
+        if sup is None or sup >= min_support - 1e-12
+    ]
+    edges = [0, *(p for p, _ in kept), n_sizes]
+    segs = [np.arange(a, b) for a, b in itertools.pairwise(edges)]
+    support_from: list[float | None] = [None, *(sup for _, sup in kept)]
+    breaks_info = [
+        {
+            "between_bytes": [int(ds.sizes[p - 1]), int(ds.sizes[p])],
+            "support": sup,
+            "kept": sup is None or sup >= min_support - 1e-12,
+        }
+        for p, sup in zip(dp_starts, supports, strict=True)
+    ]
+    bends = [
+        {"between_bytes": b["between_bytes"], "support": b["support"]}
+        for b in breaks_info
+        if not b["kept"]
+    ]
+    final_fit_cost = float(
+        sum(line_sse(ds.x[idx], ys[k, idx], ws[k, idx]) for idx in segs for k in range(ys.shape[0]))
+    )
     fitted = [_fit_range(ds, idx) for idx in segs]
     boots: list[dict[str, FloatArray] | None] = [None] * len(segs)
     if n_boot > 0:
         boots = list(_bootstrap(tr, ds, segs, fitted, n_boot=n_boot, seed=seed))
 
     replaced = set(delay_info["replaced_sizes"])
-    # The network-wide L, o_s, o_r: the intercepts of the first range's lines.
-    fr0 = fitted[0]
+    # The network-wide L, o_s, o_r: the intercepts of the lines over the first segment of
+    # the optimal partition. Where a bend with too little support was merged away, the
+    # first range runs past it, and a line through a bend is a poor line: L and o belong
+    # to the smallest messages, so they are fitted up to the first break or bend.
+    net_idx = np.arange(0, dp_starts[0]) if dp_starts else segs[0]
+    if net_idx.size == segs[0].size:
+        fr0, boot0 = fitted[0], boots[0]
+    else:
+        fr0 = _fit_range(ds, net_idx)
+        boot0 = None
+        if n_boot > 0:
+            boot0 = next(iter(_bootstrap(tr, ds, [net_idx], [fr0], n_boot=n_boot, seed=seed)))
     n_os: _LineFit = fr0["fits"]["os"]
     n_or: _LineFit = fr0["fits"]["or"]
     n_l: _LineFit = fr0["fits"]["l"]
     paper0 = bool(fr0["paper"])
-    first_from = int(ds.sizes[segs[0][0]])
-    first_last = int(ds.sizes[segs[0][-1]])
+    first_from = int(ds.sizes[net_idx[0]])
+    first_last = int(ds.sizes[net_idx[-1]])
     net_values = {
         "L_us": n_l.a,
         "o_us": 0.5 * (n_os.a + n_or.a),
         "o_s_us": n_os.a,
         "o_r_us": n_or.a,
     }
-    if boots[0] is not None:
-        b0 = boots[0]
-        net_ci = {k: _ci(b0[k], v) for k, v in net_values.items()}
+    if boot0 is not None:
+        net_ci = {k: _ci(boot0[k], v) for k, v in net_values.items()}
     else:
         cis0 = _normal_cis(fr0["fits"]["g"], n_os, n_or, n_l, paper=paper0)
         net_ci = {k: cis0[k] for k in net_values}
     net_warnings: list[str] = []
     net_notes: list[str] = []
-    net_reliable = bool(fr0["o_identified"]) and segs[0].size >= min_seg
-    if segs[0].size < min_seg:
+    net_reliable = bool(fr0["o_identified"]) and net_idx.size >= min_seg
+    if net_idx.size < min_seg:
         net_warnings.append(
-            f"only {segs[0].size} sizes in the first range (fewer than min_seg={min_seg})"
+            f"only {net_idx.size} sizes in the first range (fewer than min_seg={min_seg})"
         )
     net_warnings.extend(fr0["o_problems"])
     net_checks: list[tuple[str, _LineFit, bool]] = [
@@ -1140,14 +1315,14 @@ def _fit_core(
     for key, lf, intercept in net_checks:
         warn, note = _bound_messages(key, lf, first_from, span0, intercept=intercept, paper=paper0)
         if warn is not None and key == "L_us" and not paper0:
-            warn += _overlap_hint(ds, segs[0])
+            warn += _overlap_hint(ds, net_idx)
         if warn is not None:
             net_warnings.append(warn)
             net_reliable = False
         if note is not None:
             net_notes.append(note)
     first_label = f"{first_from} B .. {first_last} B"
-    if len(segs) == 1:
+    if len(segs) == 1 and not dp_starts:
         first_label = f"{first_from} B .."
 
     ranges: list[LoggpRange] = []
@@ -1257,6 +1432,7 @@ def _fit_core(
                 points=int(idx.size),
                 last_measured_bytes=last_b,
                 chi2_red=chi2,
+                support_from=support_from[r],
                 range_overhead={
                     **own,
                     "ci95": {k: list(v) for k, v in own_ci.items()},
@@ -1275,6 +1451,11 @@ def _fit_core(
         message += f"; o_r {o_r_source}"
     if not all(r.reliable for r in ranges):
         message += "; some ranges are unreliable"
+    if bends:
+        message += (
+            f"; {len(bends)} bend(s) of the optimal partition merged away (break support "
+            f"< {min_support:g})"
+        )
     fit = LoggpFit(
         ranges=ranges,
         success=True,
@@ -1284,11 +1465,12 @@ def _fit_core(
         source=source,
         method=method,
         o_r_source=o_r_source,
+        bends=bends,
         network={
             **net_values,
             "ci95": {k: list(v) for k, v in net_ci.items()},
             "from_bytes": first_from,
-            "to_bytes": first_last if len(segs) > 1 else None,
+            "to_bytes": first_last if (len(segs) > 1 or dp_starts) else None,
             "range_index": 0,
             "o_r_source": str(fr0["o_r_source"]),
             "reliable": net_reliable,
@@ -1310,8 +1492,24 @@ def _fit_core(
         "min_seg": min_seg,
         "max_segments": max_segments,
         "segments": len(ranges),
-        "fit_cost": seg.fit_cost,
-        "cost": seg.cost,
+        "fit_cost": final_fit_cost,
+        "cost": final_fit_cost + lam * (len(ranges) - 1),
+        "optimal_partition": {
+            "segments": len(seg.bounds),
+            "from_bytes": [int(ds.sizes[i]) for i, _ in seg.bounds],
+            "fit_cost": seg.fit_cost,
+            "cost": seg.cost,
+        },
+        "break_support": {
+            "rule": SUPPORT_RULE
+            if n_support > 0
+            else "not computed (n_support = 0): every break of the optimal partition is kept",
+            "n_resamples": n_support,
+            "min_support": min_support,
+            "window_positions": _SUPPORT_WINDOW,
+            "seed": seed,
+            "breaks": breaks_info,
+        },
         "fit_cost_by_segments": [c if math.isfinite(c) else None for c in seg.fit_cost_by_count],
         "o_r_source": o_r_source,
         "o_us": O_US_DEFINITION,
@@ -1432,6 +1630,8 @@ def fit_loggp(
     max_segments: int = 6,
     n_boot: int = 300,
     seed: int = 0,
+    n_support: int = 100,
+    min_support: float = 0.9,
 ) -> LoggpFit:
     """Fits LogGP parameters per automatically detected protocol range.
 
@@ -1462,7 +1662,13 @@ def fit_loggp(
         Bootstrap resamples for the 95% CIs (>= 20), or 0 for quick normal-approximation
         CIs (estimate +- 1.96 standard errors).
     seed
-        Seed of the bootstrap (same seed, same result).
+        Seed of the bootstrap and of the break support (same seed, same result).
+    n_support
+        Redraws for the support of the breaks of the optimal partition (>= 10), or 0 to
+        keep every break of the optimal partition (the criterion alone).
+    min_support
+        Breaks with support >= ``min_support`` are protocol changes; the others are
+        merged away and reported as ``bends`` (see ``docs/fit.md``, section 3).
 
     Returns
     -------
@@ -1490,6 +1696,8 @@ def fit_loggp(
         max_segments=max_segments,
         n_boot=n_boot,
         seed=seed,
+        n_support=n_support,
+        min_support=min_support,
     )
 
 
@@ -1542,6 +1750,8 @@ def fit_loggp_arrays(
     max_segments: int = 6,
     n_boot: int = 300,
     seed: int = 0,
+    n_support: int = 100,
+    min_support: float = 0.9,
 ) -> LoggpFit:
     """:func:`fit_loggp` on arrays: PRTT(1,0,s), PRTT(n,0,s), PRTT(n_d,d,s) medians in us.
 
@@ -1607,6 +1817,8 @@ def fit_loggp_arrays(
         max_segments=max_segments,
         n_boot=n_boot,
         seed=seed,
+        n_support=n_support,
+        min_support=min_support,
     )
 
 
@@ -1681,7 +1893,39 @@ def _range_from_json(doc: Any, where: str) -> LoggpRange:
         O_s_us_per_byte=split["O_s_us_per_byte"],
         O_r_us_per_byte=split["O_r_us_per_byte"],
         range_overhead=dict(own) if own is not None else None,
+        support_from=_support_of(doc, where),
     )
+
+
+def _support_of(doc: Mapping[str, Any], where: str) -> float | None:
+    v = doc.get("support_from")
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int | float) or not 0.0 <= float(v) <= 1.0:
+        raise ModelError(f"{where}: 'support_from' must be null or a number in [0, 1], got {v!r}")
+    return float(v)
+
+
+def _bends_of(doc: Mapping[str, Any], where: str) -> list[dict[str, Any]]:
+    raw = doc.get("bends") or []
+    if not isinstance(raw, list):
+        raise ModelError(f"{where}: 'bends' must be a list")
+    out: list[dict[str, Any]] = []
+    for i, b in enumerate(raw):
+        ok = isinstance(b, Mapping)
+        between = b.get("between_bytes") if ok else None
+        sup = b.get("support") if ok else None
+        if not (
+            isinstance(between, list)
+            and len(between) == 2
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in between)
+            and (sup is None or (isinstance(sup, int | float) and not isinstance(sup, bool)))
+        ):
+            raise ModelError(
+                f"{where}: bends[{i}] must be {{'between_bytes': [a, b], 'support': x}}"
+            )
+        out.append({"between_bytes": [int(between[0]), int(between[1])], "support": sup})
+    return out
 
 
 def loggp_from_json(doc: Mapping[str, Any], where: str = "model") -> LoggpFit:
@@ -1711,6 +1955,7 @@ def loggp_from_json(doc: Mapping[str, Any], where: str = "model") -> LoggpFit:
         method=dict(doc.get("method") or {}),
         o_r_source=str(doc["o_r_source"]) if doc.get("o_r_source") is not None else None,
         network=dict(doc.get("network") or {}),
+        bends=_bends_of(doc, where),
     )
 
 

@@ -20,6 +20,10 @@ Design", section 6.3) in O(K N^2 + max_segments N^2) time. Ties go to fewer bloc
 errors of the given sigmas the fit cost is -2 log-likelihood up to a constant, and a block
 adds k free parameters (two per series, plus the breakpoint: 9 for the four LogGP series,
 7 for three), so ``factor = 1`` is the Bayesian information criterion with M residuals.
+
+:func:`segment_starts_batch` solves the same problem for many value sets that share the
+sizes and the weights at once (vectorised over them; the break support of
+:mod:`railgauge.fit.loggp` re-segments bootstrap resamples with it).
 """
 
 from __future__ import annotations
@@ -30,9 +34,17 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Segmentation", "bic_penalty", "line_sse", "segment", "segment_cost_matrix"]
+__all__ = [
+    "Segmentation",
+    "bic_penalty",
+    "line_sse",
+    "segment",
+    "segment_cost_matrix",
+    "segment_starts_batch",
+]
 
 FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
 
 
 @dataclass(frozen=True)
@@ -194,3 +206,103 @@ def segment(
         fit_cost_by_count=by_count,
         n_residuals=m_res,
     )
+
+
+def _batch_cost_matrix(x: FloatArray, ys: FloatArray, ws: FloatArray, min_seg: int) -> FloatArray:
+    """``cost[b, i, j]`` of :func:`segment_cost_matrix` for value sets ``ys[b]`` (B, K, N)
+    with shared weights ``ws`` (K, N), from running weighted sums.
+
+    For every first index i the sums run over i..j with x and y shifted by their values at
+    i (this keeps the cancellation in the centred sums small); the SSE of the best line is
+    ``Syy - Sxy^2 / Sxx`` of the centred sums, ``Syy`` where fewer than two values have a
+    weight (as :func:`line_sse`), clipped at 0.
+    """
+    bcount, _, n = ys.shape
+    cost = np.full((bcount, n, n), np.inf)
+    pos = ws > 0.0
+    ysz = np.where(pos, ys, 0.0)
+    for i in range(n - min_seg + 1):
+        w = ws[:, i:]  # (K, L)
+        xs = x[i:] - x[i]
+        wx = w * xs
+        sw = np.cumsum(w, axis=-1)
+        sx = np.cumsum(wx, axis=-1)
+        sxx = np.cumsum(wx * xs, axis=-1)
+        cnt = np.cumsum(pos[:, i:], axis=-1)
+        y = ysz[:, :, i:] - ysz[:, :, i : i + 1]  # (B, K, L)
+        wy = w * y
+        sy = np.cumsum(wy, axis=-1)
+        syy = np.cumsum(wy * y, axis=-1)
+        sxy = np.cumsum(wx * y, axis=-1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            inv = np.where(sw > 0.0, 1.0 / sw, 0.0)
+            cxx = sxx - sx * sx * inv
+            cyy = syy - sy * sy * inv
+            cxy = sxy - sx * sy * inv
+            line = cyy - cxy * cxy / np.where(cxx > 0.0, cxx, 1.0)
+        sse = np.where((cnt >= 2) & (cxx > 0.0), line, cyy)
+        total = np.maximum(sse, 0.0).sum(axis=1)  # (B, L)
+        cost[:, i, i + min_seg - 1 :] = total[:, min_seg - 1 :]
+    return cost
+
+
+def segment_starts_batch(
+    x: FloatArray,
+    ys: FloatArray,
+    ws: FloatArray,
+    *,
+    penalty: float,
+    min_seg: int = 3,
+    max_segments: int = 6,
+) -> BoolArray:
+    """The optimal partitions of :func:`segment` for many value sets at once.
+
+    ``ys`` has shape (B, K, N) (B value sets of the K series), ``ws`` (K, N) the weights
+    shared by all of them. Returns a boolean array (B, N) that is True at index p > 0 where
+    a block of value set b's optimal partition starts (a break between sizes p-1 and p).
+    The criterion, the constraints and the tie rules are those of :func:`segment`
+    (ties between partitions to fewer blocks, between starts to the earliest); the block
+    costs come from running sums (:func:`segment` sums each block anew), so they agree to
+    rounding.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    ys = np.asarray(ys, dtype=np.float64)
+    ws = np.atleast_2d(np.asarray(ws, dtype=np.float64))
+    if ys.ndim == 2:
+        ys = ys[:, None, :]
+    n = x.size
+    if ys.ndim != 3 or ys.shape[1:] != ws.shape or ws.shape[1] != n:
+        raise ValueError("ys must have shape (B, K, N) and ws (K, N) with N = len(x)")
+    if min_seg < 2:
+        raise ValueError(f"min_seg must be >= 2, got {min_seg}")
+    if max_segments < 1:
+        raise ValueError(f"max_segments must be >= 1, got {max_segments}")
+    if not (penalty >= 0.0 and math.isfinite(penalty)):
+        raise ValueError(f"penalty must be a finite number >= 0, got {penalty}")
+    if n == 0 or np.any(np.diff(x) <= 0.0):
+        raise ValueError("x must be non-empty and strictly increasing")
+    bcount = ys.shape[0]
+    starts = np.zeros((bcount, n), dtype=bool)
+    kmax = min(max_segments, n // min_seg)
+    if n < min_seg or kmax < 2 or bcount == 0:
+        return starts
+    cost = _batch_cost_matrix(x, ys, ws, min_seg)
+    best = np.full((bcount, kmax, n), np.inf)
+    arg = np.zeros((bcount, kmax, n), dtype=np.int64)
+    best[:, 0, :] = cost[:, 0, :]
+    for m in range(1, kmax):
+        # cand[b, t, j]: the last block starts at t + 1 and ends at j.
+        cand = best[:, m - 1, : n - 1, None] + cost[:, 1:, :]
+        t = np.argmin(cand, axis=1)  # the earliest start among equals, as segment()
+        best[:, m, :] = np.take_along_axis(cand, t[:, None, :], axis=1)[:, 0, :]
+        arg[:, m, :] = t + 1
+    total = best[:, :, n - 1] + penalty * np.arange(kmax)
+    m_best = np.argmin(total, axis=1)  # the fewest blocks among equals
+    rows = np.arange(bcount)
+    j = np.full(bcount, n - 1)
+    for m in range(kmax - 1, 0, -1):
+        act = m_best >= m
+        i = arg[rows, m, j]
+        starts[rows[act], i[act]] = True
+        j = np.where(act, i - 1, j)
+    return starts

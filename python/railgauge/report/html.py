@@ -82,6 +82,45 @@ def _ci_text(r: LoggpRange, key: str) -> str:
     return f"[{_num(ci[0])}, {_num(ci[1])}]"
 
 
+def _pct(v: Any) -> str:
+    return f"{100.0 * float(v):.0f}%" if isinstance(v, int | float) else "-"
+
+
+def support_lines(fit: LoggpFit) -> list[str]:
+    """Sentences on the break support: the changes kept (with their support) and the bends
+    merged away (with theirs); empty for a model without break support."""
+    bs = (fit.criterion or {}).get("break_support") or {}
+    n_res = bs.get("n_resamples")
+    min_sup = bs.get("min_support")
+    if not (fit.bends or n_res or any(r.support_from is not None for r in fit.ranges)):
+        return []
+    rule = (
+        f"a break is kept where at least {_pct(min_sup)} of {n_res} redraws of the data from "
+        "their noise model find a break within one size of it"
+        if n_res and isinstance(min_sup, int | float)
+        else "break support as recorded in the model"
+    )
+    out = [f"Break support: {rule}."]
+    changes = [
+        f"{format_bytes(prev.last_measured_bytes or prev.to_bytes or prev.from_bytes)} | "
+        f"{format_bytes(r.from_bytes)} ({_pct(r.support_from)})"
+        for prev, r in zip(fit.ranges, fit.ranges[1:], strict=False)
+    ]
+    out.append(
+        "Protocol changes kept: " + (", ".join(changes) if changes else "none (one range)") + "."
+    )
+    bends = [
+        f"{format_bytes(b['between_bytes'][0])} | {format_bytes(b['between_bytes'][1])} "
+        f"({_pct(b.get('support'))})"
+        for b in fit.bends
+    ]
+    out.append(
+        "Bends (breaks of the optimal partition not reproduced by the redraws, merged into "
+        "the ranges around them): " + (", ".join(bends) if bends else "none") + "."
+    )
+    return out
+
+
 def _network_sentence(fit: LoggpFit) -> str:
     """Where L and o come from: network-wide (a fitted model) or per range (older files)."""
     keys = ("L_us", "o_us")
@@ -90,11 +129,14 @@ def _network_sentence(fit: LoggpFit) -> str:
         return "L and o differ between the ranges of this model (an older model file)."
     net = fit.network
     if net.get("from_bytes") is not None:
-        first = fit.ranges[0]
-        where = range_label(first)
+        lo, hi = int(net["from_bytes"]), net.get("to_bytes")
+        where = f"{format_bytes(lo)} .. {format_bytes(int(hi))}" if hi is not None else (
+            f"{format_bytes(lo)} .."
+        )
         return (
-            f"L, o_s, o_r are network-wide, fitted over the first range ({where}) and repeated "
-            "in every range, as in the paper's table; g, G (and O_s, O_r) are per range."
+            f"L, o_s, o_r are network-wide, fitted over the smallest sizes ({where}: the first "
+            "range up to its first bend) and repeated in every range, as in the paper's table; "
+            "g, G (and O_s, O_r) are per range."
         )
     return "L, o_s, o_r are the same in every range; g, G (and O_s, O_r) are per range."
 
@@ -139,6 +181,7 @@ def format_table(fit: LoggpFit) -> str:
         "o_s, o_r: send and receive overhead at s=1; the model's o (o_us) = (o_s + o_r)/2."
     )
     lines.append(_network_sentence(fit))
+    lines.extend(support_lines(fit))
     if notes:
         lines.append("")
         lines.extend(notes)
@@ -243,10 +286,12 @@ def _ranges_table(fit: LoggpFit) -> str:
         to = _e(_bytes_exact(r.to_bytes)) if r.to_bytes is not None else "&infin;"
         rel = "yes" if r.reliable else "<span class='warn'>no</span>"
         cls = "" if r.reliable else " class='bad'"
+        sup = _pct(r.support_from) if i > 1 else "-"
         rows.append(
             f"<tr{cls}><td class='l'>range {i}</td>"
             f"<td class='l'>{_e(_bytes_exact(r.from_bytes))}</td>"
-            f"<td class='l'>{to}</td><td>{r.points}</td>{cells}<td>{rel}</td></tr>"
+            f"<td class='l'>{to}</td><td>{_e(sup)}</td><td>{r.points}</td>{cells}"
+            f"<td>{rel}</td></tr>"
         )
     notes: list[str] = []
     for i, r in enumerate(fit.ranges, start=1):
@@ -254,7 +299,8 @@ def _ranges_table(fit: LoggpFit) -> str:
         notes.extend(f"<li class='note'>range {i}: {_e(w)}</li>" for w in r.notes)
     out = (
         "<table class='ranges'><tr><th class='l'></th><th class='l'>from</th>"
-        f"<th class='l'>to (last measured)</th><th>sizes</th>{head}<th>reliable</th></tr>"
+        f"<th class='l'>to (last measured)</th><th>break support</th><th>sizes</th>{head}"
+        "<th>reliable</th></tr>"
         + "".join(rows)
         + "</table>"
         + "<p class='muted'>Values are the bounded weighted least-squares estimates; below each, "
@@ -267,8 +313,12 @@ def _ranges_table(fit: LoggpFit) -> str:
         "intercepts at s=1 (extras, not used by the model: beyond the first range they are "
         "extrapolations, and where sending and receiving overlap they have no LogGP meaning). "
         "A range applies from its first measured size up to the first measured size of the "
-        "next range.</p>"
+        "next range. Break support: the fraction of redraws of the data that find the change "
+        "at the range's start again.</p>"
     )
+    sup = support_lines(fit)
+    if sup:
+        out += "<p>" + "<br>".join(_e(t) for t in sup) + "</p>"
     if notes:
         out += "<ul>" + "".join(notes) + "</ul>"
     return out
@@ -296,6 +346,29 @@ def _criterion(fit: LoggpFit) -> str:
         ),
         ("criterion", c.get("statement")),
     ]
+    opt = c.get("optimal_partition") or {}
+    bs = c.get("break_support") or {}
+    if opt:
+        items.append(
+            (
+                "optimal partition (before break support) starts at",
+                ", ".join(format_bytes(v) for v in opt.get("from_bytes", [])),
+            )
+        )
+    if bs:
+        items += [
+            ("break support rule", bs.get("rule")),
+            ("redraws, fewest support kept", f"{bs.get('n_resamples')}, {bs.get('min_support')}"),
+            (
+                "breaks of the optimal partition",
+                ", ".join(
+                    f"{format_bytes(b['between_bytes'][0])} | {format_bytes(b['between_bytes'][1])}"
+                    f": {_pct(b.get('support'))} ({'kept' if b.get('kept') else 'bend, merged'})"
+                    for b in bs.get("breaks", [])
+                )
+                or "none",
+            ),
+        ]
     m = fit.method
     if m:
         items += [("fit", m.get("fit")), ("confidence intervals", m.get("ci"))]

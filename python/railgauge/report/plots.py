@@ -89,12 +89,22 @@ def _range_edges(fit: LoggpFit, smin: float, smax: float) -> list[tuple[float, f
     return edges
 
 
+def _percent(v: Any) -> str:
+    return f"{100.0 * float(v):.0f}%" if isinstance(v, int | float) else "n/a"
+
+
 def _shade_ranges(ax: Axes, fit: LoggpFit, smin: float, smax: float, *, label: bool) -> None:
+    """The ranges as alternating shaded spans; a dashed line at every protocol change (with
+    its break support in the range's label) and a dotted one at every bend (a break of the
+    optimal partition merged away for too little support), labelled with its support."""
     edges = _range_edges(fit, smin, smax)
     for i, (a, b) in enumerate(edges):
         ax.axvspan(a, b, color=_SPAN_COLOURS[i % 2], zorder=0, lw=0)
         if i > 0:
-            ax.axvline(a, color="0.35", ls="--", lw=1.0, zorder=1)
+            ax.axvline(a, color="0.25", ls="--", lw=1.3, zorder=1)
+            sup = fit.ranges[i].support_from
+            if label and sup is not None:
+                _line_label(ax, a, f"change {_percent(sup)}", "0.15")
         if label:
             r = fit.ranges[i]
             tag = f"range {i + 1}: from {format_bytes(r.from_bytes)}"
@@ -111,6 +121,47 @@ def _shade_ranges(ax: Axes, fit: LoggpFit, smin: float, smax: float, *, label: b
                 color="0.25",
                 clip_on=False,
             )
+    for bend in fit.bends:
+        lo, hi = (float(v) for v in bend["between_bytes"])
+        at = math.sqrt(max(lo, 1.0) * max(hi, 1.0))
+        ax.axvline(at, color="0.45", ls=":", lw=1.4, zorder=1)
+        if label:
+            _line_label(ax, at, f"bend {_percent(bend.get('support'))}", "0.3")
+
+
+def _line_label(ax: Axes, at: float, text: str, colour: str) -> None:
+    """A label along a vertical line, at the top of the axes, left of the line."""
+    ax.text(
+        at,
+        0.98,
+        text + " ",
+        transform=ax.get_xaxis_transform(),
+        rotation=90,
+        ha="right",
+        va="top",
+        fontsize=7.5,
+        color=colour,
+        zorder=4,
+        bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.75},
+    )
+
+
+def _boundary_legend(ax: Axes, fit: LoggpFit) -> None:
+    """Legend entries for the dashed protocol changes and the dotted bends."""
+    if len(fit.ranges) > 1:
+        ax.plot([], [], color="0.25", ls="--", lw=1.3, label="protocol change (break support)")
+    if fit.bends:
+        ms = _min_support(fit)
+        within = f" (support < {_percent(ms)})" if ms is not None else ""
+        ax.plot(
+            [], [], color="0.45", ls=":", lw=1.4, label=f"bend: not reproducible{within}, merged"
+        )
+
+
+def _min_support(fit: LoggpFit) -> float | None:
+    bs = (fit.criterion or {}).get("break_support") or {}
+    v = bs.get("min_support")
+    return float(v) if isinstance(v, int | float) else None
 
 
 def _grid(ax: Axes) -> None:
@@ -169,6 +220,7 @@ def plot_prtt(
         # The delay as the fit used it (d_us; d_actual in older files that recorded it).
         d_used = _derived(tr, fit).d
         _shade_ranges(ax, fit, smin, smax, label=True)
+        _boundary_legend(ax, fit)
         for i, s in enumerate(_range_grid(fit, smin, smax)):
             d = _interp_d(sizes, d_used, s)
             curves = (
@@ -329,6 +381,8 @@ def plot_gap(
     for k, ax in enumerate(axes):
         if fit.ranges:
             _shade_ranges(ax, fit, smin, smax, label=(k == 0))
+            if k == 0:
+                _boundary_legend(ax, fit)
         shown = [(y[m]) for a, y, _, m, *_ in panels if a is ax]
         vals = np.concatenate(shown) if shown else np.array([1.0])
         positive = bool(vals.size and np.all(vals > 0.0))
