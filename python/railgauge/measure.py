@@ -36,7 +36,7 @@ class MeasurePlan:
     nranks: int = 2
     min_size: int = 1
     max_size: int = 1 << 20
-    per_octave: int = 2
+    per_octave: int = 4
     n: int = 16
     target_rel: float = 0.01
     min_reps: int = 20

@@ -44,6 +44,8 @@ def measure_options(f: Any) -> Any:
                      help="Smallest message size (units allowed: 64KiB)."),
         click.option("--max-size", default="1MiB", callback=size_option, show_default=True,
                      help="Largest message size."),
+        click.option("--per-octave", type=click.IntRange(1, 16), default=None,
+                     help="Sizes per doubling of the sweep (default 4, --quick 1)."),
         click.option("--n", "n_msgs", type=click.IntRange(2, 4096), default=16,
                      show_default=True, help="Successive messages of PRTT(n,*,s)."),
         click.option("--budget", type=click.FloatRange(1.0, 86400.0), default=None,
@@ -59,7 +61,7 @@ def measure_options(f: Any) -> Any:
 
 
 def make_plan(transport: str, quick: bool, min_size: int, max_size: int, n_msgs: int,
-              budget: float | None, no_refine: bool) -> Any:
+              budget: float | None, no_refine: bool, per_octave: int | None = None) -> Any:
     from railgauge.measure import MeasurePlan
 
     plan = MeasurePlan.quick() if quick else MeasurePlan()
@@ -68,6 +70,8 @@ def make_plan(transport: str, quick: bool, min_size: int, max_size: int, n_msgs:
     plan.max_size = max_size
     plan.n = n_msgs
     plan.refine = not no_refine
+    if per_octave is not None:
+        plan.per_octave = per_octave
     if budget is not None:
         plan.budget_s = budget
     try:

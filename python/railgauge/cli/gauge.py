@@ -30,14 +30,16 @@ def default_out_dir() -> Path:
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seed of the bootstrap confidence intervals.")
 def gauge(transport: str, quick: bool, min_size: int, max_size: int, n_msgs: int,
-          budget: float | None, no_refine: bool, verbose: int, quiet: int, out: Path | None,
+          budget: float | None, no_refine: bool, per_octave: int | None, verbose: int,
+          quiet: int, out: Path | None,
           as_json: bool, seed: int) -> int:
     """Measure LogGP by PRTT, fit it per protocol range, and write a report.
 
     On the default (two local ranks over shared memory) this takes under a
     minute; --quick about a quarter of that."""
     term = Terminal(verbose - quiet)
-    plan = make_plan(transport, quick, min_size, max_size, n_msgs, budget, no_refine)
+    plan = make_plan(transport, quick, min_size, max_size, n_msgs, budget, no_refine,
+                     per_octave)
     out_dir = out if out is not None else default_out_dir()
     created = not out_dir.exists()
     try:
