@@ -247,7 +247,15 @@ static void rg__timer_measure(rg_timer_t *timer)
      * rather than claiming a precision it does not have. An even count
      * takes the upper middle value, which is conservative. */
     timer->resolution_ns = (nres == 0) ? NAN : rg__timer_median(res, nres);
-    timer->overhead_ns   = rg__timer_median(ovh, RG__TIMER_OVH_BATCHES);
+    /* The smallest batch: a read never costs less than that, while a batch
+     * that was preempted or ran on a throttled CPU costs more. Measurements
+     * subtract this cost from their spans, so it must never be too large. */
+    timer->overhead_ns = ovh[0];
+    for (i = 1; i < RG__TIMER_OVH_BATCHES; i++) {
+        if (ovh[i] < timer->overhead_ns) {
+            timer->overhead_ns = ovh[i];
+        }
+    }
 }
 
 static void rg__timer_use_monotonic(rg_timer_t *timer)

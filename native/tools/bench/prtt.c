@@ -101,7 +101,7 @@ static rg_status_t rg__bench_rep(rg_bench_t *bench, rg_bench_point_t *pt, uint64
 {
     rg_status_t st;
     uint64_t    t0, t1, ts, now, until;
-    double      orecv, spin_us, excess_us = 0;
+    double      orecv, spin_us, raw_us, excess_us = 0;
     size_t      len;
     int         i;
 
@@ -138,7 +138,13 @@ static rg_status_t rg__bench_rep(rg_bench_t *bench, rg_bench_point_t *pt, uint64
      * less what the busy delays overshot d (each delay ends at the first
      * timer read past its deadline, and a preempted one ends much later):
      * the sample is PRTT(n,d,s) as if every delay had lasted exactly d. */
-    *us_p = rg_timer_us(&bench->timer, t1 - t0) - bench->timer.overhead_ns * 1e-3 - excess_us;
+    raw_us = rg_timer_us(&bench->timer, t1 - t0);
+    *us_p  = raw_us - bench->timer.overhead_ns * 1e-3 - excess_us;
+    if (*us_p <= 0) {
+        /* A correction larger than the span itself cannot be right (a timer
+         * cost measured on a throttled CPU): keep the span as it is. */
+        *us_p = raw_us;
+    }
     if (pt->cmd == RG_BENCH_CMD_ORECV) {
         st = rg_xport_recv(bench->xp, 1, &orecv, sizeof(orecv), &len);
         if (st != RG_OK) {
@@ -584,6 +590,14 @@ static int rg__bench_drive(rg_bench_t *bench, int prtt)
         }
         /* d must exceed G_all; PRTT(1,0,s) does unless the gap is very large,
          * then PRTT(2,0,s) = PRTT(1,0,s) + G_all does (the paper's fallback). */
+        if (!(p1.stats.median > 0)) {
+            rg_err_set(&bench->err, RG_ERR_RANGE,
+                       "PRTT(1,0,%zu) has a median of %g us, not a positive time; the timer "
+                       "(%s, %.1f ns per read) cannot measure this transport", s,
+                       p1.stats.median, bench->timer.source == RG_TIMER_TSC ? "tsc" : "monotonic",
+                       bench->timer.overhead_ns);
+            return RG_BENCH_EXIT_FAIL;
+        }
         gall = (pn.stats.median - p1.stats.median) / (o->n - 1);
         pd   = pn;
         if (gall < 0.8 * p1.stats.median) {
