@@ -15,8 +15,9 @@ from pathlib import Path
 from railgauge.launcher import LaunchResult, launch
 from railgauge.native import find_tool
 
-#: Transports a local run can use (a later issue adds ofi:* and mpi).
-TRANSPORTS = ("shm", "tcp")
+#: Transports a local run can use: ofi:* is libfabric over its tcp (tcp;ofi_rxm),
+#: shm and udp (udp;ofi_rxd) providers (a later issue adds mpi).
+TRANSPORTS = ("shm", "tcp", "ofi:tcp", "ofi:shm", "ofi:udp")
 
 #: The largest message the benchmark takes (its buffers are this big).
 SIZE_LIMIT = 1 << 30

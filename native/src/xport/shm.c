@@ -816,7 +816,8 @@ static void rg__shm_close(rg_xport_t *xp)
     free(shm);
 }
 
-static rg_status_t rg__shm_open(rg_boot_t *boot, rg_xport_t **xp_p, rg_err_t *err)
+static rg_status_t rg__shm_open(const char *name, rg_boot_t *boot, rg_xport_t **xp_p,
+                                rg_err_t *err)
 {
     rg__shm_config_t cfg;
     rg__shm_t       *shm;
@@ -828,6 +829,7 @@ static rg_status_t rg__shm_open(rg_boot_t *boot, rg_xport_t **xp_p, rg_err_t *er
     rg_status_t      status, mine = RG_OK;
     rg_err_t         mine_err;
 
+    (void)name;  /* Always "shm": the transport has no variants. */
     status = rg_config_load(&rg_xport_shm_config_table, &cfg, err);
     if (status != RG_OK) {
         return status;

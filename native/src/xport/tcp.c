@@ -870,7 +870,8 @@ static void rg__tcp_close(rg_xport_t *xp)
     free(tcp);
 }
 
-static rg_status_t rg__tcp_open(rg_boot_t *boot, rg_xport_t **xp_p, rg_err_t *err)
+static rg_status_t rg__tcp_open(const char *name, rg_boot_t *boot, rg_xport_t **xp_p,
+                                rg_err_t *err)
 {
     rg__tcp_config_t cfg;
     rg__tcp_t       *tcp;
@@ -883,6 +884,7 @@ static rg_status_t rg__tcp_open(rg_boot_t *boot, rg_xport_t **xp_p, rg_err_t *er
     int              size = rg_boot_size(boot), rank = rg_boot_rank(boot);
     int              lfd = -1, one = 1, i;
 
+    (void)name;  /* Always "tcp": the transport has no variants. */
     status = rg_config_load(&rg_xport_tcp_config_table, &cfg, err);
     if (status != RG_OK) {
         return status;

@@ -15,6 +15,9 @@
 static const rg_xport_ops_t *const rg__xport_registry[] = {
     &rg_xport_shm_ops,
     &rg_xport_tcp_ops,
+#ifdef RG_HAVE_OFI
+    &rg_xport_ofi_ops,
+#endif
     NULL
 };
 
@@ -42,11 +45,17 @@ static const rg_config_table_t rg__xport_wait_table = {
 /* The transports' tables live in their files. */
 extern const rg_config_table_t rg_xport_shm_config_table;
 extern const rg_config_table_t rg_xport_tcp_config_table;
+#ifdef RG_HAVE_OFI
+extern const rg_config_table_t rg_xport_ofi_config_table;
+#endif
 
 static const rg_config_table_t *const rg__xport_tables[] = {
     &rg__xport_wait_table,
     &rg_xport_shm_config_table,
     &rg_xport_tcp_config_table,
+#ifdef RG_HAVE_OFI
+    &rg_xport_ofi_config_table,
+#endif
     NULL
 };
 
@@ -62,14 +71,18 @@ const rg_config_table_t *const *rg_xport_config_tables(void)
 
 const rg_xport_ops_t *rg_xport_find(const char *name)
 {
-    size_t i;
+    const rg_xport_ops_t *ops;
+    size_t                i, n;
 
     if (name == NULL) {
         return NULL;
     }
     for (i = 0; rg__xport_registry[i] != NULL; i++) {
-        if (strcmp(rg__xport_registry[i]->name, name) == 0) {
-            return rg__xport_registry[i];
+        ops = rg__xport_registry[i];
+        n   = strlen(ops->name);
+        if (strcmp(ops->name, name) == 0 ||
+            (ops->variants && strncmp(ops->name, name, n) == 0 && name[n] == ':')) {
+            return ops;
         }
     }
     return NULL;
@@ -93,8 +106,9 @@ rg_status_t rg_xport_open(const char *name, rg_boot_t *boot, rg_xport_t **xp_p,
     if (ops == NULL) {
         known[0] = '\0';
         for (i = 0; rg__xport_registry[i] != NULL && used < sizeof(known); i++) {
-            used += (size_t)snprintf(known + used, sizeof(known) - used, "%s%s",
-                                     i > 0 ? ", " : "", rg__xport_registry[i]->name);
+            used += (size_t)snprintf(known + used, sizeof(known) - used, "%s%s%s",
+                                     i > 0 ? ", " : "", rg__xport_registry[i]->name,
+                                     rg__xport_registry[i]->variants ? ":<variant>" : "");
         }
         return rg_err_set(err, RG_ERR_NOT_FOUND,
                           "unknown transport '%s'; known transports: %s",
@@ -105,7 +119,7 @@ rg_status_t rg_xport_open(const char *name, rg_boot_t *boot, rg_xport_t **xp_p,
     if (status != RG_OK) {
         return status;
     }
-    status = ops->open(boot, &xp, err);
+    status = ops->open(name, boot, &xp, err);
     if (status != RG_OK) {
         return status;
     }

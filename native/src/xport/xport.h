@@ -58,7 +58,7 @@ struct rg_xreq {
 
 /* Capabilities and limits a transport declares; they match its ops table. */
 typedef struct rg_xport_attr {
-    const char *name;          /* "shm", "tcp", ... */
+    const char *name;          /* the full name: "shm", "tcp", "ofi:shm", ... */
     int         same_host;     /* 1 if all ranks must share one host */
     size_t      max_msg_size;  /* SIZE_MAX where only memory limits it */
     size_t      inject_size;   /* bytes a send completes at post (0: none) */
@@ -67,8 +67,14 @@ typedef struct rg_xport_attr {
 struct rg_xport_ops {
     const char *name;
     const char *description;
-    /* Collective over the bootstrap: every rank opens the same transport. */
-    rg_status_t (*open)(rg_boot_t *boot, rg_xport_t **xp_p, rg_err_t *err);
+    /* 1 if names "<name>:<variant>" open this transport too (ofi:tcp, ...);
+     * the transport reads the variant from the full name open gets. */
+    int         variants;
+    /* Collective over the bootstrap: every rank opens the same transport.
+     * name is the full name asked for ("shm", "ofi:tcp"); the handle's
+     * attr.name must equal it. */
+    rg_status_t (*open)(const char *name, rg_boot_t *boot, rg_xport_t **xp_p,
+                        rg_err_t *err);
     void        (*close)(rg_xport_t *xp);
     rg_status_t (*isend)(rg_xport_t *xp, rg_xreq_t *req);
     rg_status_t (*irecv)(rg_xport_t *xp, rg_xreq_t *req);
@@ -103,7 +109,8 @@ struct rg_xport {
 /* Registry: NULL-terminated list of the built transports. */
 const rg_xport_ops_t *const *rg_xport_registry(void);
 
-/* The ops of a transport by name, or NULL. */
+/* The ops of a transport by name ("shm", or "ofi:tcp" for a transport with
+ * variants), or NULL. */
 const rg_xport_ops_t *rg_xport_find(const char *name);
 
 /* Opens transport `name` over boot. An unknown name gives RG_ERR_NOT_FOUND
@@ -140,8 +147,8 @@ rg_status_t rg_xport_send(rg_xport_t *xp, int peer, const void *buf, size_t len)
 rg_status_t rg_xport_recv(rg_xport_t *xp, int peer, void *buf, size_t cap,
                           size_t *len_p);
 
-/* The config tables of this layer (XPORT, SHM, TCP), NULL-terminated, for
- * --print-config and generated docs. */
+/* The config tables of this layer (XPORT, SHM, TCP, OFI where built),
+ * NULL-terminated, for --print-config and generated docs. */
 const rg_config_table_t *const *rg_xport_config_tables(void);
 
 /* The last error's message. */
@@ -154,5 +161,8 @@ rg_status_t rg_xport_no_info_json(rg_xport_t *xp, char *buf, size_t cap);
 /* The transports (one registry line each, see xport.c). */
 extern const rg_xport_ops_t rg_xport_shm_ops;
 extern const rg_xport_ops_t rg_xport_tcp_ops;
+#ifdef RG_HAVE_OFI
+extern const rg_xport_ops_t rg_xport_ofi_ops;
+#endif
 
 #endif /* RG_XPORT_XPORT_H */

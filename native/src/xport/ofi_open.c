@@ -1,0 +1,793 @@
+/*
+ * railgauge: the ofi transport's open and close: the provider from the name,
+ * fi_getinfo, the endpoint and its CQ and AV, the exchange of endpoint names
+ * over the bootstrap, the greetings of open; and its config table. The
+ * design is described at the top of ofi.c.
+ */
+#include <endian.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/timer.h"
+#include "xport/ofi.h"
+
+#define RG__OFI_API_VERSION FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
+
+#define RG__OFI_MIN_HEAD   ((size_t)64)
+#define RG__OFI_MIN_FRAG   ((size_t)64 << 10)
+#define RG__OFI_RECORD_LEN 40u
+#define RG__OFI_GREET_S    30
+
+typedef struct rg__ofi_config {
+    int    inject;
+    char   domain[RG_CONFIG_STRING_MAX];
+    size_t head_size;
+    size_t frag_size;
+    int    wait;
+} rg__ofi_config_t;
+
+static const rg_config_field_t rg__ofi_config_fields[] = {
+    {"INJECT", "1",
+     "1: messages up to the provider's inject_size go out with fi_tinjectdata and "
+     "complete at post time (not over rxd, whose software reliability needs the "
+     "sender to progress until the peer acknowledges); 0: every send completes "
+     "through the CQ",
+     offsetof(rg__ofi_config_t, inject), RG_CONFIG_INT},
+    {"DOMAIN", "",
+     "libfabric domain (NIC, port or interface: mlx5_0, efa_0, cxi0, lo) to open; "
+     "this pins a rail to one device; empty takes the provider's first",
+     offsetof(rg__ofi_config_t, domain), RG_CONFIG_STRING},
+    {"HEAD_SIZE", "16KiB",
+     "messages shorter than this are one libfabric message; longer ones are a head "
+     "of this size and a tail; a receive smaller than this takes the head in a "
+     "bounce buffer of this size; 64 bytes up to FRAG_SIZE",
+     offsetof(rg__ofi_config_t, head_size), RG_CONFIG_SIZE},
+    {"FRAG_SIZE", "0",
+     "longest libfabric message: a longer tail goes as several, reassembled in "
+     "place; 0 takes the provider's max_msg_size; at least 64KiB",
+     offsetof(rg__ofi_config_t, frag_size), RG_CONFIG_SIZE},
+    {"WAIT", "0",
+     "1: the CQ gets a wait object and waiting sleeps in fi_cq_sread (for "
+     "providers whose sread honours its timeout and drives progress; in libfabric "
+     "1.17 shm's and udp's do not); 0: waiting naps 100us at a time",
+     offsetof(rg__ofi_config_t, wait), RG_CONFIG_INT},
+    {NULL, NULL, NULL, 0, 0}
+};
+
+const rg_config_table_t rg_xport_ofi_config_table = {"OFI", rg__ofi_config_fields};
+
+/* Short names for the usual providers. */
+static const struct {
+    const char *alias;
+    const char *provider;
+} rg__ofi_aliases[] = {
+    {"tcp", "tcp;ofi_rxm"},
+    {"udp", "udp;ofi_rxd"},
+    {"verbs", "verbs;ofi_rxm"},
+    {"shm", "shm"},
+    {"efa", "efa"},
+    {"cxi", "cxi"},
+    {NULL, NULL}
+};
+
+
+static const char *rg__ofi_provider_of(const char *name)
+{
+    const char *variant;
+    size_t      i;
+
+    if (strcmp(name, "ofi") == 0) {
+        return NULL;
+    }
+    variant = name + strlen("ofi:");
+    for (i = 0; rg__ofi_aliases[i].alias != NULL; i++) {
+        if (strcmp(variant, rg__ofi_aliases[i].alias) == 0) {
+            return rg__ofi_aliases[i].provider;
+        }
+    }
+    return variant;
+}
+
+/* Hints for fi_getinfo; strict adds what only the matching needs (in-order
+ * sends, directed receives, CQ data), so that a failure can say which is
+ * missing. */
+static struct fi_info *rg__ofi_hints(const char *provider, const char *domain, int strict)
+{
+    struct fi_info *hints = fi_allocinfo();
+
+    if (hints == NULL) {
+        return NULL;
+    }
+    hints->caps                   = FI_TAGGED;
+    hints->mode                   = FI_CONTEXT | FI_CONTEXT2;
+    hints->ep_attr->type          = FI_EP_RDM;
+    hints->domain_attr->threading = FI_THREAD_DOMAIN;
+    /* Modes that only matter for memory registration (which this transport
+     * never does) are accepted, so that providers asking for them qualify;
+     * FI_MR_LOCAL is not: no descriptors are passed. */
+    hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY |
+                                  FI_MR_ENDPOINT;
+    if (strict) {
+        hints->caps                    |= FI_DIRECTED_RECV;
+        hints->tx_attr->msg_order       = FI_ORDER_SAS;
+        hints->rx_attr->msg_order       = FI_ORDER_SAS;
+        hints->domain_attr->cq_data_size = 4;
+    }
+    if ((provider != NULL && (hints->fabric_attr->prov_name = strdup(provider)) == NULL) ||
+        (domain != NULL && domain[0] != '\0' &&
+         (hints->domain_attr->name = strdup(domain)) == NULL)) {
+        fi_freeinfo(hints);
+        return NULL;
+    }
+    return hints;
+}
+
+/* Appends the distinct provider names of list to buf. */
+static size_t rg__ofi_names(const struct fi_info *list, char *buf, size_t cap, size_t used)
+{
+    const struct fi_info *a, *b;
+    int                   n = 0;
+
+    for (a = list; a != NULL && used < cap; a = a->next) {
+        for (b = list; b != a; b = b->next) {
+            if (strcmp(b->fabric_attr->prov_name, a->fabric_attr->prov_name) == 0) {
+                break;
+            }
+        }
+        if (b == a) {
+            used += (size_t)snprintf(buf + used, cap - used, "%s%s", n++ > 0 ? ", " : "",
+                                     a->fabric_attr->prov_name);
+        }
+    }
+    if (n == 0 && used < cap) {
+        used += (size_t)snprintf(buf + used, cap - used, "none");
+    }
+    return used;
+}
+
+/* The providers that qualify, then all that fi_getinfo finds; *known_p
+ * says whether provider is among the latter. */
+static void rg__ofi_list_providers(const char *provider, char *buf, size_t cap,
+                                   int *known_p)
+{
+    struct fi_info *all = NULL, *rdm = NULL, *hints, *i;
+    size_t          used;
+
+    (void)fi_getinfo(RG__OFI_API_VERSION, NULL, NULL, 0, NULL, &all);
+    hints = rg__ofi_hints(NULL, NULL, 1);
+    if (hints != NULL) {
+        (void)fi_getinfo(RG__OFI_API_VERSION, NULL, NULL, 0, hints, &rdm);
+        fi_freeinfo(hints);
+    }
+    *known_p = provider == NULL;
+    for (i = all; i != NULL && provider != NULL; i = i->next) {
+        *known_p |= strcmp(i->fabric_attr->prov_name, provider) == 0;
+    }
+    used = (size_t)snprintf(buf, cap, "usable providers (RDM, tagged): ");
+    used = rg__ofi_names(rdm, buf, cap, used);
+    if (used < cap) {
+        used += (size_t)snprintf(buf + used, cap - used, "; all providers found: ");
+    }
+    (void)rg__ofi_names(all, buf, cap, used);
+    fi_freeinfo(rdm);
+    fi_freeinfo(all);
+}
+
+/* Keeps the first entry of ofi->info in domain RG_OFI_DOMAIN: some
+ * providers (tcp, shm in 1.17) ignore the domain name in the hints. */
+static rg_status_t rg__ofi_pick_domain(rg__ofi_t *ofi, const rg__ofi_config_t *cfg,
+                                       rg_err_t *err)
+{
+    struct fi_info *i, *pick;
+    char            names[256];
+    size_t          used = 0;
+
+    if (cfg->domain[0] == '\0') {
+        return RG_OK;
+    }
+    for (i = ofi->info; i != NULL; i = i->next) {
+        if (i->domain_attr->name != NULL && strcmp(i->domain_attr->name, cfg->domain) == 0) {
+            break;
+        }
+    }
+    if (i == NULL) {
+        names[0] = '\0';
+        for (i = ofi->info; i != NULL && used < sizeof(names); i = i->next) {
+            if (i->domain_attr->name != NULL &&
+                strstr(names, i->domain_attr->name) == NULL) {
+                used += (size_t)snprintf(names + used, sizeof(names) - used, "%s%s",
+                                         used > 0 ? ", " : "", i->domain_attr->name);
+            }
+        }
+        return rg_err_set(err, RG_ERR_NOT_FOUND,
+                          "transport '%s': provider %s has no domain '%s' (RG_OFI_DOMAIN); "
+                          "its domains: %s", ofi->name, rg__ofi_prov(ofi), cfg->domain,
+                          names);
+    }
+    pick = fi_dupinfo(i);
+    if (pick == NULL) {
+        return rg_err_set(err, RG_ERR_NOMEM, "cannot copy an fi_info");
+    }
+    fi_freeinfo(ofi->info);
+    ofi->info = pick;
+    return RG_OK;
+}
+
+static rg_status_t rg__ofi_getinfo(rg__ofi_t *ofi, const char *provider,
+                                   const rg__ofi_config_t *cfg, rg_err_t *err)
+{
+    struct fi_info *hints, *loose = NULL;
+    char            found[320], domain[RG_CONFIG_STRING_MAX + 32];
+    const char     *why;
+    int             rc, known;
+
+    hints = rg__ofi_hints(provider, cfg->domain, 1);
+    if (hints == NULL) {
+        return rg_err_set(err, RG_ERR_NOMEM, "cannot allocate fi_getinfo hints");
+    }
+    rc = fi_getinfo(RG__OFI_API_VERSION, NULL, NULL, 0, hints, &ofi->info);
+    fi_freeinfo(hints);
+    if (rc == 0) {
+        return rg__ofi_pick_domain(ofi, cfg, err);
+    }
+    ofi->info = NULL;
+    /* Say which requirement failed: asked again with only RDM and tagged
+     * messages, a provider that answers lacks one of the others. */
+    why   = "offers no FI_EP_RDM endpoint with FI_TAGGED messages";
+    hints = rg__ofi_hints(provider, cfg->domain, 0);
+    if (hints != NULL && fi_getinfo(RG__OFI_API_VERSION, NULL, NULL, 0, hints, &loose) == 0) {
+        why = "offers FI_EP_RDM with FI_TAGGED but not in-order sends (FI_ORDER_SAS), "
+              "FI_DIRECTED_RECV or 4 bytes of remote CQ data";
+    }
+    fi_freeinfo(loose);
+    fi_freeinfo(hints);
+    rg__ofi_list_providers(provider, found, sizeof(found), &known);
+    if (!known) {
+        return rg_err_set(err, RG_ERR_NOT_FOUND,
+                          "transport '%s': libfabric has no provider '%s' here (fi_getinfo: "
+                          "%s); %s", ofi->name, provider, fi_strerror(-rc), found);
+    }
+    domain[0] = '\0';
+    if (cfg->domain[0] != '\0') {
+        snprintf(domain, sizeof(domain), " in domain '%.200s' (RG_OFI_DOMAIN)", cfg->domain);
+    }
+    return rg_err_set(err, RG_ERR_NOT_FOUND,
+                      "transport '%s': libfabric provider '%s'%s %s (fi_getinfo: %s); %s",
+                      ofi->name, provider != NULL ? provider : "(any)", domain, why,
+                      fi_strerror(-rc), found);
+}
+
+#define RG__OFI_CHECK(call, what)                                                   \
+    do {                                                                            \
+        int rc_ = (call);                                                           \
+        if (rc_ != 0) {                                                             \
+            return rg_err_set(err, RG_ERR_IO, "%s (%s, provider %s) failed: %s",    \
+                              what, ofi->name, rg__ofi_prov(ofi), fi_strerror(-rc_)); \
+        }                                                                           \
+    } while (0)
+
+/* Opens fabric, domain, CQ, AV and endpoint. */
+static rg_status_t rg__ofi_endpoint(rg__ofi_t *ofi, const rg__ofi_config_t *cfg,
+                                    rg_err_t *err)
+{
+    struct fi_info   *info = ofi->info;
+    struct fi_cq_attr cq_attr;
+    struct fi_av_attr av_attr;
+    int               rc = -FI_ENOSYS;
+
+    RG__OFI_CHECK(fi_fabric(info->fabric_attr, &ofi->fabric, NULL), "fi_fabric");
+    RG__OFI_CHECK(fi_domain(ofi->fabric, info, &ofi->domain, NULL), "fi_domain");
+
+    memset(&cq_attr, 0, sizeof(cq_attr));
+    cq_attr.format = FI_CQ_FORMAT_TAGGED;
+    cq_attr.size   = info->tx_attr->size + info->rx_attr->size;
+    if (cfg->wait) {
+        cq_attr.wait_obj = FI_WAIT_UNSPEC;
+        rc               = fi_cq_open(ofi->domain, &cq_attr, &ofi->cq, NULL);
+        ofi->cq_wait     = rc == 0;
+    }
+    if (rc != 0) {
+        /* No wait object (asked for none, or the provider has none). */
+        ofi->cq          = NULL;
+        cq_attr.wait_obj = FI_WAIT_NONE;
+        RG__OFI_CHECK(fi_cq_open(ofi->domain, &cq_attr, &ofi->cq, NULL), "fi_cq_open");
+    }
+
+    memset(&av_attr, 0, sizeof(av_attr));
+    av_attr.type  = info->domain_attr->av_type == FI_AV_MAP ? FI_AV_MAP : FI_AV_TABLE;
+    av_attr.count = (size_t)ofi->super.size;
+    RG__OFI_CHECK(fi_av_open(ofi->domain, &av_attr, &ofi->av, NULL), "fi_av_open");
+
+    RG__OFI_CHECK(fi_endpoint(ofi->domain, info, &ofi->ep, NULL), "fi_endpoint");
+    RG__OFI_CHECK(fi_ep_bind(ofi->ep, &ofi->cq->fid, FI_TRANSMIT | FI_RECV),
+                  "binding the CQ to the endpoint (fi_ep_bind)");
+    RG__OFI_CHECK(fi_ep_bind(ofi->ep, &ofi->av->fid, 0),
+                  "binding the AV to the endpoint (fi_ep_bind)");
+    RG__OFI_CHECK(fi_enable(ofi->ep), "fi_enable");
+    return RG_OK;
+}
+
+/* An identity of this host and pid namespace: ranks that share it can check
+ * each other's pids. */
+static uint64_t rg__ofi_host_id(void)
+{
+    char        text[512];
+    struct stat st;
+    uint64_t    h = 1469598103934665603ull;
+    size_t      i, n;
+    FILE       *f;
+
+    memset(text, 0, sizeof(text));
+    if (gethostname(text, 255) != 0) {
+        text[0] = '\0';
+    }
+    n = strlen(text);
+    f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (f != NULL) {
+        if (fgets(text + n, (int)(sizeof(text) - n - 32), f) == NULL) {
+            text[n] = '\0';
+        }
+        fclose(f);
+    }
+    n = strlen(text);
+    if (stat("/proc/self/ns/pid", &st) == 0) {
+        snprintf(text + n, sizeof(text) - n, "/%llu", (unsigned long long)st.st_ino);
+    }
+    for (i = 0; text[i] != '\0'; i++) {
+        h = (h ^ (unsigned char)text[i]) * 1099511628211ull;
+    }
+    return h;
+}
+
+/* The tag width: mem_tag_format starts with the bits the provider ignores. */
+static unsigned rg__ofi_tag_bits(const struct fi_info *info)
+{
+    uint64_t format = info->ep_attr->mem_tag_format;
+    unsigned bits   = 64;
+
+    if (format == 0) {
+        return bits;
+    }
+    while (!(format & (UINT64_C(1) << 63))) {
+        format <<= 1;
+        bits--;
+    }
+    return bits;
+}
+
+/* The record every rank contributes to the first allgather. */
+typedef struct rg__ofi_record {
+    int32_t  status;
+    uint32_t name_len;
+    uint64_t frag;
+    int32_t  pid;
+    uint32_t tag_bits;
+    uint64_t host;
+    uint64_t head;
+} rg__ofi_record_t;
+
+static void rg__ofi_record_put(unsigned char *b, const rg__ofi_record_t *r)
+{
+    uint32_t u;
+    uint64_t q;
+
+    memset(b, 0, RG__OFI_RECORD_LEN);
+    u = htole32((uint32_t)r->status);
+    memcpy(b, &u, 4);
+    u = htole32(r->name_len);
+    memcpy(b + 4, &u, 4);
+    q = htole64(r->frag);
+    memcpy(b + 8, &q, 8);
+    u = htole32((uint32_t)r->pid);
+    memcpy(b + 16, &u, 4);
+    u = htole32(r->tag_bits);
+    memcpy(b + 20, &u, 4);
+    q = htole64(r->host);
+    memcpy(b + 24, &q, 8);
+    q = htole64(r->head);
+    memcpy(b + 32, &q, 8);
+}
+
+static void rg__ofi_record_get(const unsigned char *b, rg__ofi_record_t *r)
+{
+    uint32_t u;
+    uint64_t q;
+
+    memcpy(&u, b, 4);
+    r->status = (int32_t)le32toh(u);
+    memcpy(&u, b + 4, 4);
+    r->name_len = le32toh(u);
+    memcpy(&q, b + 8, 8);
+    r->frag = le64toh(q);
+    memcpy(&u, b + 16, 4);
+    r->pid = (int32_t)le32toh(u);
+    memcpy(&u, b + 20, 4);
+    r->tag_bits = le32toh(u);
+    memcpy(&q, b + 24, 8);
+    r->host = le64toh(q);
+    memcpy(&q, b + 32, 8);
+    r->head = le64toh(q);
+}
+
+/* The head and fragment sizes this rank proposes: the configured ones,
+ * within the provider's limit. */
+static rg_status_t rg__ofi_sizes(rg__ofi_t *ofi, const rg__ofi_config_t *cfg,
+                                 size_t *head_p, size_t *frag_p, rg_err_t *err)
+{
+    size_t frag = ofi->info->ep_attr->max_msg_size;
+
+    if (cfg->frag_size != 0 && cfg->frag_size < RG__OFI_MIN_FRAG) {
+        return rg_err_set(err, RG_ERR_RANGE,
+                          "RG_OFI_FRAG_SIZE=%zu is below the minimum of %zu bytes "
+                          "(0 takes the provider's max_msg_size)", cfg->frag_size,
+                          RG__OFI_MIN_FRAG);
+    }
+    if (cfg->head_size < RG__OFI_MIN_HEAD) {
+        return rg_err_set(err, RG_ERR_RANGE,
+                          "RG_OFI_HEAD_SIZE=%zu is below the minimum of %zu bytes",
+                          cfg->head_size, RG__OFI_MIN_HEAD);
+    }
+    if (frag == 0) {
+        frag = SIZE_MAX;
+    }
+    if (cfg->frag_size != 0 && cfg->frag_size < frag) {
+        frag = cfg->frag_size;
+    }
+    if (cfg->head_size > frag) {
+        return rg_err_set(err, RG_ERR_RANGE,
+                          "RG_OFI_HEAD_SIZE=%zu is above the fragment size of %zu bytes "
+                          "(RG_OFI_FRAG_SIZE or the provider's max_msg_size)",
+                          cfg->head_size, frag);
+    }
+    *head_p = cfg->head_size;
+    *frag_p = frag;
+    return RG_OK;
+}
+
+/* Posts one greeting, retrying while the provider pushes back. */
+static rg_status_t rg__ofi_greet_post(rg__ofi_t *ofi, int peer, int send, uint64_t deadline,
+                                      rg_err_t *err)
+{
+    rg__ofi_op_t *op;
+    ssize_t       rc;
+    rg_status_t   status;
+
+    op = rg__ofi_op_get(ofi);
+    if (op == NULL) {
+        return rg_err_set(err, RG_ERR_NOMEM, "cannot allocate an ofi operation");
+    }
+    op->greet = 1;
+    for (;;) {
+        if (send) {
+            rc = fi_tsend(ofi->ep, NULL, 0, NULL, ofi->peers[peer].addr, RG__OFI_TAG_GREET,
+                          &op->ctx);
+        } else {
+            rc = fi_trecv(ofi->ep, NULL, 0, NULL, ofi->peers[peer].addr, RG__OFI_TAG_GREET,
+                          0, &op->ctx);
+        }
+        if (rc == 0) {
+            ofi->greet_left++;
+            return RG_OK;
+        }
+        if (rc != -FI_EAGAIN) {
+            rg__ofi_op_put(ofi, op);
+            return rg_err_set(err, RG_ERR_IO, "%s: greeting rank %d (%s) failed: %s",
+                              ofi->name, peer, send ? "fi_tsend" : "fi_trecv",
+                              fi_strerror((int)-rc));
+        }
+        status = rg__ofi_cq_poll(ofi);
+        if (status != RG_OK) {
+            rg__ofi_op_put(ofi, op);
+            if (err != NULL) {
+                *err = ofi->super.err;
+            }
+            return status;
+        }
+        if (rg_time_mono_ns() > deadline) {
+            rg__ofi_op_put(ofi, op);
+            return rg_err_set(err, RG_ERR_TIMEOUT,
+                              "%s: rank %d could not greet rank %d within %d s", ofi->name,
+                              ofi->super.rank, peer, RG__OFI_GREET_S);
+        }
+    }
+}
+
+/* Every rank sends an empty greeting to every other and waits for theirs,
+ * so that connections (rxm) and shared-memory mappings (shm) are made during
+ * open, where a failure names the peer, not during the first measurement. */
+static rg_status_t rg__ofi_greet(rg__ofi_t *ofi, rg_err_t *err)
+{
+    uint64_t    deadline = rg_time_mono_ns() + (uint64_t)RG__OFI_GREET_S * 1000000000ull;
+    rg_status_t status;
+    int         i, size = ofi->super.size, rank = ofi->super.rank;
+
+    /* Rank r greets r+1, r+2, ... and expects r-1, r-2, ... in that order,
+     * which spreads the first contacts over the peers. */
+    for (i = 1; i < size; i++) {
+        status = rg__ofi_greet_post(ofi, (rank - i + size) % size, 0, deadline, err);
+        if (status == RG_OK) {
+            status = rg__ofi_greet_post(ofi, (rank + i) % size, 1, deadline, err);
+        }
+        if (status != RG_OK) {
+            return status;
+        }
+    }
+    while (ofi->greet_left > 0) {
+        status = rg__ofi_cq_poll(ofi);
+        if (status != RG_OK) {
+            if (err != NULL) {
+                *err = ofi->super.err;
+            }
+            return status;
+        }
+        if (rg_time_mono_ns() > deadline) {
+            return rg_err_set(err, RG_ERR_TIMEOUT,
+                              "%s: rank %d waited %d s for the greetings of open (%d "
+                              "pending)", ofi->name, rank, RG__OFI_GREET_S, ofi->greet_left);
+        }
+    }
+    return RG_OK;
+}
+
+void rg__ofi_close(rg_xport_t *xp)
+{
+    rg__ofi_t       *ofi = rg__ofi(xp);
+    rg__ofi_chunk_t *chunk;
+    void            *b;
+    int              i;
+
+    /* Reverse order of opening: the endpoint goes before what it is bound to. */
+    if (ofi->ep != NULL) {
+        fi_close(&ofi->ep->fid);
+    }
+    if (ofi->av != NULL) {
+        fi_close(&ofi->av->fid);
+    }
+    if (ofi->cq != NULL) {
+        fi_close(&ofi->cq->fid);
+    }
+    if (ofi->domain != NULL) {
+        fi_close(&ofi->domain->fid);
+    }
+    if (ofi->fabric != NULL) {
+        fi_close(&ofi->fabric->fid);
+    }
+    if (ofi->info != NULL) {
+        fi_freeinfo(ofi->info);
+    }
+    /* Operations still posted (a failed transport) hold buffers too. */
+    while ((chunk = ofi->chunks) != NULL) {
+        ofi->chunks = chunk->next;
+        for (i = 0; i < RG__OFI_OP_CHUNK; i++) {
+            free(chunk->ops[i].bounce);
+            free(chunk->ops[i].scratch);
+        }
+        free(chunk);
+    }
+    while ((b = ofi->bounces) != NULL) {
+        memcpy(&ofi->bounces, b, sizeof(void *));
+        free(b);
+    }
+    free(ofi->peers);
+    free(ofi->name);
+    free(ofi);
+}
+
+/* This rank's part of open up to its endpoint's name (in *name_p, of
+ * *len_p bytes). */
+static rg_status_t rg__ofi_setup(rg__ofi_t *ofi, const rg__ofi_config_t *cfg,
+                                 rg__ofi_record_t *rec, void **name_p, rg_err_t *err)
+{
+    const char *provider = rg__ofi_provider_of(ofi->name);
+    size_t      head = 0, frag = 0, len = 0;
+    void       *name;
+    rg_status_t status;
+    int         rc;
+
+    status = rg__ofi_getinfo(ofi, provider, cfg, err);
+    if (status == RG_OK) {
+        status = rg__ofi_sizes(ofi, cfg, &head, &frag, err);
+    }
+    if (status == RG_OK) {
+        status = rg__ofi_endpoint(ofi, cfg, err);
+    }
+    if (status != RG_OK) {
+        return status;
+    }
+    /* Asked with no room, fi_getname says how long the name is. */
+    rc = fi_getname(&ofi->ep->fid, NULL, &len);
+    if (rc != 0 && rc != -FI_ETOOSMALL) {
+        return rg_err_set(err, RG_ERR_IO, "fi_getname (%s) failed: %s", ofi->name,
+                          fi_strerror(-rc));
+    }
+    name = calloc(1, len > 0 ? len : 1);
+    if (name == NULL) {
+        return rg_err_set(err, RG_ERR_NOMEM, "cannot allocate an address");
+    }
+    rc = fi_getname(&ofi->ep->fid, name, &len);
+    if (rc != 0) {
+        free(name);
+        return rg_err_set(err, RG_ERR_IO, "fi_getname (%s) failed: %s", ofi->name,
+                          fi_strerror(-rc));
+    }
+    rec->name_len = (uint32_t)len;
+    rec->frag     = frag;
+    rec->head     = head;
+    rec->tag_bits = rg__ofi_tag_bits(ofi->info);
+    *name_p       = name;
+    return RG_OK;
+}
+
+/* Inserts every rank's name into the AV, one at a time and each from a
+ * buffer at least as long as the provider's own address length (some read
+ * that many bytes whatever the name's length), so that fi_addr r is rank r. */
+static rg_status_t rg__ofi_av_fill(rg__ofi_t *ofi, const unsigned char *names,
+                                   size_t name_max, const rg__ofi_record_t *recs,
+                                   rg_err_t *err)
+{
+    size_t         pad_len = name_max > ofi->info->src_addrlen ? name_max
+                                                               : ofi->info->src_addrlen;
+    unsigned char *pad     = calloc(1, pad_len > 0 ? pad_len : 1);
+    int            i, rc;
+
+    if (pad == NULL) {
+        return rg_err_set(err, RG_ERR_NOMEM, "cannot allocate an ofi address");
+    }
+    for (i = 0; i < ofi->super.size; i++) {
+        memset(pad, 0, pad_len);
+        memcpy(pad, names + (size_t)i * name_max, recs[i].name_len);
+        rc = fi_av_insert(ofi->av, pad, 1, &ofi->peers[i].addr, 0, NULL);
+        if (rc != 1) {
+            free(pad);
+            return rg_err_set(err, RG_ERR_IO,
+                              "inserting rank %d's address into the AV (%s, provider %s) "
+                              "failed: %s", i, ofi->name, rg__ofi_prov(ofi),
+                              fi_strerror(rc < 0 ? -rc : FI_EINVAL));
+        }
+    }
+    free(pad);
+    return RG_OK;
+}
+
+rg_status_t rg__ofi_open(const char *name, rg_boot_t *boot, rg_xport_t **xp_p,
+                         rg_err_t *err)
+{
+    rg__ofi_config_t cfg;
+    rg__ofi_record_t rec, *recs = NULL;
+    rg__ofi_t       *ofi;
+    unsigned char    own[RG__OFI_RECORD_LEN];
+    unsigned char   *blobs = NULL, *names = NULL, *mine = NULL;
+    void            *ep_name = NULL;
+    size_t           name_max = 1;
+    rg_status_t      status, setup;
+    rg_err_t         setup_err;
+    uint64_t         host = rg__ofi_host_id();
+    unsigned         tag_bits = 64;
+    int              size = rg_boot_size(boot), rank = rg_boot_rank(boot), i;
+
+    status = rg_config_load(&rg_xport_ofi_config_table, &cfg, err);
+    if (status != RG_OK) {
+        return status;
+    }
+    if (strcmp(name, "ofi:") == 0) {
+        return rg_err_set(err, RG_ERR_NOT_FOUND,
+                          "transport 'ofi:' names no provider (ofi:tcp, ofi:shm, ofi:udp, "
+                          "ofi:verbs, ofi:efa, ofi:cxi or any libfabric provider name)");
+    }
+    ofi = calloc(1, sizeof(*ofi));
+    if (ofi == NULL) {
+        return rg_err_set(err, RG_ERR_NOMEM, "cannot allocate the ofi transport");
+    }
+    ofi->name  = strdup(name);
+    ofi->peers = calloc((size_t)size, sizeof(*ofi->peers));
+    recs       = calloc((size_t)size, sizeof(*recs));
+    blobs      = calloc((size_t)size, RG__OFI_RECORD_LEN);
+    if (ofi->name == NULL || ofi->peers == NULL || recs == NULL || blobs == NULL) {
+        status = rg_err_set(err, RG_ERR_NOMEM, "cannot allocate %d ofi peers", size);
+        goto err_close;
+    }
+    ofi->super.ops       = &rg_xport_ofi_ops;
+    ofi->super.attr.name = ofi->name;
+    ofi->super.boot      = boot;
+    ofi->super.rank      = rank;
+    ofi->super.size      = size;
+
+    /* A rank whose setup fails still joins the exchange, with its status, so
+     * that every rank fails the open instead of waiting for it. */
+    memset(&rec, 0, sizeof(rec));
+    rg_err_clear(&setup_err);
+    setup        = rg__ofi_setup(ofi, &cfg, &rec, &ep_name, &setup_err);
+    rec.status   = setup;
+    rec.pid      = (int32_t)getpid();
+    rec.host     = host;
+    rg__ofi_record_put(own, &rec);
+    status = rg_boot_allgather(boot, own, sizeof(own), blobs, err);
+    if (status != RG_OK) {
+        goto err_close;
+    }
+    if (setup != RG_OK) {
+        if (err != NULL) {
+            *err = setup_err;
+        }
+        status = setup;
+        goto err_close;
+    }
+    ofi->frag = SIZE_MAX;
+    ofi->head = SIZE_MAX;
+    for (i = 0; i < size; i++) {
+        rg__ofi_record_get(blobs + (size_t)i * RG__OFI_RECORD_LEN, &recs[i]);
+        if (recs[i].status != RG_OK) {
+            status = rg_err_set(err, RG_ERR_BOOTSTRAP,
+                                "rank %d could not open its %s endpoint (%s)", i, name,
+                                rg_status_name((rg_status_t)recs[i].status));
+            goto err_close;
+        }
+        ofi->peers[i].pid   = recs[i].pid;
+        ofi->peers[i].local = recs[i].host == host;
+        name_max = recs[i].name_len > name_max ? recs[i].name_len : name_max;
+        ofi->frag = recs[i].frag < ofi->frag ? (size_t)recs[i].frag : ofi->frag;
+        ofi->head = recs[i].head < ofi->head ? (size_t)recs[i].head : ofi->head;
+        tag_bits  = recs[i].tag_bits < tag_bits ? recs[i].tag_bits : tag_bits;
+    }
+    /* Continuation tags hold the train number above one flag bit. */
+    ofi->tag_bits   = tag_bits;
+    ofi->train_mask = tag_bits >= 33 ? UINT64_C(0xffffffff)
+                                     : (UINT64_C(1) << (tag_bits > 1 ? tag_bits - 1 : 1)) - 1;
+
+    /* The names, padded to the longest. */
+    names = calloc((size_t)size, name_max);
+    mine  = calloc(1, name_max);
+    if (names == NULL || mine == NULL) {
+        status = rg_err_set(err, RG_ERR_NOMEM, "cannot allocate %d ofi addresses", size);
+        goto err_close;
+    }
+    memcpy(mine, ep_name, rec.name_len);
+    status = rg_boot_allgather(boot, mine, name_max, names, err);
+    if (status == RG_OK) {
+        status = rg__ofi_av_fill(ofi, names, name_max, recs, err);
+    }
+    /* No rank may send before every rank's AV knows it (connectionless
+     * providers drop or refuse messages from unknown sources). */
+    if (status == RG_OK) {
+        status = rg_boot_barrier(boot, err);
+    }
+    if (status == RG_OK) {
+        status = rg__ofi_greet(ofi, err);
+    }
+    if (status != RG_OK) {
+        goto err_close;
+    }
+
+    /* An inject completes before the peer has the data. Where reliability
+     * is a software protocol over datagrams (rxd), only this rank's later
+     * calls into libfabric would retransmit it, and xport.h lets a caller
+     * stop calling once its send is complete: no injects there. */
+    ofi->inject                  = cfg.inject != 0 &&
+                                   ofi->info->ep_attr->protocol != FI_PROTO_RXD;
+    ofi->inject_size             = ofi->inject ? ofi->info->tx_attr->inject_size : 0;
+    ofi->super.attr.same_host    = (ofi->info->caps & FI_LOCAL_COMM) != 0 &&
+                                   (ofi->info->caps & FI_REMOTE_COMM) == 0;
+    ofi->super.attr.max_msg_size = SIZE_MAX;
+    ofi->super.attr.inject_size  = ofi->inject_size < ofi->head ? ofi->inject_size
+                                                                : ofi->head - 1;
+    ofi->live_check_ns           = rg_time_mono_ns();
+    free(ep_name);
+    free(mine);
+    free(names);
+    free(blobs);
+    free(recs);
+    *xp_p = &ofi->super;
+    return RG_OK;
+
+err_close:
+    free(ep_name);
+    free(mine);
+    free(names);
+    free(blobs);
+    free(recs);
+    rg__ofi_close(&ofi->super);
+    return status;
+}
