@@ -71,33 +71,13 @@
 #include "base/json.h"
 #include "base/timer.h"
 #include "xport/ofi.h"
+#include "xport/xreq_queue.h"
 
 #define RG__OFI_CQ_BATCH    16
 #define RG__OFI_LIVENESS_NS (50ull * 1000000ull)
 #define RG__OFI_NAP_NS      (100ull * 1000ull)
 
-static void rg__ofi_queue_push(rg_xreq_t **first, rg_xreq_t **last, rg_xreq_t *req)
-{
-    req->next = NULL;
-    if (*first == NULL) {
-        *first = req;
-    } else {
-        (*last)->next = req;
-    }
-    *last = req;
-}
 
-static rg_xreq_t *rg__ofi_queue_pop(rg_xreq_t **first, rg_xreq_t **last)
-{
-    rg_xreq_t *req = *first;
-
-    *first = req->next;
-    if (*first == NULL) {
-        *last = NULL;
-    }
-    req->next = NULL;
-    return req;
-}
 
 /* ---- buffers and operations ----------------------------------------------- */
 
@@ -176,13 +156,17 @@ static void rg__ofi_req_finish(rg__ofi_t *ofi, rg_xreq_t *req, rg_status_t statu
     req->status = status;
 }
 
+
+/* Unlike rg__xreq_queue_fail(), this finishes only the requests still in
+ * progress, and through rg__ofi_req_finish(), which also settles their
+ * libfabric operations. */
 static void rg__ofi_fail_queue(rg__ofi_t *ofi, rg_xreq_t **first, rg_xreq_t **last,
                                rg_status_t status)
 {
     rg_xreq_t *req;
 
     while (*first != NULL) {
-        req = rg__ofi_queue_pop(first, last);
+        req = rg__xreq_queue_pop(first, last);
         if (req->status == RG_INPROGRESS) {
             rg__ofi_req_finish(ofi, req, status);
         }
@@ -583,7 +567,7 @@ static void rg__ofi_recv_done(rg__ofi_t *ofi, rg__ofi_op_t *op, size_t len, int 
             req->msg_len       = (size_t)total;
             RG__OFI_TRAIN(req) = train;
             RG__OFI_NFRAG(req) = rg__ofi_nfrag(ofi, req->msg_len);
-            rg__ofi_queue_push(&ofi->contq, &ofi->contq_last, req);
+            rg__xreq_queue_push(&ofi->contq, &ofi->contq_last, req);
         }
     } else {
         off = rg__ofi_cont_off(ofi, op->index);
@@ -728,7 +712,7 @@ static rg_status_t rg__ofi_queues_push(rg__ofi_t *ofi)
         if (status != RG_OK) {
             return status;
         }
-        rg__ofi_queue_pop(&ofi->contq, &ofi->contq_last);
+        rg__xreq_queue_pop(&ofi->contq, &ofi->contq_last);
     }
     while (ofi->rxq != NULL) {
         status = rg__ofi_recv_push(ofi, ofi->rxq);
@@ -738,7 +722,7 @@ static rg_status_t rg__ofi_queues_push(rg__ofi_t *ofi)
         if (status != RG_OK) {
             return status;
         }
-        rg__ofi_queue_pop(&ofi->rxq, &ofi->rxq_last);
+        rg__xreq_queue_pop(&ofi->rxq, &ofi->rxq_last);
     }
     while (ofi->txq != NULL) {
         status = rg__ofi_send_push(ofi, ofi->txq);
@@ -748,7 +732,7 @@ static rg_status_t rg__ofi_queues_push(rg__ofi_t *ofi)
         if (status != RG_OK) {
             return status;
         }
-        rg__ofi_queue_pop(&ofi->txq, &ofi->txq_last);
+        rg__xreq_queue_pop(&ofi->txq, &ofi->txq_last);
     }
     return RG_OK;
 }
@@ -780,7 +764,7 @@ static rg_status_t rg__ofi_start(rg__ofi_t *ofi, rg_xreq_t *req, rg_xreq_t **fir
 
     rg__ofi_wait_add(ofi, req);
     if (*first != NULL) {
-        rg__ofi_queue_push(first, last, req);
+        rg__xreq_queue_push(first, last, req);
         return RG_OK;
     }
     status = push(ofi, req);
@@ -790,7 +774,7 @@ static rg_status_t rg__ofi_start(rg__ofi_t *ofi, rg_xreq_t *req, rg_xreq_t **fir
             status = push(ofi, req);
         }
         if (status == RG_ERR_AGAIN) {
-            rg__ofi_queue_push(first, last, req);
+            rg__xreq_queue_push(first, last, req);
             return RG_OK;
         }
     }

@@ -34,6 +34,7 @@
 #include "base/json.h"
 #include "base/timer.h"
 #include "xport/xport.h"
+#include "xport/xreq_queue.h"
 
 #define RG__SHM_MAGIC      0x3130306d68736772ULL  /* "rgshm001" */
 #define RG__SHM_VERSION    1u
@@ -141,28 +142,7 @@ static inline rg__shm_t *rg__shm(rg_xport_t *xp)
     return (rg__shm_t *)xp;
 }
 
-static void rg__shm_queue_push(rg_xreq_t **first, rg_xreq_t **last, rg_xreq_t *req)
-{
-    req->next = NULL;
-    if (*first == NULL) {
-        *first = req;
-    } else {
-        (*last)->next = req;
-    }
-    *last = req;
-}
 
-static rg_xreq_t *rg__shm_queue_pop(rg_xreq_t **first, rg_xreq_t **last)
-{
-    rg_xreq_t *req = *first;
-
-    *first = req->next;
-    if (*first == NULL) {
-        *last = NULL;
-    }
-    req->next = NULL;
-    return req;
-}
 
 /* ---- waking and sleeping ---------------------------------------------- */
 
@@ -216,12 +196,6 @@ static inline void rg__shm_copy_out(rg__shm_t *shm, const unsigned char *data,
 
 /* ---- failure ---------------------------------------------------------- */
 
-static void rg__shm_fail_queue(rg_xreq_t **first, rg_xreq_t **last, rg_status_t status)
-{
-    while (*first != NULL) {
-        rg__shm_queue_pop(first, last)->status = status;
-    }
-}
 
 /* Ends the transport: every pending request completes with status, and
  * progress returns it from now on. The message is already in super.err. */
@@ -233,14 +207,14 @@ static rg_status_t rg__shm_fail(rg__shm_t *shm, rg_status_t status)
     shm->failed = status;
     for (i = 0; i < shm->super.size; i++) {
         p = &shm->peers[i];
-        rg__shm_fail_queue(&p->sendq, &p->sendq_last, status);
-        rg__shm_fail_queue(&p->recvq, &p->recvq_last, status);
+        rg__xreq_queue_fail(&p->sendq, &p->sendq_last, status);
+        rg__xreq_queue_fail(&p->recvq, &p->recvq_last, status);
         if (p->cur != NULL) {
             p->cur->status = status;
             p->cur = NULL;
         }
     }
-    rg__shm_fail_queue(&shm->anyq, &shm->anyq_last, status);
+    rg__xreq_queue_fail(&shm->anyq, &shm->anyq_last, status);
     return status;
 }
 
@@ -301,7 +275,7 @@ static void rg__shm_progress_send(rg__shm_t *shm, rg__shm_peer_t *p)
     rg_xreq_t *req;
 
     while (p->sendq != NULL && rg__shm_push(shm, p, p->sendq)) {
-        req         = rg__shm_queue_pop(&p->sendq, &p->sendq_last);
+        req         = rg__xreq_queue_pop(&p->sendq, &p->sendq_last);
         req->done   = req->len;
         req->status = RG_OK;
     }
@@ -322,7 +296,7 @@ static rg_status_t rg__shm_isend(rg_xport_t *xp, rg_xreq_t *req)
         req->status = RG_OK;
         return RG_OK;
     }
-    rg__shm_queue_push(&p->sendq, &p->sendq_last, req);
+    rg__xreq_queue_push(&p->sendq, &p->sendq_last, req);
     return RG_OK;
 }
 
@@ -369,9 +343,9 @@ static int rg__shm_bind(rg__shm_t *shm, int peer, rg__shm_peer_t *p)
         return 0;
     }
     if (is_any) {
-        rg__shm_queue_pop(&shm->anyq, &shm->anyq_last);
+        rg__xreq_queue_pop(&shm->anyq, &shm->anyq_last);
     } else {
-        rg__shm_queue_pop(&p->recvq, &p->recvq_last);
+        rg__xreq_queue_pop(&p->recvq, &p->recvq_last);
     }
     memcpy(&len, p->rx_data + (p->rx_tail & shm->mask), sizeof(len));
     p->rx_tail      += RG__SHM_HDR_LEN;
@@ -444,11 +418,11 @@ static rg_status_t rg__shm_irecv(rg_xport_t *xp, rg_xreq_t *req)
     }
     RG__SHM_SEQ(req) = shm->post_seq++;
     if (req->peer == RG_XPORT_ANY_SOURCE) {
-        rg__shm_queue_push(&shm->anyq, &shm->anyq_last, req);
+        rg__xreq_queue_push(&shm->anyq, &shm->anyq_last, req);
         return RG_OK;
     }
     p = &shm->peers[req->peer];
-    rg__shm_queue_push(&p->recvq, &p->recvq_last, req);
+    rg__xreq_queue_push(&p->recvq, &p->recvq_last, req);
     /* A message already waiting completes the receive here. */
     if (p->cur == NULL && p->recvq == req) {
         rg__shm_progress_recv(shm, req->peer, p);

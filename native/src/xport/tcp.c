@@ -31,6 +31,7 @@
 #include "base/json.h"
 #include "base/timer.h"
 #include "xport/xport.h"
+#include "xport/xreq_queue.h"
 
 #define RG__TCP_HDR_LEN        8u
 #define RG__TCP_HELLO_MAGIC    0x52475443u   /* "RGTC" */
@@ -111,35 +112,8 @@ static inline rg__tcp_t *rg__tcp(rg_xport_t *xp)
     return (rg__tcp_t *)xp;
 }
 
-static void rg__tcp_queue_push(rg_xreq_t **first, rg_xreq_t **last, rg_xreq_t *req)
-{
-    req->next = NULL;
-    if (*first == NULL) {
-        *first = req;
-    } else {
-        (*last)->next = req;
-    }
-    *last = req;
-}
 
-static rg_xreq_t *rg__tcp_queue_pop(rg_xreq_t **first, rg_xreq_t **last)
-{
-    rg_xreq_t *req = *first;
 
-    *first = req->next;
-    if (*first == NULL) {
-        *last = NULL;
-    }
-    req->next = NULL;
-    return req;
-}
-
-static void rg__tcp_fail_queue(rg_xreq_t **first, rg_xreq_t **last, rg_status_t status)
-{
-    while (*first != NULL) {
-        rg__tcp_queue_pop(first, last)->status = status;
-    }
-}
 
 /* Ends the transport: pending requests complete with status and progress
  * returns it from now on. The message is already in super.err. */
@@ -151,14 +125,14 @@ static rg_status_t rg__tcp_fail(rg__tcp_t *tcp, rg_status_t status)
     tcp->failed = status;
     for (i = 0; i < tcp->super.size; i++) {
         p = &tcp->peers[i];
-        rg__tcp_fail_queue(&p->sendq, &p->sendq_last, status);
-        rg__tcp_fail_queue(&p->recvq, &p->recvq_last, status);
+        rg__xreq_queue_fail(&p->sendq, &p->sendq_last, status);
+        rg__xreq_queue_fail(&p->recvq, &p->recvq_last, status);
         if (p->cur != NULL) {
             p->cur->status = status;
             p->cur = NULL;
         }
     }
-    rg__tcp_fail_queue(&tcp->anyq, &tcp->anyq_last, status);
+    rg__xreq_queue_fail(&tcp->anyq, &tcp->anyq_last, status);
     return status;
 }
 
@@ -236,7 +210,7 @@ static rg_status_t rg__tcp_progress_send(rg__tcp_t *tcp, int peer, rg__tcp_peer_
         if (pos < total) {
             return RG_OK;
         }
-        rg__tcp_queue_pop(&p->sendq, &p->sendq_last);
+        rg__xreq_queue_pop(&p->sendq, &p->sendq_last);
         req->status = RG_OK;
     }
     return RG_OK;
@@ -253,7 +227,7 @@ static rg_status_t rg__tcp_isend(rg_xport_t *xp, rg_xreq_t *req)
         return tcp->failed;
     }
     memcpy(&RG__TCP_AUX(req), &hdr, sizeof(hdr));
-    rg__tcp_queue_push(&p->sendq, &p->sendq_last, req);
+    rg__xreq_queue_push(&p->sendq, &p->sendq_last, req);
     /* Alone in the queue, the send goes out now; the socket buffer usually
      * takes it whole, completing it at post time. */
     if (p->sendq == req) {
@@ -363,9 +337,9 @@ static rg_status_t rg__tcp_progress_recv(rg__tcp_t *tcp, int peer, rg__tcp_peer_
                 p->hdr_got += n;
             }
             if (is_any) {
-                rg__tcp_queue_pop(&tcp->anyq, &tcp->anyq_last);
+                rg__xreq_queue_pop(&tcp->anyq, &tcp->anyq_last);
             } else {
-                rg__tcp_queue_pop(&p->recvq, &p->recvq_last);
+                rg__xreq_queue_pop(&p->recvq, &p->recvq_last);
             }
             memcpy(&len, p->hdr, sizeof(len));
             p->hdr_got       = 0;
@@ -428,11 +402,11 @@ static rg_status_t rg__tcp_irecv(rg_xport_t *xp, rg_xreq_t *req)
             req->status = RG_ERR_PEER_DEAD;
             return RG_ERR_PEER_DEAD;
         }
-        rg__tcp_queue_push(&tcp->anyq, &tcp->anyq_last, req);
+        rg__xreq_queue_push(&tcp->anyq, &tcp->anyq_last, req);
         return RG_OK;
     }
     p = &tcp->peers[req->peer];
-    rg__tcp_queue_push(&p->recvq, &p->recvq_last, req);
+    rg__xreq_queue_push(&p->recvq, &p->recvq_last, req);
     if (p->cur == NULL && p->recvq == req) {
         return rg__tcp_progress_recv(tcp, req->peer, p, &completed);
     }
