@@ -202,36 +202,6 @@ static rg_status_t rg__ofi_fail(rg__ofi_t *ofi, rg_status_t status)
 
 /* ---- liveness (peers on this host) ---------------------------------------- */
 
-/* A pid is dead when it is gone or a zombie (exited, not yet reaped). */
-static int rg__ofi_pid_dead(int pid)
-{
-    char  path[64], buf[512];
-    char *paren;
-    FILE *f;
-    int   dead = 0;
-
-    if (pid <= 0) {
-        return 0;
-    }
-    if (kill((pid_t)pid, 0) == -1 && errno == ESRCH) {
-        return 1;
-    }
-    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-    f = fopen(path, "r");
-    if (f == NULL) {
-        return errno == ENOENT;
-    }
-    if (fgets(buf, sizeof(buf), f) != NULL) {
-        /* "pid (comm) S ...": comm may hold spaces and parentheses. */
-        paren = strrchr(buf, ')');
-        if (paren != NULL && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X')) {
-            dead = 1;
-        }
-    }
-    fclose(f);
-    return dead;
-}
-
 static rg_status_t rg__ofi_progress(rg_xport_t *xp);
 
 /* Fails the transport when a peer on this host that something waits for has
@@ -247,7 +217,7 @@ static rg_status_t rg__ofi_check_peers(rg__ofi_t *ofi)
             continue;
         }
         if (!p->dead) {
-            p->dead = rg__ofi_pid_dead(p->pid);
+            p->dead = rg_xport_pid_dead((pid_t)p->pid);
         }
         found |= p->dead;
     }
@@ -315,7 +285,7 @@ static rg_status_t rg__ofi_op_error(rg__ofi_t *ofi, int peer, int errnum, const 
     }
 
     if (p != NULL && (rg__ofi_errno_means_dead(errnum) ||
-                      (p->local && rg__ofi_pid_dead(p->pid)))) {
+                      (p->local && rg_xport_pid_dead((pid_t)p->pid)))) {
         rg_err_set(&ofi->super.err, RG_ERR_PEER_DEAD,
                    "rank %d (pid %d) is gone: %s it failed on rank %d (%s, provider %s): "
                    "%s%s%s", peer, p->pid, doing, ofi->super.rank, ofi->name,

@@ -478,36 +478,6 @@ static rg_status_t rg__shm_progress(rg_xport_t *xp)
 
 /* ---- liveness --------------------------------------------------------- */
 
-/* A pid is dead when it is gone or a zombie (exited, not yet reaped). */
-static int rg__shm_pid_dead(pid_t pid)
-{
-    char  path[64], buf[512];
-    char *paren;
-    FILE *f;
-    int   dead = 0;
-
-    if (pid <= 0) {
-        return 0;
-    }
-    if (kill(pid, 0) == -1 && errno == ESRCH) {
-        return 1;
-    }
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    f = fopen(path, "r");
-    if (f == NULL) {
-        return errno == ENOENT;
-    }
-    if (fgets(buf, sizeof(buf), f) != NULL) {
-        /* "pid (comm) S ...": comm may hold spaces and parentheses. */
-        paren = strrchr(buf, ')');
-        if (paren != NULL && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X')) {
-            dead = 1;
-        }
-    }
-    fclose(f);
-    return dead;
-}
-
 static int rg__shm_waits_on(const rg__shm_peer_t *p)
 {
     return p->sendq != NULL || p->recvq != NULL || p->cur != NULL;
@@ -528,7 +498,7 @@ static rg_status_t rg__shm_check_peers(rg__shm_t *shm)
             continue;
         }
         if (!p->dead) {
-            p->dead = rg__shm_pid_dead(atomic_load(&p->blk->pid));
+            p->dead = rg_xport_pid_dead(atomic_load(&p->blk->pid));
         }
         found |= p->dead;
     }
@@ -621,7 +591,7 @@ static void rg__shm_remove_stale(const char *own)
         if (errno != 0 || *end != '-' || pid <= 0 || pid > INT32_MAX) {
             continue;
         }
-        if (rg__shm_pid_dead((pid_t)pid)) {
+        if (rg_xport_pid_dead((pid_t)pid)) {
             snprintf(path, sizeof(path), "/%s", e->d_name);
             (void)shm_unlink(path);
         }

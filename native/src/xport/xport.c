@@ -4,7 +4,9 @@
  */
 #include "xport/xport.h"
 
+#include <errno.h>
 #include <sched.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -371,4 +373,34 @@ rg_status_t rg_xport_no_info_json(rg_xport_t *xp, char *buf, size_t cap)
         buf[0] = '\0';
     }
     return RG_ERR_UNSUPPORTED;
+}
+
+/* A pid is dead when it is gone or a zombie (exited, not yet reaped). */
+int rg_xport_pid_dead(pid_t pid)
+{
+    char  path[64], buf[512];
+    char *paren;
+    FILE *f;
+    int   dead = 0;
+
+    if (pid <= 0) {
+        return 0;
+    }
+    if (kill(pid, 0) == -1 && errno == ESRCH) {
+        return 1;
+    }
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    f = fopen(path, "r");
+    if (f == NULL) {
+        return errno == ENOENT;
+    }
+    if (fgets(buf, sizeof(buf), f) != NULL) {
+        /* "pid (comm) S ...": comm may hold spaces and parentheses. */
+        paren = strrchr(buf, ')');
+        if (paren != NULL && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X')) {
+            dead = 1;
+        }
+    }
+    fclose(f);
+    return dead;
 }

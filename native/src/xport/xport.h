@@ -22,6 +22,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "base/config.h"
 #include "base/error.h"
@@ -153,6 +154,10 @@ const rg_config_table_t *const *rg_xport_config_tables(void);
 
 /* The last error's message. */
 const char *rg_xport_strerror(const rg_xport_t *xp);
+
+/* For transports: 1 when pid is gone or a zombie (exited, not yet reaped),
+ * which is how peers on this host are found dead while a rank waits. */
+int rg_xport_pid_dead(pid_t pid);
 
 /* Stubs for slots a transport does not offer. */
 rg_status_t rg_xport_no_block(rg_xport_t *xp, uint64_t timeout_ns);
