@@ -59,6 +59,7 @@ IMPLS: dict[str, str] = {
     "spsc-floor": "spsc-floor (bare SPSC ring, head/tail)",
     "spsc-floor-seq": "spsc-floor-seq (bare SPSC ring, flag in slot)",
     "railgauge": "railgauge shm",
+    "railgauge-ofi-shm": "railgauge ofi:shm (libfabric shm provider)",
     "libfabric-shm": "libfabric shm (fi_pingpong)",
     "openmpi": "Open MPI (btl vader)",
     "mpich": "MPICH",
@@ -444,9 +445,10 @@ def _fi_pingpong_one(tools: Tools, args: argparse.Namespace, size: int, iters: i
     }
 
 
-def bench_railgauge(tools: Tools, args: argparse.Namespace) -> Records:
+def bench_railgauge(tools: Tools, args: argparse.Namespace, transport: str = "shm",
+                    impl: str = "railgauge") -> Records:
     assert tools.railgauge and tools.railgauge_bench
-    argv = [*tools.railgauge, "run", "-n", "2", "--transport", "shm",
+    argv = [*tools.railgauge, "run", "-n", "2", "--transport", transport,
             *shlex.split(args.railgauge_run_args), "--",
             tools.railgauge_bench, "pingpong", "--sizes", _sizes_arg(),
             *shlex.split(args.railgauge_bench_args)]
@@ -462,7 +464,7 @@ def bench_railgauge(tools: Tools, args: argparse.Namespace) -> Records:
             s = int(rec["s"])
             oneway = float(rec["median_us"]) / 2.0
             out[s] = {
-                "impl": "railgauge",
+                "impl": impl,
                 "s": s,
                 # median_us is the median round trip; one-way is half of it.
                 "oneway_us": oneway,
@@ -474,7 +476,7 @@ def bench_railgauge(tools: Tools, args: argparse.Namespace) -> Records:
     if header is not None:
         for rec in out.values():
             rec["header"] = header
-    return _check_sizes(out, res, "railgauge")
+    return _check_sizes(out, res, impl)
 
 
 # --------------------------------------------------------------------------------------
@@ -494,6 +496,7 @@ def latency_rounds(tools: Tools, args: argparse.Namespace, impls: list[str]) -> 
         "spsc-floor": lambda: bench_floor(tools, args, "head"),
         "spsc-floor-seq": lambda: bench_floor(tools, args, "seq"),
         "railgauge": lambda: bench_railgauge(tools, args),
+        "railgauge-ofi-shm": lambda: bench_railgauge(tools, args, "ofi:shm", "railgauge-ofi-shm"),
         "libfabric-shm": lambda: bench_fi_pingpong(tools, args),
         "openmpi": lambda: bench_openmpi(tools, args),
         "mpich": lambda: bench_mpich(tools, args),
@@ -873,6 +876,21 @@ def foundation_md(run: LatencyRun, summ: dict[str, ImplSummary], args: argparse.
         f"| below Open MPI | {ompi_txt} | {verdict(ompi_ok)} |",
         f"| below libfabric shm | {fi_txt} | {verdict(fi_ok)} |",
     ]
+    rofi, fi = summ.get("railgauge-ofi-shm"), summ.get("libfabric-shm")
+    if rofi is not None and fi is not None:
+        r8, f8 = rofi.oneway[8], fi.oneway[8]
+        ok = r8 <= 1.1 * f8
+        lines += [
+            "",
+            "Target of the ofi transport (railgauge over libfabric's shm provider, 8 B one-way):",
+            "",
+            "| target | measured | result |",
+            "| --- | --- | --- |",
+            f"| within 10% of fi_pingpong -p shm | {fmt_us(r8)} µs vs 1.1 × {fmt_us(f8)} µs = "
+            f"{fmt_us(1.1 * f8)} µs | {verdict(ok)} |",
+            "",
+            "(fi_pingpong's figure is a mean over all iterations, railgauge's a median.)",
+        ]
     seq = summ.get("spsc-floor-seq")
     if rg8 is not None and seq is not None:
         lines += [
@@ -1141,7 +1159,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_floor_seq:
             impls.append("spsc-floor-seq")
         if not args.skip_railgauge:
-            impls.append("railgauge")
+            impls += ["railgauge", "railgauge-ofi-shm"]
         impls += ["libfabric-shm", "openmpi"]
         if tools.mpi_mpich:
             impls.append("mpich")
