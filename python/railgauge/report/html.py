@@ -121,6 +121,11 @@ def support_lines(fit: LoggpFit) -> list[str]:
     return out
 
 
+def _num_txt(v: object) -> str:
+    """A header number to 3 significant digits (the JSON keeps all of them)."""
+    return f"{v:.3g}" if isinstance(v, float) else str(v)
+
+
 def _network_sentence(fit: LoggpFit) -> str:
     """Where L and o come from: network-wide (a fitted model) or per range (older files)."""
     keys = ("L_us", "o_us")
@@ -194,6 +199,8 @@ body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; mar
 h1 { font-size: 1.6em; margin-bottom: 0.2em; }
 h2 { font-size: 1.25em; border-bottom: 1px solid #ddd; padding-bottom: 0.2em; margin-top: 1.8em; }
 table { border-collapse: collapse; margin: 0.6em 0; font-size: 0.92em; }
+.wide { overflow-x: auto; max-width: 100%; }
+table.ranges { font-size: 0.8em; }
 th, td { border: 1px solid #d6d6d6; padding: 0.25em 0.6em; text-align: right; vertical-align: top; }
 th { background: #f2f4f7; }
 td.l, th.l { text-align: left; }
@@ -223,8 +230,10 @@ def _facts(meas: Measurements, fit: LoggpFit) -> list[tuple[str, str]]:
         part
         for part in (
             str(timer.get("source", "")),
-            f"resolution {timer['resolution_ns']} ns" if "resolution_ns" in timer else "",
-            f"overhead {timer['overhead_ns']} ns" if "overhead_ns" in timer else "",
+            f"resolution {_num_txt(timer['resolution_ns'])} ns" if "resolution_ns" in timer else "",
+            f"read cost {_num_txt(timer['overhead_ns'])} ns (subtracted from every sample)"
+            if "overhead_ns" in timer
+            else "",
         )
         if part
     )
@@ -298,11 +307,11 @@ def _ranges_table(fit: LoggpFit) -> str:
         notes.extend(f"<li class='warn'>range {i}: {_e(w)}</li>" for w in r.warnings)
         notes.extend(f"<li class='note'>range {i}: {_e(w)}</li>" for w in r.notes)
     out = (
-        "<table class='ranges'><tr><th class='l'></th><th class='l'>from</th>"
+        "<div class='wide'><table class='ranges'><tr><th class='l'></th><th class='l'>from</th>"
         f"<th class='l'>to (last measured)</th><th>break support</th><th>sizes</th>{head}"
         "<th>reliable</th></tr>"
         + "".join(rows)
-        + "</table>"
+        + "</table></div>"
         + "<p class='muted'>Values are the bounded weighted least-squares estimates; below each, "
         "the 95% confidence interval. o_s and o_r are the send and receive overheads at s=1 "
         f"(o_r {_e(fit.o_r_source or 'as in the model file')}); the model's symmetric LogGP "
