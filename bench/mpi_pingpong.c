@@ -28,6 +28,8 @@
 #include <time.h>
 #include <x86intrin.h>
 
+#include "bench_timing.h"
+
 #define PP_MAX_SIZES 32
 #define PP_TAG 17
 
@@ -42,57 +44,6 @@ struct pp_opts {
     long warmup;
     long group;
 };
-
-static uint64_t pp_now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* The timer of the timed loop: the TSC (rdtscp waits for the round trip's loads
- * to finish), or CLOCK_MONOTONIC with --timer clock, which costs about 20 ns a
- * call in the VM this was written on.  Either one can advance in steps of 10 ns
- * (AMD's TSC counts a 100 MHz reference clock), hence the samples of --group
- * round trips for small sizes. */
-static int pp_use_tsc = 1;
-
-static inline uint64_t pp_ticks(void)
-{
-    unsigned aux;
-
-    return pp_use_tsc ? __rdtscp(&aux) : pp_now_ns();
-}
-
-/* Ticks per nanosecond, measured against CLOCK_MONOTONIC over 50 ms. */
-static double pp_ticks_per_ns(void)
-{
-    uint64_t n0, n1, c0, c1;
-
-    if (!pp_use_tsc)
-        return 1.0;
-    n0 = pp_now_ns();
-    c0 = pp_ticks();
-    do {
-        _mm_pause();
-        n1 = pp_now_ns();
-    } while (n1 - n0 < 50000000u);
-    c1 = pp_ticks();
-    return (double)(c1 - c0) / (double)(n1 - n0);
-}
-
-static int pp_cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-    return (x > y) - (x < y);
-}
-
-static double pp_median_sorted(const uint64_t *v, size_t n)
-{
-    return n % 2 ? (double)v[n / 2] : ((double)v[n / 2 - 1] + (double)v[n / 2]) / 2.0;
-}
 
 /* Round trips per timed sample: small sizes are timed in groups, because the
  * TSC of this kind of machine advances in 10 ns steps (AMD counts a 100 MHz
@@ -199,9 +150,9 @@ static int pp_parse(int argc, char **argv, struct pp_opts *o)
                 goto bad;
         } else if (!strcmp(a, "--timer")) {
             if (!strcmp(v, "tsc"))
-                pp_use_tsc = 1;
+                bt_use_tsc = 1;
             else if (!strcmp(v, "clock"))
-                pp_use_tsc = 0;
+                bt_use_tsc = 0;
             else
                 goto bad;
         } else {
@@ -286,21 +237,21 @@ static int pp_run_size(const struct pp_opts *o, int rank, size_t s, unsigned cha
         MPI_Barrier(MPI_COMM_WORLD);
         if (rank == 0) {
             uint64_t *r = rtt + (size_t)b * (size_t)iters;
-            uint64_t t0 = pp_ticks(), tb = t0;
+            uint64_t t0 = bt_ticks(), tb = t0;
 
             for (long i = 0; i < iters; i++) {
                 for (long g = 0; g < group; g++) {
                     MPI_Send(sbuf, n, MPI_BYTE, 1, PP_TAG, MPI_COMM_WORLD);
                     MPI_Recv(rbuf, n, MPI_BYTE, 1, PP_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
                 }
-                uint64_t t1 = pp_ticks();
+                uint64_t t1 = bt_ticks();
                 r[i] = t1 - t0;
                 t0 = t1;
             }
             sum_ticks += (double)(t0 - tb);
             memcpy(tmp, r, (size_t)iters * sizeof(*tmp));
-            qsort(tmp, (size_t)iters, sizeof(*tmp), pp_cmp_u64);
-            batch_med[b] = pp_median_sorted(tmp, (size_t)iters) * us_half;
+            qsort(tmp, (size_t)iters, sizeof(*tmp), bt_cmp_u64);
+            batch_med[b] = bt_median_sorted(tmp, (size_t)iters) * us_half;
         } else {
             for (long i = 0; i < iters * group; i++) {
                 MPI_Recv(rbuf, n, MPI_BYTE, 0, PP_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
@@ -309,8 +260,8 @@ static int pp_run_size(const struct pp_opts *o, int rank, size_t s, unsigned cha
         }
     }
     if (rank == 0) {
-        qsort(rtt, nsamp, sizeof(*rtt), pp_cmp_u64);
-        double med = pp_median_sorted(rtt, nsamp) * us_half;
+        qsort(rtt, nsamp, sizeof(*rtt), bt_cmp_u64);
+        double med = bt_median_sorted(rtt, nsamp) * us_half;
         double p99 = (double)rtt[(size_t)((double)(nsamp - 1) * 0.99)] * us_half;
 
         printf("{\"impl\":\"%s\",\"s\":%zu,\"oneway_us\":%.4f,\"min_oneway_us\":%.4f,"
@@ -319,7 +270,7 @@ static int pp_run_size(const struct pp_opts *o, int rank, size_t s, unsigned cha
                "\"ticks_per_ns\":%.6f,\"batch_oneway_us\":[",
                o->impl, s, med, (double)rtt[0] * us_half, sum_ticks / (double)nsamp * us_half, p99,
                (double)s / med, iters * group, group, o->batches, o->warmup,
-               pp_use_tsc ? "tsc" : "clock", tpn);
+               bt_use_tsc ? "tsc" : "clock", tpn);
         for (int b = 0; b < o->batches; b++)
             printf("%s%.4f", b ? "," : "", batch_med[b]);
         printf("]}\n");
@@ -366,7 +317,7 @@ int main(int argc, char **argv)
         memset(rbuf, 0, maxs);
     }
     any_rc = pp_any(rc);
-    double tpn = pp_ticks_per_ns();
+    double tpn = bt_ticks_per_ns();
     for (int k = 0; k < o.nsizes && !any_rc; k++)
         any_rc = pp_any(pp_run_size(&o, rank, o.sizes[k], sbuf, rbuf, tpn) ? 1 : 0);
     free(sbuf);

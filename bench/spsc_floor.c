@@ -44,6 +44,8 @@
 #include <unistd.h>
 #include <x86intrin.h>
 
+#include "bench_timing.h"
+
 /* 128 bytes: one line plus the adjacent line the spatial prefetcher pairs. */
 #define FLOOR_LINE 128
 #define FLOOR_MAX_SIZES 32
@@ -154,57 +156,6 @@ static int floor_recv(struct floor_end *e, unsigned char *buf, size_t len)
         atomic_store_explicit(&e->ring->tail, e->mine, memory_order_release);
     } while (off < len);
     return 0;
-}
-
-static uint64_t floor_now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* The timer of the timed loop: the TSC (rdtscp waits for the round trip's loads
- * to finish), or CLOCK_MONOTONIC with --timer clock, which costs about 20 ns a
- * call in the VM this was written on.  Either one can advance in steps of 10 ns
- * (AMD's TSC counts a 100 MHz reference clock), hence the samples of --group
- * round trips for small sizes. */
-static int floor_use_tsc = 1;
-
-static inline uint64_t floor_ticks(void)
-{
-    unsigned aux;
-
-    return floor_use_tsc ? __rdtscp(&aux) : floor_now_ns();
-}
-
-/* Ticks per nanosecond, measured against CLOCK_MONOTONIC over 50 ms. */
-static double floor_ticks_per_ns(void)
-{
-    uint64_t n0, n1, c0, c1;
-
-    if (!floor_use_tsc)
-        return 1.0;
-    n0 = floor_now_ns();
-    c0 = floor_ticks();
-    do {
-        _mm_pause();
-        n1 = floor_now_ns();
-    } while (n1 - n0 < 50000000u);
-    c1 = floor_ticks();
-    return (double)(c1 - c0) / (double)(n1 - n0);
-}
-
-static int floor_cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-    return (x > y) - (x < y);
-}
-
-static double floor_median_sorted(const uint64_t *v, size_t n)
-{
-    return n % 2 ? (double)v[n / 2] : ((double)v[n / 2 - 1] + (double)v[n / 2]) / 2.0;
 }
 
 /* Round trips per timed sample: small sizes are timed in groups, because the
@@ -359,9 +310,9 @@ static int floor_parse(int argc, char **argv, struct floor_opts *o)
                 goto bad;
         } else if (!strcmp(a, "--timer")) {
             if (!strcmp(v, "tsc"))
-                floor_use_tsc = 1;
+                bt_use_tsc = 1;
             else if (!strcmp(v, "clock"))
-                floor_use_tsc = 0;
+                bt_use_tsc = 0;
             else
                 goto bad;
         } else if (!strcmp(a, "--impl")) {
@@ -413,7 +364,7 @@ static int floor_echo(const struct floor_opts *o, struct floor_end *rx, struct f
 static int floor_measure(const struct floor_opts *o, struct floor_end *tx, struct floor_end *rx,
                          unsigned char *sbuf, unsigned char *rbuf, int pinned)
 {
-    double tpn = floor_ticks_per_ns();
+    double tpn = bt_ticks_per_ns();
 
     for (int k = 0; k < o->nsizes; k++) {
         size_t s = o->sizes[k];
@@ -443,7 +394,7 @@ static int floor_measure(const struct floor_opts *o, struct floor_end *tx, struc
         }
         for (int b = 0; b < o->batches; b++) {
             uint64_t *r = rtt + (size_t)b * (size_t)per_batch;
-            uint64_t t0 = floor_ticks(), tb = t0;
+            uint64_t t0 = bt_ticks(), tb = t0;
 
             for (long j = 0; j < per_batch; j++) {
                 for (long g = 0; g < group; g++) {
@@ -453,17 +404,17 @@ static int floor_measure(const struct floor_opts *o, struct floor_end *tx, struc
                         goto next;
                     }
                 }
-                uint64_t t1 = floor_ticks();
+                uint64_t t1 = bt_ticks();
                 r[j] = t1 - t0;
                 t0 = t1;
             }
             sum_ticks += (double)(t0 - tb);
             memcpy(tmp, r, (size_t)per_batch * sizeof(*tmp));
-            qsort(tmp, (size_t)per_batch, sizeof(*tmp), floor_cmp_u64);
-            batch_med[b] = floor_median_sorted(tmp, (size_t)per_batch) * us_half;
+            qsort(tmp, (size_t)per_batch, sizeof(*tmp), bt_cmp_u64);
+            batch_med[b] = bt_median_sorted(tmp, (size_t)per_batch) * us_half;
         }
-        qsort(rtt, nsamp, sizeof(*rtt), floor_cmp_u64);
-        double med = floor_median_sorted(rtt, nsamp) * us_half;
+        qsort(rtt, nsamp, sizeof(*rtt), bt_cmp_u64);
+        double med = bt_median_sorted(rtt, nsamp) * us_half;
         double p99 = (double)rtt[(size_t)((double)(nsamp - 1) * 0.99)] * us_half;
 
         printf("{\"impl\":\"%s\",\"s\":%zu,\"oneway_us\":%.4f,\"min_oneway_us\":%.4f,"
@@ -474,7 +425,7 @@ static int floor_measure(const struct floor_opts *o, struct floor_end *tx, struc
                o->impl, s, med, (double)rtt[0] * us_half, sum_ticks / (double)nsamp * us_half, p99,
                (double)s / med, per_batch * group, group, o->batches, o->warmup, o->chunk,
                o->slots, o->signal == FLOOR_SIGNAL_SEQ ? "seq" : "head",
-               pinned ? "true" : "false", floor_use_tsc ? "tsc" : "clock", tpn);
+               pinned ? "true" : "false", bt_use_tsc ? "tsc" : "clock", tpn);
         for (int b = 0; b < o->batches; b++)
             printf("%s%.4f", b ? "," : "", batch_med[b]);
         printf("]}\n");
