@@ -28,7 +28,7 @@
 #include <time.h>
 #include <x86intrin.h>
 
-#include "bench_timing.h"
+#include "bench_common.h"
 
 #define PP_MAX_SIZES 32
 #define PP_TAG 17
@@ -69,37 +69,6 @@ static long pp_iters_for(const struct pp_opts *o, size_t s)
     return n < g ? g : n / g * g;
 }
 
-static int pp_parse_long(const char *s, long lo, long *out)
-{
-    char *end;
-    long v;
-
-    errno = 0;
-    v = strtol(s, &end, 0);
-    if (errno || end == s || *end || v < lo)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-static int pp_parse_sizes(const char *arg, struct pp_opts *o)
-{
-    char buf[512];
-    char *save = NULL;
-
-    if (strlen(arg) >= sizeof(buf))
-        return -1;
-    strcpy(buf, arg);
-    o->nsizes = 0;
-    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        long v;
-        if (o->nsizes == PP_MAX_SIZES || pp_parse_long(tok, 1, &v) || v > (1L << 30))
-            return -1;
-        o->sizes[o->nsizes++] = (size_t)v;
-    }
-    return o->nsizes ? 0 : -1;
-}
-
 static int pp_parse(int argc, char **argv, struct pp_opts *o)
 {
     *o = (struct pp_opts){
@@ -127,26 +96,26 @@ static int pp_parse(int argc, char **argv, struct pp_opts *o)
             goto bad;
         i++;
         if (!strcmp(a, "--sizes")) {
-            if (pp_parse_sizes(v, o))
+            if (bt_parse_sizes(v, o->sizes, PP_MAX_SIZES, &o->nsizes))
                 goto bad;
         } else if (!strcmp(a, "--iters")) {
-            if (pp_parse_long(v, 1, &o->iters))
+            if (bt_parse_long(v, 1, &o->iters))
                 goto bad;
         } else if (!strcmp(a, "--min-iters")) {
-            if (pp_parse_long(v, 1, &o->min_iters))
+            if (bt_parse_long(v, 1, &o->min_iters))
                 goto bad;
         } else if (!strcmp(a, "--big-bytes")) {
-            if (pp_parse_long(v, 1, &o->big_bytes))
+            if (bt_parse_long(v, 1, &o->big_bytes))
                 goto bad;
         } else if (!strcmp(a, "--batches")) {
-            if (pp_parse_long(v, 1, &n) || n > 1000)
+            if (bt_parse_long(v, 1, &n) || n > 1000)
                 goto bad;
             o->batches = (int)n;
         } else if (!strcmp(a, "--warmup")) {
-            if (pp_parse_long(v, 0, &o->warmup))
+            if (bt_parse_long(v, 0, &o->warmup))
                 goto bad;
         } else if (!strcmp(a, "--group")) {
-            if (pp_parse_long(v, 1, &o->group) || o->group > 4096)
+            if (bt_parse_long(v, 1, &o->group) || o->group > 4096)
                 goto bad;
         } else if (!strcmp(a, "--timer")) {
             if (!strcmp(v, "tsc"))

@@ -44,7 +44,7 @@
 #include <unistd.h>
 #include <x86intrin.h>
 
-#include "bench_timing.h"
+#include "bench_common.h"
 
 /* 128 bytes: one line plus the adjacent line the spatial prefetcher pairs. */
 #define FLOOR_LINE 128
@@ -195,37 +195,6 @@ static int floor_pin(int core)
     return 0;
 }
 
-static int floor_parse_long(const char *s, long lo, long *out)
-{
-    char *end;
-    long v;
-
-    errno = 0;
-    v = strtol(s, &end, 0);
-    if (errno || end == s || *end || v < lo)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-static int floor_parse_sizes(const char *arg, struct floor_opts *o)
-{
-    char buf[512];
-    char *save = NULL;
-
-    if (strlen(arg) >= sizeof(buf))
-        return -1;
-    strcpy(buf, arg);
-    o->nsizes = 0;
-    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        long v;
-        if (o->nsizes == FLOOR_MAX_SIZES || floor_parse_long(tok, 1, &v) || v > (1L << 30))
-            return -1;
-        o->sizes[o->nsizes++] = (size_t)v;
-    }
-    return o->nsizes ? 0 : -1;
-}
-
 static void floor_usage(FILE *f)
 {
     fprintf(f,
@@ -268,33 +237,33 @@ static int floor_parse(int argc, char **argv, struct floor_opts *o)
             goto bad;
         i++;
         if (!strcmp(a, "--sizes")) {
-            if (floor_parse_sizes(v, o))
+            if (bt_parse_sizes(v, o->sizes, FLOOR_MAX_SIZES, &o->nsizes))
                 goto bad;
         } else if (!strcmp(a, "--iters")) {
-            if (floor_parse_long(v, 1, &o->iters))
+            if (bt_parse_long(v, 1, &o->iters))
                 goto bad;
         } else if (!strcmp(a, "--min-iters")) {
-            if (floor_parse_long(v, 1, &o->min_iters))
+            if (bt_parse_long(v, 1, &o->min_iters))
                 goto bad;
         } else if (!strcmp(a, "--big-bytes")) {
-            if (floor_parse_long(v, 1, &o->big_bytes))
+            if (bt_parse_long(v, 1, &o->big_bytes))
                 goto bad;
         } else if (!strcmp(a, "--batches")) {
-            if (floor_parse_long(v, 1, &n) || n > 1000)
+            if (bt_parse_long(v, 1, &n) || n > 1000)
                 goto bad;
             o->batches = (int)n;
         } else if (!strcmp(a, "--warmup")) {
-            if (floor_parse_long(v, 0, &o->warmup))
+            if (bt_parse_long(v, 0, &o->warmup))
                 goto bad;
         } else if (!strcmp(a, "--group")) {
-            if (floor_parse_long(v, 1, &o->group) || o->group > 4096)
+            if (bt_parse_long(v, 1, &o->group) || o->group > 4096)
                 goto bad;
         } else if (!strcmp(a, "--chunk")) {
-            if (floor_parse_long(v, 64, &n) || n > (64L << 20))
+            if (bt_parse_long(v, 64, &n) || n > (64L << 20))
                 goto bad;
             o->chunk = (size_t)n;
         } else if (!strcmp(a, "--slots")) {
-            if (floor_parse_long(v, 2, &n) || n > 65536 || (n & (n - 1)))
+            if (bt_parse_long(v, 2, &n) || n > 65536 || (n & (n - 1)))
                 goto bad;
             o->slots = (unsigned)n;
         } else if (!strcmp(a, "--cores")) {

@@ -1,13 +1,17 @@
 /*
- * The timing both bench programs share (spsc_floor.c, mpi_pingpong.c): a
- * TSC or CLOCK_MONOTONIC timer calibrated against CLOCK_MONOTONIC, and the
- * median of sorted tick counts. Each program sets bt_use_tsc from --timer.
+ * What both bench programs share (spsc_floor.c, mpi_pingpong.c): a TSC or
+ * CLOCK_MONOTONIC timer calibrated against CLOCK_MONOTONIC, the median of
+ * sorted tick counts, and the parsing of numeric options and size lists.
+ * Each program sets bt_use_tsc from --timer.
  */
-#ifndef RG_BENCH_TIMING_H
-#define RG_BENCH_TIMING_H
+#ifndef RG_BENCH_COMMON_H
+#define RG_BENCH_COMMON_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <x86intrin.h>
 
@@ -62,4 +66,38 @@ static inline double bt_median_sorted(const uint64_t *v, size_t n)
     return n % 2 ? (double)v[n / 2] : ((double)v[n / 2 - 1] + (double)v[n / 2]) / 2.0;
 }
 
-#endif /* RG_BENCH_TIMING_H */
+/* A whole number >= lo (decimal, 0x hex or 0 octal); 0, or -1 if it is not one. */
+static inline int bt_parse_long(const char *s, long lo, long *out)
+{
+    char *end;
+    long v;
+
+    errno = 0;
+    v = strtol(s, &end, 0);
+    if (errno || end == s || *end || v < lo)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* A comma-separated list of 1 B .. 1 GiB sizes, at most max of them, into
+ * sizes[]; 0, or -1 for an empty, too long or malformed list. */
+static inline int bt_parse_sizes(const char *arg, size_t *sizes, int max, int *n)
+{
+    char buf[512];
+    char *save = NULL;
+
+    if (strlen(arg) >= sizeof(buf))
+        return -1;
+    strcpy(buf, arg);
+    *n = 0;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        long v;
+        if (*n == max || bt_parse_long(tok, 1, &v) || v > (1L << 30))
+            return -1;
+        sizes[(*n)++] = (size_t)v;
+    }
+    return *n ? 0 : -1;
+}
+
+#endif /* RG_BENCH_COMMON_H */
