@@ -59,30 +59,15 @@ def _run(tool: str, args: list[str], nranks: int, **kwargs: object) -> LaunchRes
     return result
 
 
-@pytest.mark.parametrize("nranks", [2, 3, 4])
-@pytest.mark.parametrize("transport", TRANSPORTS)
-def test_conformance(
-    native_tool: Callable[[str], str],
-    capfd: pytest.CaptureFixture[str],
-    transport: str,
-    nranks: int,
-) -> None:
-    result = _run(native_tool(TOOL), ["--transport", transport], nranks)
-    out = capfd.readouterr().out
-    assert result.returncode == 0, f"{result.failure}\n{out}"
-    assert "FAIL" not in out
-    for test in SUITE:
-        assert f"ok test={test} transport={transport} ranks={nranks}" in out
-
-
 @pytest.mark.parametrize(
     ("transport", "nranks"),
     [
+        *((t, n) for t in TRANSPORTS for n in (2, 3, 4)),
         *(pytest.param(t, n, marks=needs_ofi) for t in ("ofi:tcp", "ofi:shm") for n in (2, 3)),
         pytest.param("ofi:udp", 2, marks=[needs_ofi, pytest.mark.rxd]),
     ],
 )
-def test_ofi_conformance(
+def test_conformance(
     native_tool: Callable[[str], str],
     capfd: pytest.CaptureFixture[str],
     transport: str,
