@@ -630,6 +630,11 @@ static void rg_xt_peer_death(rg_xt_t *t, int by_signal)
         free(buf);
         rg_xport_close(t->xp);
         rg_boot_fini(t->boot);
+        /* Rank 0 may learn of the death (a TCP reset) within microseconds of
+         * it; waiting a few launcher ticks before exiting lets the launcher
+         * see the dead rank's exit first, so the test can check that the
+         * launcher names the rank that died, not the one that noticed. */
+        usleep(300 * 1000);
         exit(RG_XT_PEER_DEAD_RC);
     }
     rg_xt_fail(t, "wait returned %s (%s), expected RG_ERR_PEER_DEAD", rg_status_name(status),
