@@ -28,6 +28,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -55,6 +56,7 @@
 
 typedef struct rg__shm_config {
     size_t ring_size;
+    int    cma;
 } rg__shm_config_t;
 
 static const rg_config_field_t rg__shm_config_fields[] = {
@@ -62,6 +64,12 @@ static const rg_config_field_t rg__shm_config_fields[] = {
      "bytes of each ring (one per ordered pair of ranks); a power of two from "
      "4KiB to 1GiB. Larger rings let more sends complete at post time",
      offsetof(rg__shm_config_t, ring_size), RG_CONFIG_SIZE},
+    {"CMA", "1",
+     "1: large messages of the protocol layer move in one copy, the receiver "
+     "reading the sender's buffer with process_vm_readv (cross-memory attach), "
+     "where every rank can (tested at open: ptrace rules or a seccomp filter "
+     "can forbid it); 0: never, they stream through the rings",
+     offsetof(rg__shm_config_t, cma), RG_CONFIG_INT},
     {NULL, NULL, NULL, 0, 0}
 };
 
@@ -83,7 +91,9 @@ typedef struct rg__shm_rank_blk {
     _Atomic uint32_t doorbell;
     _Atomic uint32_t sleeping;
     _Atomic int32_t  pid;
-    char             pad[RG__SHM_PAD - 3 * sizeof(uint32_t)];
+    uint32_t         pad0;
+    uint64_t         cma_probe;  /* address of the owner's probe word */
+    char             pad[RG__SHM_PAD - 4 * sizeof(uint32_t) - sizeof(uint64_t)];
 } rg__shm_rank_blk_t;
 
 /* Ring control. Each side also keeps a private copy of the other side's
@@ -129,6 +139,7 @@ typedef struct rg__shm {
     uint64_t            events;        /* bumped whenever progress moves */
     int                 any_next;      /* where the next ANY_SOURCE scan starts */
     uint64_t            live_check_ns; /* time of the last liveness check */
+    int                 cma_off_rank;  /* a rank that failed the CMA probe, or -1 */
     rg_status_t         failed;        /* RG_OK, or the error that ended it */
 } rg__shm_t;
 
@@ -476,6 +487,101 @@ static rg_status_t rg__shm_progress(rg_xport_t *xp)
     return RG_OK;
 }
 
+/* ---- one-sided reads (cross-memory attach) ------------------------------ */
+
+/* Opens of this transport in this process (see rg__shm_open). */
+static unsigned rg__shm_opens;
+
+/* What a peer reads in the open-time test of process_vm_readv. */
+static const uint64_t rg__shm_cma_word = 0x7267636d61707262ull;
+
+/* Reads len bytes at raddr in pid into buf; RG_OK or the errno's status. */
+static rg_status_t rg__shm_cma_read(pid_t pid, uint64_t raddr, void *buf, size_t len,
+                                    int *errno_p)
+{
+    struct iovec local, remote;
+    size_t       done = 0;
+    ssize_t      n;
+
+    while (done < len) {
+        local.iov_base  = (char *)buf + done;
+        local.iov_len   = len - done;
+        remote.iov_base = (void *)(uintptr_t)(raddr + done);
+        remote.iov_len  = len - done;
+        n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            *errno_p = errno;
+            return errno == ESRCH ? RG_ERR_PEER_DEAD : RG_ERR_SYSTEM;
+        }
+        if (n == 0) {
+            *errno_p = EFAULT;
+            return RG_ERR_SYSTEM;
+        }
+        done += (size_t)n;
+    }
+    return RG_OK;
+}
+
+static rg_status_t rg__shm_get(rg_xport_t *xp, int peer, uint64_t raddr, void *buf,
+                               size_t len)
+{
+    rg__shm_t  *shm = rg__shm(xp);
+    rg_status_t status;
+    int         e = 0;
+
+    if (!xp->attr.can_get) {
+        return rg_xport_no_get(xp, peer, raddr, buf, len);
+    }
+    if (shm->failed != RG_OK) {
+        return shm->failed;
+    }
+    status = rg__shm_cma_read((pid_t)atomic_load(&shm->peers[peer].blk->pid), raddr, buf,
+                              len, &e);
+    if (status != RG_OK) {
+        return rg_err_set(&xp->err, status,
+                          "reading %zu bytes of rank %d's memory failed: %s", len, peer,
+                          strerror(e));
+    }
+    return RG_OK;
+}
+
+/* Every rank reads its right neighbour's probe word; the transport offers
+ * get only if all of them could, so that the ranks agree on the protocol. */
+static rg_status_t rg__shm_cma_probe(rg__shm_t *shm, int want, rg_err_t *err)
+{
+    int         size = shm->super.size, rank = shm->super.rank;
+    int         peer = (rank + 1) % size, e = 0, i;
+    int32_t     mine = 0, *all;
+    uint64_t    word = 0;
+    rg__shm_peer_t *p = &shm->peers[peer];
+    rg_status_t status;
+
+    if (want && size > 1 &&
+        rg__shm_cma_read((pid_t)atomic_load(&p->blk->pid), p->blk->cma_probe, &word,
+                         sizeof(word), &e) == RG_OK &&
+        word == rg__shm_cma_word) {
+        mine = 1;
+    }
+    all = calloc((size_t)size, sizeof(*all));
+    if (all == NULL) {
+        return rg_err_set(err, RG_ERR_NOMEM, "cannot allocate %d flags", size);
+    }
+    status = rg_boot_allgather(shm->super.boot, &mine, sizeof(mine), all, err);
+    shm->super.attr.can_get = status == RG_OK && size > 1;
+    for (i = 0; i < size && status == RG_OK; i++) {
+        if (!all[i]) {
+            shm->super.attr.can_get = 0;
+            shm->cma_off_rank = want ? i : -1;
+            break;
+        }
+    }
+    free(all);
+    return status;
+}
+
 /* ---- liveness --------------------------------------------------------- */
 
 static int rg__shm_waits_on(const rg__shm_peer_t *p)
@@ -807,7 +913,11 @@ static rg_status_t rg__shm_open(const char *name, rg_boot_t *boot, rg_xport_t **
     shm->ring_size            = cfg.ring_size;
     shm->mask                 = cfg.ring_size - 1;
     shm->seg_size             = (size_t)seg_size;
-    snprintf(shm->name, sizeof(shm->name), "/" RG__SHM_PREFIX "%s", rg_boot_job_id(boot));
+    /* Every rank opens the same transports in the same order, so the count
+     * of opens names the same segment on all of them (the protocol layer
+     * may open a second instance for bulk data). */
+    snprintf(shm->name, sizeof(shm->name), "/" RG__SHM_PREFIX "%s-%u", rg_boot_job_id(boot),
+             rg__shm_opens++);
 
     /* Step 1: rank 0 creates the segment; the others wait for it. */
     rg_err_clear(&mine_err);
@@ -832,6 +942,7 @@ static rg_status_t rg__shm_open(const char *name, rg_boot_t *boot, rg_xport_t **
     if (mine == RG_OK) {
         shm->me = (rg__shm_rank_blk_t *)(shm->seg + RG__SHM_PAGE) + rank;
         atomic_store(&shm->me->pid, (int32_t)getpid());
+        shm->me->cma_probe = (uint64_t)(uintptr_t)&rg__shm_cma_word;
     }
     status = rg__shm_agree(shm, mine, "map", err);
     if (created) {
@@ -861,6 +972,11 @@ static rg_status_t rg__shm_open(const char *name, rg_boot_t *boot, rg_xport_t **
         p->rx      = (rg__shm_ring_ctl_t *)(rings + rx_index * stride);
         p->rx_data = rings + rx_index * stride + RG__SHM_PAGE;
         p->blk     = (rg__shm_rank_blk_t *)(shm->seg + RG__SHM_PAGE) + peer;
+    }
+    shm->cma_off_rank = -1;
+    status = rg__shm_cma_probe(shm, cfg.cma != 0, err);
+    if (status != RG_OK) {
+        goto err_unmap;
     }
     /* A send of up to this many bytes completes at post when its ring has
      * room, which is the case unless the receiver lags. */
@@ -892,6 +1008,10 @@ static rg_status_t rg__shm_info_json(rg_xport_t *xp, char *buf, size_t cap)
     rg_json_kv_uint(&js, "ring_size", shm->ring_size);
     rg_json_kv_uint(&js, "segment_size", shm->seg_size);
     rg_json_kv_string(&js, "segment", shm->name);
+    rg_json_kv_bool(&js, "single_copy", xp->attr.can_get);
+    if (shm->cma_off_rank >= 0) {
+        rg_json_kv_int(&js, "single_copy_failed_rank", shm->cma_off_rank);
+    }
     rg_json_object_end(&js);
     return js.status;
 }
@@ -906,4 +1026,5 @@ const rg_xport_ops_t rg_xport_shm_ops = {
     .progress    = rg__shm_progress,
     .block       = rg__shm_block,
     .info_json   = rg__shm_info_json,
+    .get         = rg__shm_get,
 };

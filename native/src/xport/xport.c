@@ -375,6 +375,17 @@ rg_status_t rg_xport_no_info_json(rg_xport_t *xp, char *buf, size_t cap)
     return RG_ERR_UNSUPPORTED;
 }
 
+rg_status_t rg_xport_no_get(rg_xport_t *xp, int peer, uint64_t raddr, void *buf,
+                            size_t len)
+{
+    (void)peer;
+    (void)raddr;
+    (void)buf;
+    (void)len;
+    return rg_err_set(&xp->err, RG_ERR_UNSUPPORTED,
+                      "transport %s has no one-sided read", xp->attr.name);
+}
+
 /* A pid is dead when it is gone or a zombie (exited, not yet reaped). */
 int rg_xport_pid_dead(pid_t pid)
 {

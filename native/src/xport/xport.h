@@ -63,6 +63,9 @@ typedef struct rg_xport_attr {
     int         same_host;     /* 1 if all ranks must share one host */
     size_t      max_msg_size;  /* SIZE_MAX where only memory limits it */
     size_t      inject_size;   /* bytes a send completes at post (0: none) */
+    /* 1 if ops->get reads peers' memory (single-copy rendezvous); the value
+     * is the same on every rank of the job (agreed at open). */
+    int         can_get;
 } rg_xport_attr_t;
 
 struct rg_xport_ops {
@@ -87,6 +90,11 @@ struct rg_xport_ops {
     rg_status_t (*block)(rg_xport_t *xp, uint64_t timeout_ns);
     /* Key/value facts for the measurement header, as a JSON object text. */
     rg_status_t (*info_json)(rg_xport_t *xp, char *buf, size_t cap);
+    /* One-sided read: copies len bytes at address raddr of peer's process
+     * into buf, synchronously (the peer does not take part). Only where
+     * attr.can_get is 1; the protocol layer uses it for single-copy
+     * rendezvous (the sender's buffer address travels in its request). */
+    rg_status_t (*get)(rg_xport_t *xp, int peer, uint64_t raddr, void *buf, size_t len);
 };
 
 /* How rg_xport_wait() waits (config table "XPORT", see xport.c). */
@@ -162,6 +170,8 @@ int rg_xport_pid_dead(pid_t pid);
 /* Stubs for slots a transport does not offer. */
 rg_status_t rg_xport_no_block(rg_xport_t *xp, uint64_t timeout_ns);
 rg_status_t rg_xport_no_info_json(rg_xport_t *xp, char *buf, size_t cap);
+rg_status_t rg_xport_no_get(rg_xport_t *xp, int peer, uint64_t raddr, void *buf,
+                            size_t len);
 
 /* The transports (one registry line each, see xport.c). */
 extern const rg_xport_ops_t rg_xport_shm_ops;

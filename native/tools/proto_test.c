@@ -1,0 +1,844 @@
+/*
+ * railgauge-proto-test: the conformance suite of the messaging runtime
+ * (proto/), run over every transport and under every launcher.
+ *
+ *   railgauge run -n 4 -- railgauge-proto-test [--transport T] [--test NAME]...
+ *   mpirun.openmpi -n 4 railgauge-proto-test --transport shm
+ *
+ * Every rank runs the same tests in the same order, separated by bootstrap
+ * barriers. A failure prints "FAIL test=<name> rank=<r> ...: <detail>"; the
+ * exit status is 0 when this rank saw no failure. The transport comes from
+ * --transport, else RG_TRANSPORT, else shm.
+ *
+ * Not in the default run: "peer-dies" (rank 1 is killed while rank 0 waits
+ * for its message; rank 0 must get an error, prints it and exits with 42)
+ * and "rate" (8-byte message rate, window 64, prints messages per second).
+ */
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/timer.h"
+#include "boot/boot.h"
+#include "proto/proto.h"
+
+#define RG_PT_TIMEOUT_NS   (60ull * 1000000000ull)
+#define RG_PT_PEER_DEAD_RC 42
+
+typedef struct rg_pt {
+    rg_boot_t  *boot;
+    rg_proto_t *p;
+    const char *transport;
+    const char *test;
+    int         rank, size, failures;
+    size_t      eager;   /* the runtime's eager limit */
+    size_t      big;     /* largest message of "sizes" */
+    double      seconds; /* duration of "rate" */
+} rg_pt_t;
+
+typedef void (*rg_pt_fn_t)(rg_pt_t *t);
+
+static void rg_pt_fail(rg_pt_t *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void rg_pt_fail(rg_pt_t *t, const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(stdout, "FAIL test=%s rank=%d transport=%s: ", t->test, t->rank, t->transport);
+    va_start(ap, fmt);
+    vfprintf(stdout, fmt, ap);
+    va_end(ap);
+    fputc('\n', stdout);
+    fflush(stdout);
+    t->failures++;
+}
+
+static void rg_pt_fatal(rg_pt_t *t, rg_status_t status, const char *what)
+{
+    rg_pt_fail(t, "%s: %s: %s", what, rg_status_name(status), rg_proto_strerror(t->p));
+    exit(1);
+}
+
+static void *rg_pt_alloc(rg_pt_t *t, size_t n)
+{
+    void *q = malloc(n > 0 ? n : 1);
+
+    if (q == NULL) {
+        rg_pt_fail(t, "cannot allocate %zu bytes", n);
+        exit(1);
+    }
+    return q;
+}
+
+static uint32_t rg_pt_seed(int src, int dst, int tag, size_t index)
+{
+    return (uint32_t)src * 1000003u + (uint32_t)dst * 7919u + (uint32_t)tag * 104729u +
+           (uint32_t)index * 31u + 17u;
+}
+
+/* Fills 8 bytes at a time: 64 MiB messages are checked in the test too. */
+static void rg_pt_fill(unsigned char *b, size_t n, uint32_t seed)
+{
+    uint64_t x = (uint64_t)seed * 0x9e3779b97f4a7c15ull + 1;
+    size_t   i;
+
+    for (i = 0; i + 8 <= n; i += 8) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        memcpy(b + i, &x, 8);
+    }
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    for (; i < n; i++) {
+        b[i] = (unsigned char)(x >> (8 * (i & 7)));
+    }
+}
+
+/* Index of the first wrong byte of the first n of a message filled with
+ * seed, or n. */
+static size_t rg_pt_check(const unsigned char *b, size_t n, uint32_t seed)
+{
+    uint64_t x = (uint64_t)seed * 0x9e3779b97f4a7c15ull + 1;
+    size_t   i, k;
+
+    for (i = 0; i + 8 <= n; i += 8) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        if (memcmp(b + i, &x, 8) != 0) {
+            for (k = 0; k < 8 && b[i + k] == ((unsigned char *)&x)[k]; k++) {
+            }
+            return i + k;
+        }
+    }
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    for (; i < n; i++) {
+        if (b[i] != (unsigned char)(x >> (8 * (i & 7)))) {
+            return i;
+        }
+    }
+    return n;
+}
+
+static void rg_pt_isend(rg_pt_t *t, int peer, int tag, const void *buf, size_t len,
+                        rg_preq_t *req)
+{
+    rg_status_t status = rg_proto_isend(t->p, peer, tag, buf, len, req);
+
+    if (status < 0) {
+        rg_pt_fatal(t, status, "isend");
+    }
+}
+
+static void rg_pt_irecv(rg_pt_t *t, int peer, int tag, void *buf, size_t cap, rg_preq_t *req)
+{
+    rg_status_t status = rg_proto_irecv(t->p, peer, tag, buf, cap, req);
+
+    if (status < 0) {
+        rg_pt_fatal(t, status, "irecv");
+    }
+}
+
+/* Waits; a runtime error or timeout ends the run. Returns the request's own
+ * status (RG_OK or RG_ERR_TRUNCATED). */
+static rg_status_t rg_pt_wait(rg_pt_t *t, rg_preq_t *req)
+{
+    rg_status_t status = rg_proto_wait(t->p, req, RG_PT_TIMEOUT_NS);
+
+    if (status != RG_OK && status != RG_ERR_TRUNCATED) {
+        rg_pt_fatal(t, status, req->kind == RG_PREQ_SEND ? "wait (send)" : "wait (recv)");
+    }
+    return status;
+}
+
+static void rg_pt_expect(rg_pt_t *t, const rg_preq_t *req, rg_status_t status, int src,
+                         int tag, size_t len, uint32_t seed, const char *what)
+{
+    size_t bad;
+
+    if (status != RG_OK) {
+        rg_pt_fail(t, "%s: status %s, expected RG_OK", what, rg_status_name(status));
+        return;
+    }
+    if (req->msg_len != len || req->source != src || req->msg_tag != tag) {
+        rg_pt_fail(t, "%s: got %zu bytes from rank %d tag %d, expected %zu from rank %d tag %d",
+                   what, req->msg_len, req->source, req->msg_tag, len, src, tag);
+        return;
+    }
+    bad = rg_pt_check(req->buf, len, seed);
+    if (bad != len) {
+        rg_pt_fail(t, "%s: byte %zu of %zu is wrong", what, bad, len);
+    }
+}
+
+static void rg_pt_barrier(rg_pt_t *t)
+{
+    rg_err_t err;
+
+    rg_err_clear(&err);
+    if (rg_boot_barrier(t->boot, &err) != RG_OK) {
+        rg_pt_fail(t, "barrier: %s", rg_err_message(&err));
+        exit(1);
+    }
+}
+
+/* ---- tests ------------------------------------------------------------ */
+
+/* Bad arguments give RG_ERR_RANGE and post nothing; sends to self work,
+ * eager (buffered) and rendezvous (matched later). */
+static void rg_pt_test_api(rg_pt_t *t)
+{
+    rg_preq_t      r, s;
+    unsigned char  small[16], *big, *got;
+    size_t         n = t->eager * 2 + 100;
+    rg_status_t    st;
+    const struct {
+        int peer, tag, recv;
+    } bad[] = {
+        {-2, 0, 0}, {-1, 0, 0}, {0, -1, 0}, {0, -5, 0}, {-2, 0, 1}, {0, -2, 1},
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        st = bad[i].recv ? rg_proto_irecv(t->p, bad[i].peer, bad[i].tag, small, 16, &r)
+                         : rg_proto_isend(t->p, bad[i].peer, bad[i].tag, small, 16, &s);
+        if (st != RG_ERR_RANGE) {
+            rg_pt_fail(t, "%s to rank %d tag %d gave %s, expected RG_ERR_RANGE",
+                       bad[i].recv ? "irecv" : "isend", bad[i].peer, bad[i].tag,
+                       rg_status_name(st));
+        }
+    }
+    st = rg_proto_isend(t->p, t->size, 0, small, 16, &s);
+    if (st != RG_ERR_RANGE) {
+        rg_pt_fail(t, "isend to rank %d (= size) gave %s", t->size, rg_status_name(st));
+    }
+    /* Self, eager: the send completes before any receive. */
+    rg_pt_fill(small, sizeof(small), rg_pt_seed(t->rank, t->rank, 5, 0));
+    rg_pt_isend(t, t->rank, 5, small, sizeof(small), &s);
+    if (s.status != RG_OK) {
+        rg_pt_fail(t, "an eager send to self is not complete at post");
+    }
+    got = rg_pt_alloc(t, n);
+    rg_pt_irecv(t, RG_PROTO_ANY_SOURCE, 5, got, n, &r);
+    rg_pt_expect(t, &r, rg_pt_wait(t, &r), t->rank, 5, sizeof(small),
+                 rg_pt_seed(t->rank, t->rank, 5, 0), "self eager");
+    /* Self, rendezvous: completes when the receive comes. */
+    big = rg_pt_alloc(t, n);
+    rg_pt_fill(big, n, rg_pt_seed(t->rank, t->rank, 6, 1));
+    rg_pt_isend(t, t->rank, 6, big, n, &s);
+    rg_pt_irecv(t, t->rank, RG_PROTO_ANY_TAG, got, n, &r);
+    rg_pt_wait(t, &s);
+    rg_pt_expect(t, &r, rg_pt_wait(t, &r), t->rank, 6, n, rg_pt_seed(t->rank, t->rank, 6, 1),
+                 "self rendezvous");
+    free(big);
+    free(got);
+}
+
+/* Messages of one (sender, tag) arrive in order; receives for different
+ * tags are posted in the reverse order of the sends, and half of them only
+ * after the messages are there (unexpected). Sizes cross the eager limit. */
+#define RG_PT_ORD_TAGS 3
+#define RG_PT_ORD_MSGS 12
+
+static size_t rg_pt_ord_size(const rg_pt_t *t, int k)
+{
+    static const size_t sz[] = {0, 1, 8, 100};
+
+    if (k % 4 == 3) {
+        return t->eager + 1 + (size_t)k * 977;  /* rendezvous */
+    }
+    return sz[k % 3] + (size_t)k;
+}
+
+static void rg_pt_test_ordering(rg_pt_t *t)
+{
+    int             nmsg = RG_PT_ORD_TAGS * RG_PT_ORD_MSGS, peer, tag, k, i;
+    int             npeers = t->size - 1, late;
+    size_t          cap = t->eager + 1 + RG_PT_ORD_MSGS * 977 + 16;
+    rg_preq_t      *sr = calloc((size_t)(npeers * nmsg), sizeof(rg_preq_t));
+    rg_preq_t      *rr = calloc((size_t)(npeers * nmsg), sizeof(rg_preq_t));
+    unsigned char **sb = calloc((size_t)(npeers * nmsg), sizeof(*sb));
+    unsigned char **rb = calloc((size_t)(npeers * nmsg), sizeof(*rb));
+    char            what[96];
+
+    if (sr == NULL || rr == NULL || sb == NULL || rb == NULL) {
+        rg_pt_fail(t, "out of memory");
+        exit(1);
+    }
+    /* Early receives: tags in reverse order; the rest after a barrier. */
+    for (late = 0; late < 2; late++) {
+        if (late) {
+            rg_pt_barrier(t);
+        }
+        for (i = 0, peer = 0; peer < t->size; peer++) {
+            if (peer == t->rank) {
+                continue;
+            }
+            for (tag = RG_PT_ORD_TAGS - 1; tag >= 0; tag--) {
+                if ((tag % 2 == 1) != late) {
+                    i += RG_PT_ORD_MSGS;
+                    continue;
+                }
+                for (k = 0; k < RG_PT_ORD_MSGS; k++, i++) {
+                    rb[i] = rg_pt_alloc(t, cap);
+                    rg_pt_irecv(t, peer, tag, rb[i], cap, &rr[i]);
+                }
+            }
+        }
+        if (!late) {
+            /* All sends: interleaved over tags. */
+            for (i = 0, peer = 0; peer < t->size; peer++) {
+                if (peer == t->rank) {
+                    continue;
+                }
+                for (k = 0; k < RG_PT_ORD_MSGS; k++) {
+                    for (tag = 0; tag < RG_PT_ORD_TAGS; tag++, i++) {
+                        size_t n = rg_pt_ord_size(t, k);
+
+                        sb[i] = rg_pt_alloc(t, n);
+                        rg_pt_fill(sb[i], n, rg_pt_seed(t->rank, peer, tag, (size_t)k));
+                        rg_pt_isend(t, peer, tag, sb[i], n, &sr[i]);
+                    }
+                }
+            }
+        }
+    }
+    for (i = 0; i < npeers * nmsg; i++) {
+        rg_pt_wait(t, &sr[i]);
+    }
+    for (i = 0, peer = 0; peer < t->size; peer++) {
+        if (peer == t->rank) {
+            continue;
+        }
+        for (tag = RG_PT_ORD_TAGS - 1; tag >= 0; tag--) {
+            for (k = 0; k < RG_PT_ORD_MSGS; k++, i++) {
+                snprintf(what, sizeof(what), "message %d of rank %d tag %d", k, peer, tag);
+                rg_pt_expect(t, &rr[i], rg_pt_wait(t, &rr[i]), peer, tag, rg_pt_ord_size(t, k),
+                             rg_pt_seed(peer, t->rank, tag, (size_t)k), what);
+                free(rb[i]);
+            }
+        }
+    }
+    for (i = 0; i < npeers * nmsg; i++) {
+        free(sb[i]);
+    }
+    free(sr);
+    free(rr);
+    free(sb);
+    free(rb);
+}
+
+/* Wildcards: every rank receives from every other with ANY_SOURCE/ANY_TAG
+ * receives; per sender the messages come in order; source and tag are
+ * reported. Then ANY_SOURCE with one tag, and one source with ANY_TAG. */
+#define RG_PT_WILD_MSGS 8
+
+static void rg_pt_test_wildcards(rg_pt_t *t)
+{
+    int            npeers = t->size - 1, n = npeers * RG_PT_WILD_MSGS, i, k, peer, src;
+    size_t         cap = t->eager * 2 + 64, len;
+    rg_preq_t     *sr = calloc((size_t)n, sizeof(rg_preq_t));
+    rg_preq_t      r;
+    unsigned char **sb = calloc((size_t)n, sizeof(*sb));
+    unsigned char *rb = rg_pt_alloc(t, cap);
+    int           *next = calloc((size_t)t->size, sizeof(int));
+    char           what[96];
+
+    if (sr == NULL || sb == NULL || next == NULL) {
+        rg_pt_fail(t, "out of memory");
+        exit(1);
+    }
+    /* Round 1: ANY/ANY; message k of a sender has tag 10 + k. */
+    for (i = 0, peer = 0; peer < t->size; peer++) {
+        if (peer == t->rank) {
+            continue;
+        }
+        for (k = 0; k < RG_PT_WILD_MSGS; k++, i++) {
+            len   = (k == 5) ? t->eager + 333 : (size_t)(k * 13);
+            sb[i] = rg_pt_alloc(t, len);
+            rg_pt_fill(sb[i], len, rg_pt_seed(t->rank, peer, 10 + k, (size_t)k));
+            rg_pt_isend(t, peer, 10 + k, sb[i], len, &sr[i]);
+        }
+    }
+    for (i = 0; i < n; i++) {
+        rg_pt_irecv(t, RG_PROTO_ANY_SOURCE, RG_PROTO_ANY_TAG, rb, cap, &r);
+        rg_pt_wait(t, &r);
+        src = r.source;
+        if (src < 0 || src >= t->size || src == t->rank) {
+            rg_pt_fail(t, "ANY/ANY receive reports source %d", src);
+            break;
+        }
+        k = next[src]++;
+        len = (k == 5) ? t->eager + 333 : (size_t)(k * 13);
+        snprintf(what, sizeof(what), "ANY/ANY receive %d (from rank %d, its message %d)", i,
+                 src, k);
+        rg_pt_expect(t, &r, r.status, src, 10 + k, len, rg_pt_seed(src, t->rank, 10 + k,
+                     (size_t)k), what);
+    }
+    for (i = 0; i < n; i++) {
+        rg_pt_wait(t, &sr[i]);
+        free(sb[i]);
+    }
+    rg_pt_barrier(t);
+
+    /* Round 2: each rank sends its left neighbour tag 1 then tag 2; the
+     * receiver asks for tag 2 from ANY first, then tag 1 from the sender
+     * with ANY_TAG... which must be tag 1 (the only one left). */
+    {
+        int           right = (t->rank + 1) % t->size, left = (t->rank + t->size - 1) % t->size;
+        unsigned char a[32], b[32];
+        rg_preq_t     s1, s2, r1, r2;
+
+        rg_pt_fill(a, sizeof(a), rg_pt_seed(t->rank, left, 1, 0));
+        rg_pt_fill(b, sizeof(b), rg_pt_seed(t->rank, left, 2, 0));
+        rg_pt_isend(t, left, 1, a, sizeof(a), &s1);
+        rg_pt_isend(t, left, 2, b, sizeof(b), &s2);
+        rg_pt_irecv(t, RG_PROTO_ANY_SOURCE, 2, rb, cap, &r2);
+        rg_pt_expect(t, &r2, rg_pt_wait(t, &r2), right, 2, sizeof(b),
+                     rg_pt_seed(right, t->rank, 2, 0), "ANY_SOURCE tag 2");
+        rg_pt_irecv(t, right, RG_PROTO_ANY_TAG, rb, cap, &r1);
+        rg_pt_expect(t, &r1, rg_pt_wait(t, &r1), right, 1, sizeof(a),
+                     rg_pt_seed(right, t->rank, 1, 0), "rank's ANY_TAG after tag 2");
+        rg_pt_wait(t, &s1);
+        rg_pt_wait(t, &s2);
+    }
+    free(sr);
+    free(sb);
+    free(rb);
+    free(next);
+}
+
+/* A message longer than its receive: RG_ERR_TRUNCATED, msg_len the real
+ * length, the buffer's bytes right and nothing past them written; the next
+ * message is fine. Eager and rendezvous. */
+static void rg_pt_test_truncate(rg_pt_t *t)
+{
+    int           right = (t->rank + 1) % t->size, left = (t->rank + t->size - 1) % t->size;
+    size_t        lens[2] = {100, t->eager * 3 + 5}, cap, i;
+    unsigned char *sb, *rb;
+    rg_preq_t     s, r;
+    rg_status_t   st;
+
+    for (i = 0; i < 2; i++) {
+        cap = lens[i] / 2;
+        sb  = rg_pt_alloc(t, lens[i]);
+        rb  = rg_pt_alloc(t, lens[i]);
+        memset(rb, 0xee, lens[i]);
+        rg_pt_fill(sb, lens[i], rg_pt_seed(t->rank, right, 7, i));
+        rg_pt_isend(t, right, 7, sb, lens[i], &s);
+        rg_pt_irecv(t, left, 7, rb, cap, &r);
+        st = rg_pt_wait(t, &r);
+        rg_pt_wait(t, &s);
+        if (st != RG_ERR_TRUNCATED || r.msg_len != lens[i]) {
+            rg_pt_fail(t, "%zu bytes into %zu: %s, msg_len %zu; expected RG_ERR_TRUNCATED and "
+                       "%zu", lens[i], cap, rg_status_name(st), r.msg_len, lens[i]);
+        } else if (rg_pt_check(rb, cap, rg_pt_seed(left, t->rank, 7, i)) != cap) {
+            rg_pt_fail(t, "truncated receive of %zu bytes: kept bytes are wrong", lens[i]);
+        } else if (rb[cap] != 0xee) {
+            rg_pt_fail(t, "truncated receive of %zu bytes wrote past its buffer", lens[i]);
+        }
+        /* The runtime goes on. */
+        rg_pt_isend(t, right, 8, sb, lens[i], &s);
+        rg_pt_irecv(t, left, 8, rb, lens[i], &r);
+        rg_pt_expect(t, &r, rg_pt_wait(t, &r), left, 8, lens[i],
+                     rg_pt_seed(left, t->rank, 7, i), "message after a truncation");
+        rg_pt_wait(t, &s);
+        free(sb);
+        free(rb);
+    }
+}
+
+/* Sizes 0 B to t->big in a ring (to the right, from the left). */
+static void rg_pt_test_sizes(rg_pt_t *t)
+{
+    int           right = (t->rank + 1) % t->size, left = (t->rank + t->size - 1) % t->size;
+    size_t        sizes[32], n = 0, i;
+    size_t        fixed[] = {0, 1, 7, 8, 63, 4096};
+    unsigned char *sb, *rb;
+    rg_preq_t     s, r;
+    char          what[64];
+
+    for (i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
+        sizes[n++] = fixed[i];
+    }
+    sizes[n++] = t->eager - 1;
+    sizes[n++] = t->eager;
+    sizes[n++] = t->eager + 1;
+    for (i = (size_t)64 << 10; i <= t->big && n < 31; i *= 4) {
+        sizes[n++] = i + (i > t->eager ? 3 : 0);
+    }
+    if (sizes[n - 1] < t->big) {
+        sizes[n++] = t->big;
+    }
+    sb = rg_pt_alloc(t, t->big + 8);
+    rb = rg_pt_alloc(t, t->big + 8);
+    for (i = 0; i < n; i++) {
+        rg_pt_fill(sb, sizes[i], rg_pt_seed(t->rank, right, 3, i));
+        rg_pt_irecv(t, left, 3, rb, t->big + 8, &r);
+        rg_pt_isend(t, right, 3, sb, sizes[i], &s);
+        snprintf(what, sizeof(what), "%zu bytes", sizes[i]);
+        rg_pt_expect(t, &r, rg_pt_wait(t, &r), left, 3, sizes[i],
+                     rg_pt_seed(left, t->rank, 3, i), what);
+        rg_pt_wait(t, &s);
+    }
+    free(sb);
+    free(rb);
+}
+
+/* Many messages to every peer before any receive is posted: the unexpected
+ * queue holds them (eager copies, rendezvous requests), in order, and its
+ * memory is returned once they are received. */
+#define RG_PT_UX_MSGS 200
+
+static void rg_pt_test_unexpected(rg_pt_t *t)
+{
+    int            npeers = t->size - 1, n = npeers * RG_PT_UX_MSGS, i, k, peer;
+    size_t         cap = t->eager + 1024, len;
+    rg_preq_t     *sr = calloc((size_t)n, sizeof(rg_preq_t)), r;
+    unsigned char *sb = rg_pt_alloc(t, cap), *rb = rg_pt_alloc(t, cap);
+    rg_proto_stats_t st0, st1;
+    char           what[96];
+
+    if (sr == NULL) {
+        rg_pt_fail(t, "out of memory");
+        exit(1);
+    }
+    rg_pt_fill(sb, cap, 99);
+    rg_proto_get_stats(t->p, &st0);
+    for (i = 0, peer = 0; peer < t->size; peer++) {
+        if (peer == t->rank) {
+            continue;
+        }
+        for (k = 0; k < RG_PT_UX_MSGS; k++, i++) {
+            len = k % 50 == 49 ? cap : (size_t)(k % 17);
+            rg_pt_isend(t, peer, 4, sb, len, &sr[i]);
+        }
+    }
+    /* Let everything arrive, then receive in order. */
+    for (k = 0; k < 20; k++) {
+        rg_proto_progress(t->p);
+        usleep(1000);
+    }
+    rg_pt_barrier(t);
+    for (k = 0; k < 20; k++) {
+        rg_proto_progress(t->p);
+    }
+    for (peer = 0; peer < t->size; peer++) {
+        if (peer == t->rank) {
+            continue;
+        }
+        for (k = 0; k < RG_PT_UX_MSGS; k++) {
+            len = k % 50 == 49 ? cap : (size_t)(k % 17);
+            rg_pt_irecv(t, peer, 4, rb, cap, &r);
+            snprintf(what, sizeof(what), "unexpected message %d of rank %d", k, peer);
+            rg_pt_expect(t, &r, rg_pt_wait(t, &r), peer, 4, len, 99, what);
+        }
+    }
+    for (i = 0; i < n; i++) {
+        rg_pt_wait(t, &sr[i]);
+    }
+    rg_proto_get_stats(t->p, &st1);
+    if (st1.unexpected == st0.unexpected) {
+        rg_pt_fail(t, "no message was counted unexpected");
+    }
+    if (st1.mem.unexpected != 0) {
+        rg_pt_fail(t, "%zu bytes of unexpected messages still held", st1.mem.unexpected);
+    }
+    if (st1.mem.total != st1.mem.pool + st1.mem.unexpected + st1.mem.control ||
+        st1.mem.high_water < st1.mem.total) {
+        rg_pt_fail(t, "memory accounting is inconsistent");
+    }
+    free(sr);
+    free(sb);
+    free(rb);
+}
+
+/* All to all with mixed sizes and tags, receives from ANY_SOURCE per tag. */
+static void rg_pt_test_alltoall(rg_pt_t *t)
+{
+    int            peer, i = 0, n = t->size - 1;
+    size_t         len = t->eager + 4000;
+    rg_preq_t     *sr = calloc((size_t)n, sizeof(rg_preq_t));
+    rg_preq_t     *rr = calloc((size_t)n, sizeof(rg_preq_t));
+    unsigned char *sb = rg_pt_alloc(t, len * (size_t)t->size);
+    unsigned char *rb = rg_pt_alloc(t, len * (size_t)t->size);
+    int           *seen = calloc((size_t)t->size, sizeof(int));
+
+    if (sr == NULL || rr == NULL || seen == NULL) {
+        rg_pt_fail(t, "out of memory");
+        exit(1);
+    }
+    for (i = 0; i < n; i++) {
+        rg_pt_irecv(t, RG_PROTO_ANY_SOURCE, 9, rb + len * (size_t)i, len, &rr[i]);
+    }
+    for (i = 0, peer = 0; peer < t->size; peer++) {
+        if (peer == t->rank) {
+            continue;
+        }
+        rg_pt_fill(sb + len * (size_t)peer, ((t->rank + peer) % 2) ? len : 24,
+                   rg_pt_seed(t->rank, peer, 9, 0));
+        rg_pt_isend(t, peer, 9, sb + len * (size_t)peer, ((t->rank + peer) % 2) ? len : 24,
+                    &sr[i++]);
+    }
+    if (rg_proto_waitall(t->p, (size_t)n, rr, RG_PT_TIMEOUT_NS) != RG_OK) {
+        rg_pt_fail(t, "waitall of the receives failed: %s", rg_proto_strerror(t->p));
+    }
+    for (i = 0; i < n; i++) {
+        int src = rr[i].source;
+
+        if (src < 0 || src >= t->size || src == t->rank || seen[src]++) {
+            rg_pt_fail(t, "receive %d reports source %d (duplicate or invalid)", i, src);
+            continue;
+        }
+        rg_pt_expect(t, &rr[i], rr[i].status, src, 9, ((t->rank + src) % 2) ? len : 24,
+                     rg_pt_seed(src, t->rank, 9, 0), "all-to-all");
+    }
+    if (rg_proto_waitall(t->p, (size_t)n, sr, RG_PT_TIMEOUT_NS) != RG_OK) {
+        rg_pt_fail(t, "waitall of the sends failed: %s", rg_proto_strerror(t->p));
+    }
+    free(sr);
+    free(rr);
+    free(sb);
+    free(rb);
+    free(seen);
+}
+
+/* 8-byte messages from rank 0 to rank 1 in windows of 64, acknowledged per
+ * window (as the OSU message-rate test); prints messages per second. */
+#define RG_PT_WINDOW 64
+
+static void rg_pt_test_rate(rg_pt_t *t)
+{
+    rg_preq_t     reqs[RG_PT_WINDOW], ack;
+    unsigned char buf[RG_PT_WINDOW][8], a = 0;
+    uint64_t      t0 = 0, windows = 0, i;
+    int           w, stop = 0;
+    double        secs;
+
+    if (t->rank > 1) {
+        return;
+    }
+    memset(buf, 1, sizeof(buf));
+    for (i = 0;; i++) {
+        if (i == 100) {
+            t0 = rg_time_mono_ns();  /* after a warm-up */
+        }
+        if (t->rank == 0) {
+            for (w = 0; w < RG_PT_WINDOW; w++) {
+                rg_pt_isend(t, 1, 1, buf[w], 8, &reqs[w]);
+            }
+            rg_proto_waitall(t->p, RG_PT_WINDOW, reqs, RG_PT_TIMEOUT_NS);
+            rg_pt_irecv(t, 1, 2, &a, 1, &ack);
+            rg_pt_wait(t, &ack);
+            stop = a;
+        } else {
+            for (w = 0; w < RG_PT_WINDOW; w++) {
+                rg_pt_irecv(t, 0, 1, buf[w], 8, &reqs[w]);
+            }
+            rg_proto_waitall(t->p, RG_PT_WINDOW, reqs, RG_PT_TIMEOUT_NS);
+            a = (i >= 100 && (double)(rg_time_mono_ns() - t0) * 1e-9 >= t->seconds) ? 1 : 0;
+            rg_pt_isend(t, 0, 2, &a, 1, &ack);
+            rg_pt_wait(t, &ack);
+            stop = a;
+        }
+        if (i >= 100) {
+            windows++;
+        }
+        if (stop) {
+            break;
+        }
+    }
+    secs = (double)(rg_time_mono_ns() - t0) * 1e-9;
+    if (t->rank == 0) {
+        printf("rate transport=%s size=8 window=%d messages_per_s=%.0f windows=%llu\n",
+               t->transport, RG_PT_WINDOW, (double)(windows * RG_PT_WINDOW) / secs,
+               (unsigned long long)windows);
+        fflush(stdout);
+    }
+}
+
+/* Rank 1 dies while rank 0 waits for a message from it: an error, not a
+ * hang. */
+static void rg_pt_test_peer_dies(rg_pt_t *t)
+{
+    unsigned char   b[16];
+    rg_preq_t       r;
+    rg_status_t     st;
+    struct timespec nap = {0, 100 * 1000 * 1000};
+
+    if (t->rank == 1) {
+        nanosleep(&nap, NULL);
+        raise(SIGKILL);
+    }
+    if (t->rank != 0) {
+        return;
+    }
+    rg_pt_irecv(t, 1, 0, b, sizeof(b), &r);
+    st = rg_proto_wait(t->p, &r, 10ull * 1000000000ull);
+    if (st < 0 && st != RG_ERR_TIMEOUT) {
+        printf("rank 0: %s: wait returned %s: %s\n", t->test, rg_status_name(st),
+               rg_proto_strerror(t->p));
+        fflush(stdout);
+        usleep(300 * 1000);
+        exit(RG_PT_PEER_DEAD_RC);
+    }
+    rg_pt_fail(t, "wait returned %s, expected an error naming the dead peer",
+               rg_status_name(st));
+}
+
+static const struct {
+    const char *name;
+    rg_pt_fn_t  fn;
+    int         by_default;
+    int         collective;
+} rg_pt_tests[] = {
+    {"api",        rg_pt_test_api,        1, 1},
+    {"ordering",   rg_pt_test_ordering,   1, 1},
+    {"wildcards",  rg_pt_test_wildcards,  1, 1},
+    {"truncate",   rg_pt_test_truncate,   1, 1},
+    {"sizes",      rg_pt_test_sizes,      1, 1},
+    {"unexpected", rg_pt_test_unexpected, 1, 1},
+    {"alltoall",   rg_pt_test_alltoall,   1, 1},
+    {"rate",       rg_pt_test_rate,       0, 1},
+    {"peer-dies",  rg_pt_test_peer_dies,  0, 0},
+};
+#define RG_PT_NTESTS (sizeof(rg_pt_tests) / sizeof(rg_pt_tests[0]))
+
+static void rg_pt_usage(FILE *f)
+{
+    size_t i;
+
+    fprintf(f, "usage: railgauge-proto-test [--transport NAME] [--test NAME]... "
+               "[--max-size BYTES] [--seconds S] [--tag TEXT]\n"
+               "Run under a launcher: railgauge run -n 4 -- railgauge-proto-test, or "
+               "mpirun -n 4 railgauge-proto-test\ntests:");
+    for (i = 0; i < RG_PT_NTESTS; i++) {
+        fprintf(f, " %s%s", rg_pt_tests[i].name, rg_pt_tests[i].by_default ? "" : "*");
+    }
+    fprintf(f, "\n(* = not run by default)\n");
+}
+
+int main(int argc, char **argv)
+{
+    rg_pt_t          t;
+    rg_err_t         err;
+    rg_status_t      status;
+    rg_proto_stats_t st;
+    int              selected[RG_PT_NTESTS] = {0};
+    int              any_selected = 0;
+    size_t           i;
+    int              a;
+    uint64_t         t0;
+    char            *end;
+
+    memset(&t, 0, sizeof(t));
+    t.transport = getenv("RG_TRANSPORT");
+    t.big       = (size_t)64 << 20;
+    t.seconds   = 2.0;
+    t.test      = "setup";
+    for (a = 1; a < argc; a++) {
+        if (strcmp(argv[a], "--transport") == 0 && a + 1 < argc) {
+            t.transport = argv[++a];
+        } else if (strcmp(argv[a], "--test") == 0 && a + 1 < argc) {
+            a++;
+            for (i = 0; i < RG_PT_NTESTS; i++) {
+                if (strcmp(argv[a], rg_pt_tests[i].name) == 0) {
+                    selected[i]  = 1;
+                    any_selected = 1;
+                    break;
+                }
+            }
+            if (i == RG_PT_NTESTS) {
+                fprintf(stderr, "railgauge-proto-test: unknown test '%s'\n", argv[a]);
+                rg_pt_usage(stderr);
+                return 2;
+            }
+        } else if (strcmp(argv[a], "--max-size") == 0 && a + 1 < argc) {
+            if (rg_parse_size(argv[++a], &t.big, &err) != RG_OK || t.big < 65536) {
+                fprintf(stderr, "railgauge-proto-test: --max-size '%s': a size of at least "
+                        "64KiB\n", argv[a]);
+                return 2;
+            }
+        } else if (strcmp(argv[a], "--seconds") == 0 && a + 1 < argc) {
+            t.seconds = strtod(argv[++a], &end);
+            if (*end != '\0' || !(t.seconds > 0)) {
+                fprintf(stderr, "railgauge-proto-test: --seconds '%s': a positive number\n",
+                        argv[a]);
+                return 2;
+            }
+        } else if (strcmp(argv[a], "--tag") == 0 && a + 1 < argc) {
+            a++;
+        } else if (strcmp(argv[a], "--help") == 0 || strcmp(argv[a], "-h") == 0) {
+            rg_pt_usage(stdout);
+            return 0;
+        } else {
+            fprintf(stderr, "railgauge-proto-test: bad argument '%s'\n", argv[a]);
+            rg_pt_usage(stderr);
+            return 2;
+        }
+    }
+    if (t.transport == NULL || t.transport[0] == '\0') {
+        t.transport = "shm";
+    }
+    for (i = 0; i < RG_PT_NTESTS && !any_selected; i++) {
+        selected[i] = rg_pt_tests[i].by_default;
+    }
+    rg_err_clear(&err);
+    status = rg_boot_init(&t.boot, &err);
+    if (status != RG_OK) {
+        fprintf(stderr, "railgauge-proto-test: bootstrap: %s\n", rg_err_message(&err));
+        return 1;
+    }
+    t.rank = rg_boot_rank(t.boot);
+    t.size = rg_boot_size(t.boot);
+    status = rg_proto_open(t.transport, t.boot, NULL, &t.p, &err);
+    if (status != RG_OK) {
+        fprintf(stdout, "FAIL test=open rank=%d transport=%s: %s\n", t.rank, t.transport,
+                rg_err_message(&err));
+        rg_boot_fini(t.boot);
+        return 1;
+    }
+    if (t.size < 2) {
+        fprintf(stdout, "FAIL test=setup rank=0 transport=%s: run under a launcher with 2 "
+                "to 16 ranks\n", t.transport);
+        rg_proto_close(t.p);
+        rg_boot_fini(t.boot);
+        return 1;
+    }
+    t.eager = rg_proto_eager_limit(t.p);
+    if (t.rank == 0) {
+        char info[512];
+
+        rg_proto_info_json(t.p, info, sizeof(info));
+        printf("proto transport=%s ranks=%d %s\n", t.transport, t.size, info);
+        fflush(stdout);
+    }
+    for (i = 0; i < RG_PT_NTESTS; i++) {
+        if (!selected[i]) {
+            continue;
+        }
+        t.test = rg_pt_tests[i].name;
+        t0     = rg_time_mono_ns();
+        rg_pt_tests[i].fn(&t);
+        if (rg_pt_tests[i].collective) {
+            rg_pt_barrier(&t);
+        }
+        if (t.rank == 0) {
+            printf("%s test=%s transport=%s ranks=%d %.2f s\n",
+                   t.failures == 0 ? "ok" : "FAILED", t.test, t.transport, t.size,
+                   (double)(rg_time_mono_ns() - t0) * 1e-9);
+            fflush(stdout);
+        }
+    }
+    rg_proto_get_stats(t.p, &st);
+    if (t.rank == 0) {
+        printf("stats rank=0 eager_sent=%llu rndv_sent=%llu rndv_get=%llu unexpected=%llu "
+               "out_of_order=%llu mem_high_water=%zu\n",
+               (unsigned long long)st.eager_sent, (unsigned long long)st.rndv_sent,
+               (unsigned long long)st.rndv_get, (unsigned long long)st.unexpected,
+               (unsigned long long)st.out_of_order, st.mem.high_water);
+    }
+    rg_proto_close(t.p);
+    rg_boot_fini(t.boot);
+    return t.failures == 0 ? 0 : 1;
+}
