@@ -336,7 +336,7 @@ static void rg_pt_test_ordering(rg_pt_t *t)
 static void rg_pt_test_wildcards(rg_pt_t *t)
 {
     int            npeers = t->size - 1, n = npeers * RG_PT_WILD_MSGS, i, k, peer, src;
-    size_t         cap = t->eager * 2 + 64, len;
+    size_t         cap = t->eager + 512, len;
     rg_preq_t     *sr = calloc((size_t)n, sizeof(rg_preq_t));
     rg_preq_t      r;
     unsigned char **sb = calloc((size_t)n, sizeof(*sb));

@@ -19,6 +19,7 @@
 
 #include <sched.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,6 +63,8 @@ const rg_config_table_t rg_proto_config_table = {"PROTO", rg__proto_config_field
 #define RG__PROTO_SMALL     256u
 /* Staging buffers kept for reuse per size class. */
 #define RG__PROTO_XOP_CACHE 64u
+/* How often a waiting rank checks that the peers it waits on are alive. */
+#define RG__PROTO_LIVENESS_NS 50000000ull
 /* How long close keeps delivering control messages still in flight. */
 #define RG__PROTO_FLUSH_NS  5000000000ull
 
@@ -153,6 +156,7 @@ struct rg_proto {
     rg__uxm_list_t    parked;      /* arrivals ahead of their turn */
     uint32_t         *send_seq;    /* per destination */
     uint32_t         *recv_seq;    /* per source: the next to match */
+    int32_t          *pids;        /* per rank; 0 where on another host */
     rg__xop_t        *xop_free[2]; /* small, eager */
     unsigned          xop_nfree[2];
     rg__xop_t        *inflight, *inflight_tail;
@@ -236,14 +240,30 @@ static void rg__uxm_unlink(rg__uxm_list_t *l, rg__uxm_t *u)
     u->next = u->prev = NULL;
 }
 
+static int rg__peer_dead(const rg_proto_t *proto, int peer);
+
 static rg_status_t rg__fail(rg_proto_t *proto, rg_status_t status, const char *what,
                             const rg_xport_t *xp)
 {
-    if (proto->failed == RG_OK) {
-        proto->failed = status;
-        rg_err_set(&proto->err, status, "%s: %s", what,
-                   xp != NULL ? rg_xport_strerror(xp) : rg_status_string(status));
+    char dead[160] = "";
+    int  peer, n = 0, k;
+
+    if (proto->failed != RG_OK) {
+        return proto->failed;
     }
+    proto->failed = status;
+    /* A transport that lost a peer may not know which rank was the cause
+     * (a receive from any source): name the ranks of this host that exited. */
+    for (peer = 0; status == RG_ERR_PEER_DEAD && proto->pids != NULL && peer < proto->size;
+         peer++) {
+        if (rg__peer_dead(proto, peer) && (size_t)n < sizeof(dead) - 40) {
+            k = snprintf(dead + n, sizeof(dead) - (size_t)n, "%s rank %d (pid %d)",
+                         n == 0 ? "; exited:" : ",", peer, (int)proto->pids[peer]);
+            n += k > 0 ? k : 0;
+        }
+    }
+    rg_err_set(&proto->err, status, "%s: %s%s", what,
+               xp != NULL ? rg_xport_strerror(xp) : rg_status_string(status), dead);
     return proto->failed;
 }
 
@@ -751,9 +771,53 @@ rg_status_t rg_proto_test(rg_proto_t *proto, rg_preq_t *req)
 
 /* Waits until *done(arg) holds; the loop of rg_xport_wait(): spin, yield,
  * then sleep in the transport that has the work. */
-static rg_status_t rg__wait(rg_proto_t *proto, int (*done)(void *), void *arg,
-                            uint64_t timeout_ns)
+/* 1 if rank peer runs on this host and has exited. */
+static int rg__peer_dead(const rg_proto_t *proto, int peer)
 {
+    return peer >= 0 && peer != proto->rank && proto->pids[peer] > 0 &&
+           rg_xport_pid_dead((pid_t)proto->pids[peer]);
+}
+
+/* The transports report a dead peer where a transport request waits for it;
+ * the runtime's own waits (a receive matched in the runtime while the pool
+ * takes messages from any source, a rendezvous waiting for its CTS) are
+ * checked here: a request for a dead peer on this host (any peer for a
+ * receive from any source: all of them dead) ends the wait with an error
+ * that names it. Peers on other hosts: their transport's errors, and the
+ * launcher, which ends the job when a rank dies. */
+static rg_status_t rg__check_req(rg_proto_t *proto, const rg_preq_t *r)
+{
+    int peer, alive = 0;
+
+    if (r->status != RG_INPROGRESS) {
+        return RG_OK;
+    }
+    if (r->peer != RG_PROTO_ANY_SOURCE) {
+        if (!rg__peer_dead(proto, r->peer)) {
+            return RG_OK;
+        }
+        proto->failed = RG_ERR_PEER_DEAD;
+        return rg_err_set(&proto->err, RG_ERR_PEER_DEAD,
+                          "rank %d (pid %d) died while rank %d waited for its %s", r->peer,
+                          (int)proto->pids[r->peer], proto->rank,
+                          r->kind == RG_PREQ_SEND ? "receive of a message" : "message");
+    }
+    for (peer = 0; peer < proto->size && !alive; peer++) {
+        alive = peer != proto->rank && !rg__peer_dead(proto, peer);
+    }
+    if (alive || proto->size < 2) {
+        return RG_OK;
+    }
+    proto->failed = RG_ERR_PEER_DEAD;
+    return rg_err_set(&proto->err, RG_ERR_PEER_DEAD,
+                      "every other rank died while rank %d waited for a message from any "
+                      "of them", proto->rank);
+}
+
+static rg_status_t rg__wait(rg_proto_t *proto, int (*done)(void *), void *arg,
+                            rg_status_t (*check)(rg_proto_t *, void *), uint64_t timeout_ns)
+{
+    uint64_t    next_check = 0;
     const rg_xport_wait_config_t *w = &proto->chan[0]->wait;
     rg_xport_t *xp;
     rg_status_t status;
@@ -785,6 +849,13 @@ static rg_status_t rg__wait(rg_proto_t *proto, int (*done)(void *), void *arg,
         if (now < spin_end) {
             continue;
         }
+        if (now >= next_check) {
+            next_check = now + RG__PROTO_LIVENESS_NS;
+            status     = check(proto, arg);
+            if (status != RG_OK) {
+                return status;
+            }
+        }
         if (now < yield_end) {
             sched_yield();
             continue;
@@ -814,6 +885,11 @@ static int rg__req_done(void *arg)
     return ((rg_preq_t *)arg)->status != RG_INPROGRESS;
 }
 
+static rg_status_t rg__req_check(rg_proto_t *proto, void *arg)
+{
+    return rg__check_req(proto, arg);
+}
+
 rg_status_t rg_proto_wait(rg_proto_t *proto, rg_preq_t *req, uint64_t timeout_ns)
 {
     rg_status_t status;
@@ -821,7 +897,7 @@ rg_status_t rg_proto_wait(rg_proto_t *proto, rg_preq_t *req, uint64_t timeout_ns
     if (req->status != RG_INPROGRESS) {
         return req->status;
     }
-    status = rg__wait(proto, rg__req_done, req, timeout_ns);
+    status = rg__wait(proto, rg__req_done, req, rg__req_check, timeout_ns);
     return status != RG_OK ? status : req->status;
 }
 
@@ -840,6 +916,18 @@ static int rg__all_done(void *arg)
     return a->first == a->n;
 }
 
+static rg_status_t rg__all_check(rg_proto_t *proto, void *arg)
+{
+    rg__all_t  *a = arg;
+    rg_status_t status = RG_OK;
+    size_t      i;
+
+    for (i = a->first; i < a->n && status == RG_OK; i++) {
+        status = rg__check_req(proto, &a->reqs[i]);
+    }
+    return status;
+}
+
 rg_status_t rg_proto_waitall(rg_proto_t *proto, size_t n, rg_preq_t *reqs,
                              uint64_t timeout_ns)
 {
@@ -848,7 +936,7 @@ rg_status_t rg_proto_waitall(rg_proto_t *proto, size_t n, rg_preq_t *reqs,
     size_t      i;
 
     if (!rg__all_done(&a)) {
-        status = rg__wait(proto, rg__all_done, &a, timeout_ns);
+        status = rg__wait(proto, rg__all_done, &a, rg__all_check, timeout_ns);
         if (status != RG_OK) {
             return status;
         }
@@ -901,9 +989,23 @@ static size_t rg__default_eager(const rg_proto_config_t *cfg, const char *name)
 
 /* Every rank must use the same eager limit, pool and rendezvous mode: a
  * mismatch is found here rather than as truncated messages later. */
+static uint64_t rg__host_hash(void)
+{
+    char     host[256] = "";
+    uint64_t h = 1469598103934665603ull;
+    size_t   i;
+
+    (void)gethostname(host, sizeof(host) - 1);
+    for (i = 0; host[i] != '\0'; i++) {
+        h = (h ^ (unsigned char)host[i]) * 1099511628211ull;
+    }
+    return h;
+}
+
 static rg_status_t rg__agree(rg_proto_t *proto, rg_boot_t *boot, rg_err_t *err)
 {
-    uint64_t    mine[3] = {proto->eager_limit, (uint64_t)proto->cfg.use_get, 0};
+    uint64_t    mine[4] = {proto->eager_limit, (uint64_t)proto->cfg.use_get,
+                           (uint64_t)getpid(), rg__host_hash()};
     uint64_t   *all;
     rg_status_t status;
     int         i;
@@ -914,12 +1016,13 @@ static rg_status_t rg__agree(rg_proto_t *proto, rg_boot_t *boot, rg_err_t *err)
     }
     status = rg_boot_allgather(boot, mine, sizeof(mine), all, err);
     for (i = 0; status == RG_OK && i < proto->size; i++) {
-        if (all[3 * i] != mine[0] || all[3 * i + 1] != mine[1]) {
+        proto->pids[i] = all[4 * i + 3] == mine[3] ? (int32_t)all[4 * i + 2] : 0;
+        if (all[4 * i] != mine[0] || all[4 * i + 1] != mine[1]) {
             status = rg_err_set(err, RG_ERR_INVALID,
                                 "rank %d uses eager limit %llu and RG_PROTO_GET=%llu, rank %d "
                                 "%llu and %llu: set RG_PROTO_* alike on every rank",
-                                i, (unsigned long long)all[3 * i],
-                                (unsigned long long)all[3 * i + 1], proto->rank,
+                                i, (unsigned long long)all[4 * i],
+                                (unsigned long long)all[4 * i + 1], proto->rank,
                                 (unsigned long long)mine[0], (unsigned long long)mine[1]);
         }
     }
@@ -1005,6 +1108,7 @@ void rg_proto_close(rg_proto_t *proto)
     rg__free_lists(proto);
     free(proto->send_seq);
     free(proto->recv_seq);
+    free(proto->pids);
     free(proto);
 }
 
@@ -1051,6 +1155,11 @@ rg_status_t rg_proto_open(const char *xport_name, rg_boot_t *boot,
                                                              : xp->attr.max_msg_size - RG__PHDR;
     }
     proto->pbuf_size = RG__PHDR + proto->eager_limit;
+    proto->pids      = calloc((size_t)proto->size, sizeof(int32_t));
+    if (proto->pids == NULL) {
+        status = rg_err_set(err, RG_ERR_NOMEM, "cannot allocate %d pids", proto->size);
+        goto err_close;
+    }
     status = rg__agree(proto, boot, err);
     if (status != RG_OK) {
         goto err_close;
