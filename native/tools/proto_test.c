@@ -12,7 +12,8 @@
  *
  * Not in the default run: "peer-dies" (rank 1 is killed while rank 0 waits
  * for its message; rank 0 must get an error, prints it and exits with 42)
- * and "rate" (8-byte message rate, window 64, prints messages per second).
+ * "rate" (8-byte message rate, window 64, prints messages per second) and
+ * "bw" (bandwidth of 4 MiB messages beside memcpy's, prints both).
  */
 #include <signal.h>
 #include <stdarg.h>
@@ -37,7 +38,8 @@ typedef struct rg_pt {
     int         rank, size, failures;
     size_t      eager;   /* the runtime's eager limit */
     size_t      big;     /* largest message of "sizes" */
-    double      seconds; /* duration of "rate" */
+    double      seconds; /* duration of "rate" and "bw" */
+    size_t      bw_size; /* message size of "bw" */
 } rg_pt_t;
 
 typedef void (*rg_pt_fn_t)(rg_pt_t *t);
@@ -414,12 +416,12 @@ static void rg_pt_test_wildcards(rg_pt_t *t)
 static void rg_pt_test_truncate(rg_pt_t *t)
 {
     int           right = (t->rank + 1) % t->size, left = (t->rank + t->size - 1) % t->size;
-    size_t        lens[2] = {100, t->eager * 3 + 5}, cap, i;
+    size_t        lens[3] = {100, t->eager * 3 + 5, ((size_t)1 << 20) + 5}, cap, i;
     unsigned char *sb, *rb;
     rg_preq_t     s, r;
     rg_status_t   st;
 
-    for (i = 0; i < 2; i++) {
+    for (i = 0; i < 3; i++) {
         cap = lens[i] / 2;
         sb  = rg_pt_alloc(t, lens[i]);
         rb  = rg_pt_alloc(t, lens[i]);
@@ -657,6 +659,93 @@ static void rg_pt_test_rate(rg_pt_t *t)
     }
 }
 
+/* Bandwidth of --bw-size messages (default 4 MiB) from rank 0 to rank 1 in
+ * windows of 16, acknowledged per window (as the OSU bandwidth test), each
+ * message of a window in a buffer of its own (64 MiB in all at 4 MiB, more
+ * than a cache holds, as the data of an application); beside it the
+ * bandwidth of memcpy over the same buffers in one process, measured in the
+ * same run. Prints both in MB/s (1e6 bytes). */
+#define RG_PT_BW_WINDOW 16
+
+static int rg_pt_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return (x > y) - (x < y);
+}
+
+static void rg_pt_test_bw(rg_pt_t *t)
+{
+    rg_preq_t      reqs[RG_PT_BW_WINDOW], ack;
+    size_t         n = t->bw_size;
+    unsigned char *buf[RG_PT_BW_WINDOW], *other[RG_PT_BW_WINDOW], a = 0;
+    uint64_t       t0 = 0, windows = 0, i, c0;
+    double         secs, copies[9], memcpy_mbps = 0;
+    int            w, stop = 0, k;
+
+    if (t->rank > 1) {
+        return;
+    }
+    for (w = 0; w < RG_PT_BW_WINDOW; w++) {
+        buf[w]   = rg_pt_alloc(t, n);
+        other[w] = t->rank == 0 ? rg_pt_alloc(t, n) : NULL;
+        memset(buf[w], 3, n);
+    }
+    if (t->rank == 0) {
+        for (w = 0; w < RG_PT_BW_WINDOW; w++) {
+            memset(other[w], 4, n);
+        }
+        for (k = 0; k < 9; k++) {
+            c0 = rg_time_mono_ns();
+            for (w = 0; w < RG_PT_BW_WINDOW; w++) {
+                memcpy(k % 2 ? buf[w] : other[w], k % 2 ? other[w] : buf[w], n);
+            }
+            copies[k] = (double)(rg_time_mono_ns() - c0) * 1e-9;
+        }
+        qsort(copies + 1, 8, sizeof(double), rg_pt_cmp_double);
+        memcpy_mbps = (double)n * RG_PT_BW_WINDOW / ((copies[4] + copies[5]) / 2) * 1e-6;
+    }
+    for (i = 0;; i++) {
+        if (i == 2) {
+            t0 = rg_time_mono_ns();  /* after a warm-up */
+        }
+        for (w = 0; w < RG_PT_BW_WINDOW; w++) {
+            if (t->rank == 0) {
+                rg_pt_isend(t, 1, 1, buf[w], n, &reqs[w]);
+            } else {
+                rg_pt_irecv(t, 0, 1, buf[w], n, &reqs[w]);
+            }
+        }
+        if (rg_proto_waitall(t->p, RG_PT_BW_WINDOW, reqs, RG_PT_TIMEOUT_NS) != RG_OK) {
+            rg_pt_fatal(t, RG_ERR_IO, "waitall");
+        }
+        if (t->rank == 0) {
+            rg_pt_irecv(t, 1, 2, &a, 1, &ack);
+        } else {
+            a = (i >= 2 && (double)(rg_time_mono_ns() - t0) * 1e-9 >= t->seconds) ? 1 : 0;
+            rg_pt_isend(t, 0, 2, &a, 1, &ack);
+        }
+        rg_pt_wait(t, &ack);
+        stop = a;
+        windows += i >= 2;
+        if (stop) {
+            break;
+        }
+    }
+    secs = (double)(rg_time_mono_ns() - t0) * 1e-9;
+    if (t->rank == 0) {
+        printf("bw transport=%s size=%zu window=%d MBps=%.1f memcpy_MBps=%.1f windows=%llu\n",
+               t->transport, n, RG_PT_BW_WINDOW,
+               (double)(windows * RG_PT_BW_WINDOW) * (double)n / secs * 1e-6, memcpy_mbps,
+               (unsigned long long)windows);
+        fflush(stdout);
+    }
+    for (w = 0; w < RG_PT_BW_WINDOW; w++) {
+        free(buf[w]);
+        free(other[w]);
+    }
+}
+
 /* Rank 1 dies while rank 0 waits for a message from it: an error, not a
  * hang. */
 static void rg_pt_test_peer_dies(rg_pt_t *t)
@@ -700,6 +789,7 @@ static const struct {
     {"unexpected", rg_pt_test_unexpected, 1, 1},
     {"alltoall",   rg_pt_test_alltoall,   1, 1},
     {"rate",       rg_pt_test_rate,       0, 1},
+    {"bw",         rg_pt_test_bw,         0, 1},
     {"peer-dies",  rg_pt_test_peer_dies,  0, 0},
 };
 #define RG_PT_NTESTS (sizeof(rg_pt_tests) / sizeof(rg_pt_tests[0]))
@@ -709,7 +799,7 @@ static void rg_pt_usage(FILE *f)
     size_t i;
 
     fprintf(f, "usage: railgauge-proto-test [--transport NAME] [--test NAME]... "
-               "[--max-size BYTES] [--seconds S] [--tag TEXT]\n"
+               "[--max-size BYTES] [--bw-size BYTES] [--seconds S] [--tag TEXT]\n"
                "Run under a launcher: railgauge run -n 4 -- railgauge-proto-test, or "
                "mpirun -n 4 railgauge-proto-test\ntests:");
     for (i = 0; i < RG_PT_NTESTS; i++) {
@@ -735,6 +825,7 @@ int main(int argc, char **argv)
     t.transport = getenv("RG_TRANSPORT");
     t.big       = (size_t)64 << 20;
     t.seconds   = 2.0;
+    t.bw_size   = (size_t)4 << 20;
     t.test      = "setup";
     for (a = 1; a < argc; a++) {
         if (strcmp(argv[a], "--transport") == 0 && a + 1 < argc) {
@@ -757,6 +848,13 @@ int main(int argc, char **argv)
             if (rg_parse_size(argv[++a], &t.big, &err) != RG_OK || t.big < 65536) {
                 fprintf(stderr, "railgauge-proto-test: --max-size '%s': a size of at least "
                         "64KiB\n", argv[a]);
+                return 2;
+            }
+        } else if (strcmp(argv[a], "--bw-size") == 0 && a + 1 < argc) {
+            if (rg_parse_size(argv[++a], &t.bw_size, &err) != RG_OK || t.bw_size == 0 ||
+                t.bw_size > ((size_t)1 << 30)) {
+                fprintf(stderr, "railgauge-proto-test: --bw-size '%s': a size from 1 byte to "
+                        "1GiB\n", argv[a]);
                 return 2;
             }
         } else if (strcmp(argv[a], "--seconds") == 0 && a + 1 < argc) {

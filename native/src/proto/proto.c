@@ -47,6 +47,16 @@ static const rg_config_field_t rg__proto_config_fields[] = {
      "eager buffers of the per-process pool posted to the transport as "
      "receives from any source (the shared receive window), 1 to 65536",
      offsetof(rg_proto_config_t, pool_bufs), RG_CONFIG_INT},
+    {"SPLIT_MIN", "256KiB",
+     "with one-sided reads, a rendezvous payload of at least this many bytes is "
+     "moved by both sides at once (the receiver reads the first half, the sender "
+     "writes the second), which takes two cores' copy bandwidth; 0: never",
+     offsetof(rg_proto_config_t, split_min), RG_CONFIG_SIZE},
+    {"RNDV_YIELD_NS", "200ms",
+     "while a rendezvous of this rank is under way, a wait polls with "
+     "sched_yield() this long before it sleeps: the peer's next control message "
+     "is due within microseconds, and a sleeping rank wakes late",
+     offsetof(rg_proto_config_t, rndv_yield_ns), RG_CONFIG_TIME_NS},
     {"GET", "1",
      "1: rendezvous payloads are read one-sided from the sender's memory where "
      "the transport can (shm: cross-memory attach, one copy); 0: always over "
@@ -74,7 +84,11 @@ enum {
     RG__PH_EAGER = 1,  /* header + payload, matched */
     RG__PH_RTS   = 2,  /* request to send, matched: len, sreq, aux = address */
     RG__PH_CTS   = 3,  /* clear to send: sreq; payload follows on the data channel */
-    RG__PH_FIN   = 4   /* the receiver has read the payload: sreq completes */
+    RG__PH_FIN   = 4,  /* the receiver has read the payload: sreq completes */
+    RG__PH_SPLIT = 5,  /* receiver -> sender: write [off, len) of the payload to
+                        * aux (the receive buffer), then DONE; the receiver reads
+                        * [0, off) meanwhile */
+    RG__PH_DONE  = 6   /* sender -> receiver: its part is written; rreq completes */
 };
 
 typedef struct rg__phdr {
@@ -87,6 +101,8 @@ typedef struct rg__phdr {
     uint64_t len;
     uint64_t sreq;
     uint64_t aux;
+    uint64_t rreq;  /* SPLIT, DONE: the receiver's request */
+    uint64_t off;   /* SPLIT: where the sender's part starts */
 } rg__phdr_t;
 
 #define RG__PHDR ((size_t)sizeof(rg__phdr_t))
@@ -99,7 +115,8 @@ enum {
     RG__RS_SEND_SELF,    /* a rendezvous to this rank, waits for its receive */
     RG__RS_SEND_DATA,    /* payload on the data channel */
     RG__RS_RECV_POSTED,  /* in the posted queue */
-    RG__RS_RECV_DATA     /* payload coming on the data channel */
+    RG__RS_RECV_DATA,    /* payload coming on the data channel */
+    RG__RS_RECV_SPLIT    /* read its part, waits for the sender's DONE */
 };
 
 /* ---- objects ------------------------------------------------------------ */
@@ -161,6 +178,7 @@ struct rg_proto {
     unsigned          xop_nfree[2];
     rg__xop_t        *inflight, *inflight_tail;
     rg_proto_stats_t  stats;
+    int               rndv_busy;   /* rendezvous of this rank under way */
     rg_status_t       failed;
     rg_err_t          err;
 };
@@ -402,6 +420,37 @@ static void rg__complete(rg_preq_t *r, rg_status_t status)
     r->status = status;
 }
 
+/* A large payload moved by both sides: the sender is asked to write the
+ * second part while this rank reads the first; r completes on DONE. */
+static rg_status_t rg__split(rg_proto_t *proto, rg_preq_t *r, int src, const rg__phdr_t *hdr,
+                             size_t n)
+{
+    rg__phdr_t  h;
+    rg_status_t status;
+    size_t      off = (n / 2) & ~(size_t)4095;
+
+    memset(&h, 0, sizeof(h));
+    h.type = RG__PH_SPLIT;
+    h.sreq = hdr->sreq;
+    h.rreq = (uint64_t)(uintptr_t)r;
+    h.aux  = (uint64_t)(uintptr_t)r->buf;
+    h.off  = off;
+    h.len  = n;
+    r->state = RG__RS_RECV_SPLIT;
+    proto->rndv_busy++;
+    status   = rg__send_eager_path(proto, src, &h, NULL, 0, NULL);
+    if (status != RG_OK) {
+        return status;
+    }
+    if (off > 0) {
+        status = rg_xport_get(proto->chan[0], src, hdr->aux, r->buf, off);
+        if (status != RG_OK) {
+            return rg__fail(proto, status, "rendezvous read", proto->chan[0]);
+        }
+    }
+    return RG_OK;
+}
+
 /* Receive r meets the message (src, hdr): eager payload, a remote RTS, or a
  * send to this rank. */
 static rg_status_t rg__deliver(rg_proto_t *proto, rg_preq_t *r, int src, const rg__phdr_t *hdr,
@@ -433,13 +482,18 @@ static rg_status_t rg__deliver(rg_proto_t *proto, rg_preq_t *r, int src, const r
     proto->stats.rndv_recv++;
     if (proto->data_chan < 0) {
         /* One copy: read the payload from the sender's buffer. */
-        if (n > 0) {
-            status = proto->chan[0]->ops->get(proto->chan[0], src, hdr->aux, r->buf, n);
+        if (n > 0 && !(n >= proto->cfg.split_min && proto->cfg.split_min > 0 &&
+                       proto->chan[0]->ops->put != NULL)) {
+            status = rg_xport_get(proto->chan[0], src, hdr->aux, r->buf, n);
             if (status != RG_OK) {
                 return rg__fail(proto, status, "rendezvous read", proto->chan[0]);
             }
         }
         proto->stats.rndv_get++;
+        if (n >= proto->cfg.split_min && proto->cfg.split_min > 0 &&
+            proto->chan[0]->ops->put != NULL) {
+            return rg__split(proto, r, src, hdr, n);
+        }
         status = rg__send_ctl(proto, src, RG__PH_FIN, hdr->sreq);
         if (status != RG_OK) {
             return status;
@@ -450,6 +504,7 @@ static rg_status_t rg__deliver(rg_proto_t *proto, rg_preq_t *r, int src, const r
     /* Post the payload's receive, then clear the sender to send it. */
     r->state = RG__RS_RECV_DATA;
     r->chan  = proto->data_chan;
+    proto->rndv_busy++;
     status   = rg__sched_recv(proto, r->chan, src, r->buf, r->len, &r->xreq);
     if (status != RG_OK) {
         return status;
@@ -498,6 +553,7 @@ static rg_status_t rg__handle(rg_proto_t *proto, int src, const unsigned char *d
     rg_preq_t  *s;
     rg__uxm_t  *u;
     rg_status_t status;
+    uint64_t    rreq;
     int         again;
 
     if (len < RG__PHDR) {
@@ -558,6 +614,36 @@ static rg_status_t rg__handle(rg_proto_t *proto, int src, const unsigned char *d
     case RG__PH_FIN:
         s = (rg_preq_t *)(uintptr_t)hdr.sreq;
         rg__complete(s, RG_OK);
+        proto->rndv_busy--;
+        return RG_OK;
+    case RG__PH_SPLIT:
+        s = (rg_preq_t *)(uintptr_t)hdr.sreq;
+        if (hdr.off > hdr.len || hdr.len > s->len) {
+            return rg__fail(proto, RG_ERR_PARSE, "a SPLIT request is out of bounds", NULL);
+        }
+        if (hdr.len > hdr.off) {
+            status = rg_xport_put(proto->chan[0], src, hdr.aux + hdr.off,
+                                  (const unsigned char *)s->buf + hdr.off,
+                                  (size_t)(hdr.len - hdr.off));
+            if (status != RG_OK) {
+                return rg__fail(proto, status, "rendezvous write", proto->chan[0]);
+            }
+        }
+        rreq = hdr.rreq;
+        memset(&hdr, 0, sizeof(hdr));
+        hdr.type = RG__PH_DONE;
+        hdr.rreq = rreq;
+        status   = rg__send_eager_path(proto, src, &hdr, NULL, 0, NULL);
+        if (status != RG_OK) {
+            return status;
+        }
+        rg__complete(s, RG_OK);
+        proto->rndv_busy--;
+        return RG_OK;
+    case RG__PH_DONE:
+        s = (rg_preq_t *)(uintptr_t)hdr.rreq;
+        rg__complete(s, s->msg_len > s->len ? RG_ERR_TRUNCATED : RG_OK);
+        proto->rndv_busy--;
         return RG_OK;
     default:
         return rg__fail(proto, RG_ERR_PARSE, "a message of unknown type arrived", NULL);
@@ -636,6 +722,7 @@ rg_status_t rg_proto_isend(rg_proto_t *proto, int peer, int tag, const void *buf
     hdr.aux    = (uint64_t)(uintptr_t)buf;
     req->state = RG__RS_SEND_RTS;
     proto->stats.rndv_sent++;
+    proto->rndv_busy++;
     return rg__send_eager_path(proto, peer, &hdr, NULL, 0, NULL);
 }
 
@@ -744,6 +831,7 @@ rg_status_t rg_proto_progress(rg_proto_t *proto)
         next = r->next;
         if (r->xreq.status != RG_INPROGRESS) {
             rg__preq_unlink(&proto->active, r);
+            proto->rndv_busy--;
             if (r->kind == RG_PREQ_RECV) {
                 r->msg_len = r->xreq.msg_len;
             }
@@ -856,7 +944,8 @@ static rg_status_t rg__wait(rg_proto_t *proto, int (*done)(void *), void *arg,
                 return status;
             }
         }
-        if (now < yield_end) {
+        if (now < yield_end ||
+            (proto->rndv_busy > 0 && now < yield_end + (uint64_t)proto->cfg.rndv_yield_ns)) {
             sched_yield();
             continue;
         }

@@ -97,6 +97,8 @@ typedef struct rg_proto_config {
     size_t eager_shm, eager_tcp, eager_ofi, eager_mpi, eager_other;
     int    pool_bufs;        /* RG_PROTO_POOL_BUFS: eager buffers posted */
     int    use_get;          /* RG_PROTO_GET: 1 = one-sided reads where offered */
+    size_t split_min;        /* RG_PROTO_SPLIT_MIN: both sides copy from this size */
+    double rndv_yield_ns;    /* RG_PROTO_RNDV_YIELD_NS: poll, not sleep, meanwhile */
 } rg_proto_config_t;
 
 /* Opens the runtime over transport `xport_name` (collective over boot). cfg

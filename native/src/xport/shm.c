@@ -495,9 +495,10 @@ static unsigned rg__shm_opens;
 /* What a peer reads in the open-time test of process_vm_readv. */
 static const uint64_t rg__shm_cma_word = 0x7267636d61707262ull;
 
-/* Reads len bytes at raddr in pid into buf; RG_OK or the errno's status. */
-static rg_status_t rg__shm_cma_read(pid_t pid, uint64_t raddr, void *buf, size_t len,
-                                    int *errno_p)
+/* Reads len bytes at raddr in pid into buf (or writes buf there); RG_OK or
+ * the errno's status. */
+static rg_status_t rg__shm_cma(pid_t pid, uint64_t raddr, void *buf, size_t len, int write,
+                               int *errno_p)
 {
     struct iovec local, remote;
     size_t       done = 0;
@@ -508,7 +509,8 @@ static rg_status_t rg__shm_cma_read(pid_t pid, uint64_t raddr, void *buf, size_t
         local.iov_len   = len - done;
         remote.iov_base = (void *)(uintptr_t)(raddr + done);
         remote.iov_len  = len - done;
-        n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+        n = write ? process_vm_writev(pid, &local, 1, &remote, 1, 0)
+                  : process_vm_readv(pid, &local, 1, &remote, 1, 0);
         if (n < 0) {
             if (errno == EINTR) {
                 continue;
@@ -525,8 +527,8 @@ static rg_status_t rg__shm_cma_read(pid_t pid, uint64_t raddr, void *buf, size_t
     return RG_OK;
 }
 
-static rg_status_t rg__shm_get(rg_xport_t *xp, int peer, uint64_t raddr, void *buf,
-                               size_t len)
+static rg_status_t rg__shm_rma(rg_xport_t *xp, int peer, uint64_t raddr, void *buf,
+                               size_t len, int write)
 {
     rg__shm_t  *shm = rg__shm(xp);
     rg_status_t status;
@@ -538,14 +540,25 @@ static rg_status_t rg__shm_get(rg_xport_t *xp, int peer, uint64_t raddr, void *b
     if (shm->failed != RG_OK) {
         return shm->failed;
     }
-    status = rg__shm_cma_read((pid_t)atomic_load(&shm->peers[peer].blk->pid), raddr, buf,
-                              len, &e);
+    status = rg__shm_cma((pid_t)atomic_load(&shm->peers[peer].blk->pid), raddr, buf, len,
+                         write, &e);
     if (status != RG_OK) {
-        return rg_err_set(&xp->err, status,
-                          "reading %zu bytes of rank %d's memory failed: %s", len, peer,
-                          strerror(e));
+        return rg_err_set(&xp->err, status, "%s %zu bytes of rank %d's memory failed: %s",
+                          write ? "writing" : "reading", len, peer, strerror(e));
     }
     return RG_OK;
+}
+
+static rg_status_t rg__shm_get(rg_xport_t *xp, int peer, uint64_t raddr, void *buf,
+                               size_t len)
+{
+    return rg__shm_rma(xp, peer, raddr, buf, len, 0);
+}
+
+static rg_status_t rg__shm_put(rg_xport_t *xp, int peer, uint64_t raddr, const void *buf,
+                               size_t len)
+{
+    return rg__shm_rma(xp, peer, raddr, (void *)(uintptr_t)buf, len, 1);
 }
 
 /* Every rank reads its right neighbour's probe word; the transport offers
@@ -560,8 +573,8 @@ static rg_status_t rg__shm_cma_probe(rg__shm_t *shm, int want, rg_err_t *err)
     rg_status_t status;
 
     if (want && size > 1 &&
-        rg__shm_cma_read((pid_t)atomic_load(&p->blk->pid), p->blk->cma_probe, &word,
-                         sizeof(word), &e) == RG_OK &&
+        rg__shm_cma((pid_t)atomic_load(&p->blk->pid), p->blk->cma_probe, &word,
+                    sizeof(word), 0, &e) == RG_OK &&
         word == rg__shm_cma_word) {
         mine = 1;
     }
@@ -1027,4 +1040,5 @@ const rg_xport_ops_t rg_xport_shm_ops = {
     .block       = rg__shm_block,
     .info_json   = rg__shm_info_json,
     .get         = rg__shm_get,
+    .put         = rg__shm_put,
 };

@@ -386,6 +386,29 @@ rg_status_t rg_xport_no_get(rg_xport_t *xp, int peer, uint64_t raddr, void *buf,
                       "transport %s has no one-sided read", xp->attr.name);
 }
 
+rg_status_t rg_xport_get(rg_xport_t *xp, int peer, uint64_t raddr, void *buf, size_t len)
+{
+    if (peer < 0 || peer >= xp->size || peer == xp->rank) {
+        return rg_err_set(&xp->err, RG_ERR_RANGE, "one-sided read from rank %d of %d", peer,
+                          xp->size);
+    }
+    return xp->ops->get(xp, peer, raddr, buf, len);
+}
+
+rg_status_t rg_xport_put(rg_xport_t *xp, int peer, uint64_t raddr, const void *buf,
+                         size_t len)
+{
+    if (peer < 0 || peer >= xp->size || peer == xp->rank) {
+        return rg_err_set(&xp->err, RG_ERR_RANGE, "one-sided write to rank %d of %d", peer,
+                          xp->size);
+    }
+    if (xp->ops->put == NULL) {
+        return rg_err_set(&xp->err, RG_ERR_UNSUPPORTED,
+                          "transport %s has no one-sided write", xp->attr.name);
+    }
+    return xp->ops->put(xp, peer, raddr, buf, len);
+}
+
 /* A pid is dead when it is gone or a zombie (exited, not yet reaped). */
 int rg_xport_pid_dead(pid_t pid)
 {

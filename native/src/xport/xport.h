@@ -95,6 +95,11 @@ struct rg_xport_ops {
      * attr.can_get is 1; the protocol layer uses it for single-copy
      * rendezvous (the sender's buffer address travels in its request). */
     rg_status_t (*get)(rg_xport_t *xp, int peer, uint64_t raddr, void *buf, size_t len);
+    /* One-sided write, the mirror of get: copies len bytes of buf to address
+     * raddr of peer's process. Where can_get is 1; the protocol layer lets
+     * sender and receiver each move half of a large message at once. The
+     * one optional slot: NULL means unsupported (rg_xport_put checks). */
+    rg_status_t (*put)(rg_xport_t *xp, int peer, uint64_t raddr, const void *buf, size_t len);
 };
 
 /* How rg_xport_wait() waits (config table "XPORT", see xport.c). */
@@ -149,6 +154,12 @@ rg_status_t rg_xport_test(rg_xport_t *xp, rg_xreq_t *req);
  * ticks. timeout_ns of 0 means no limit; on RG_ERR_TIMEOUT the request is
  * still pending. */
 rg_status_t rg_xport_wait(rg_xport_t *xp, rg_xreq_t *req, uint64_t timeout_ns);
+
+/* One-sided read and write (see ops->get, ops->put): RG_ERR_UNSUPPORTED
+ * where the transport has none. */
+rg_status_t rg_xport_get(rg_xport_t *xp, int peer, uint64_t raddr, void *buf, size_t len);
+rg_status_t rg_xport_put(rg_xport_t *xp, int peer, uint64_t raddr, const void *buf,
+                         size_t len);
 
 /* Blocking helpers built on the above; *len_p is set on RG_OK and on
  * RG_ERR_TRUNCATED. */
