@@ -107,6 +107,19 @@ typedef struct rg__phdr {
 
 #define RG__PHDR ((size_t)sizeof(rg__phdr_t))
 
+/* EAGER messages carry this shorter header (the fields that matter to them),
+ * so that a small message takes 16 bytes of header, not 56. */
+typedef struct rg__ehdr {
+    uint8_t  type;
+    uint8_t  flags;
+    uint16_t pad;
+    int32_t  tag;
+    uint32_t seq;
+    uint32_t len;
+} rg__ehdr_t;
+
+#define RG__EHDR ((size_t)sizeof(rg__ehdr_t))
+
 /* Request states. */
 enum {
     RG__RS_DONE = 0,
@@ -174,6 +187,8 @@ struct rg_proto {
     uint32_t         *send_seq;    /* per destination */
     uint32_t         *recv_seq;    /* per source: the next to match */
     int32_t          *pids;        /* per rank; 0 where on another host */
+    uint64_t         *live_ns;     /* per rank: when its liveness was last asked */
+    uint8_t          *dead;        /* per rank: found dead (sticky) */
     rg__xop_t        *xop_free[2]; /* small, eager */
     unsigned          xop_nfree[2];
     rg__xop_t        *inflight, *inflight_tail;
@@ -271,7 +286,17 @@ static rg_status_t rg__fail(rg_proto_t *proto, rg_status_t status, const char *w
     }
     proto->failed = status;
     /* A transport that lost a peer may not know which rank was the cause
-     * (a receive from any source): name the ranks of this host that exited. */
+     * (a receive from any source): name the ranks of this host that exited.
+     * A closed connection can come before its process is gone: wait for it
+     * a little (this is the path of a failing run, not of a message). */
+    for (k = 0; status == RG_ERR_PEER_DEAD && proto->pids != NULL && k < 40; k++) {
+        for (peer = 0; peer < proto->size && !rg__peer_dead(proto, peer); peer++) {
+        }
+        if (peer < proto->size) {
+            break;
+        }
+        usleep(5000);
+    }
     for (peer = 0; status == RG_ERR_PEER_DEAD && proto->pids != NULL && peer < proto->size;
          peer++) {
         if (rg__peer_dead(proto, peer) && (size_t)n < sizeof(dead) - 40) {
@@ -364,21 +389,22 @@ static void rg__xop_done(rg_proto_t *proto, rg__xop_t *x)
 }
 
 /* Sends header (+ payload) on the eager path; owner completes with it. */
-static rg_status_t rg__send_eager_path(rg_proto_t *proto, int peer, const rg__phdr_t *hdr,
-                                       const void *payload, size_t len, rg_preq_t *owner)
+static rg_status_t rg__send_eager_path(rg_proto_t *proto, int peer, const void *hdr,
+                                       size_t hlen, const void *payload, size_t len,
+                                       rg_preq_t *owner)
 {
-    rg__xop_t  *x = rg__xop_get(proto, RG__PHDR + len);
+    rg__xop_t  *x = rg__xop_get(proto, hlen + len);
     rg_status_t status;
 
     if (x == NULL) {
         return rg__fail(proto, RG_ERR_NOMEM, "send staging", NULL);
     }
-    memcpy(x->data, hdr, RG__PHDR);
+    memcpy(x->data, hdr, hlen);
     if (len > 0) {
-        memcpy(x->data + RG__PHDR, payload, len);
+        memcpy(x->data + hlen, payload, len);
     }
     x->owner = owner;
-    status   = rg__sched_send(proto, 0, peer, x->data, RG__PHDR + len, &x->xreq);
+    status   = rg__sched_send(proto, 0, peer, x->data, hlen + len, &x->xreq);
     if (status != RG_OK) {
         rg__xop_put(proto, x);
         return status;
@@ -403,7 +429,7 @@ static rg_status_t rg__send_ctl(rg_proto_t *proto, int peer, int type, uint64_t 
     memset(&h, 0, sizeof(h));
     h.type = (uint8_t)type;
     h.sreq = sreq;
-    return rg__send_eager_path(proto, peer, &h, NULL, 0, NULL);
+    return rg__send_eager_path(proto, peer, &h, RG__PHDR, NULL, 0, NULL);
 }
 
 /* ---- matching ----------------------------------------------------------- */
@@ -438,7 +464,7 @@ static rg_status_t rg__split(rg_proto_t *proto, rg_preq_t *r, int src, const rg_
     h.len  = n;
     r->state = RG__RS_RECV_SPLIT;
     proto->rndv_busy++;
-    status   = rg__send_eager_path(proto, src, &h, NULL, 0, NULL);
+    status   = rg__send_eager_path(proto, src, &h, RG__PHDR, NULL, 0, NULL);
     if (status != RG_OK) {
         return status;
     }
@@ -554,36 +580,54 @@ static rg_status_t rg__handle(rg_proto_t *proto, int src, const unsigned char *d
     rg__uxm_t  *u;
     rg_status_t status;
     uint64_t    rreq;
+    const unsigned char *payload;
+    size_t      plen;
     int         again;
 
-    if (len < RG__PHDR) {
+    if (len >= RG__EHDR && data[0] == RG__PH_EAGER) {
+        rg__ehdr_t eh;
+
+        memcpy(&eh, data, RG__EHDR);
+        memset(&hdr, 0, sizeof(hdr));
+        hdr.type = RG__PH_EAGER;
+        hdr.tag  = eh.tag;
+        hdr.seq  = eh.seq;
+        hdr.len  = eh.len;
+        payload  = data + RG__EHDR;
+        plen     = len - RG__EHDR;
+    } else if (len < RG__PHDR) {
         return rg__fail(proto, RG_ERR_PARSE, "a message shorter than a header arrived", NULL);
+    } else {
+        memcpy(&hdr, data, RG__PHDR);
+        payload = data + RG__PHDR;
+        plen    = len - RG__PHDR;
     }
-    memcpy(&hdr, data, RG__PHDR);
     switch (hdr.type) {
     case RG__PH_EAGER:
     case RG__PH_RTS:
-        if (hdr.type == RG__PH_EAGER && hdr.len != len - RG__PHDR) {
+        if (hdr.type == RG__PH_EAGER ? hdr.len != plen : plen != 0) {
             return rg__fail(proto, RG_ERR_PARSE, "an eager message's length is inconsistent",
                             NULL);
         }
         if (hdr.seq != proto->recv_seq[src]) {
             /* Ahead of its turn: park a copy until the earlier ones came. */
-            u = malloc(sizeof(*u) + (len - RG__PHDR));
+            u = malloc(sizeof(*u) + plen);
             if (u == NULL) {
                 return rg__fail(proto, RG_ERR_NOMEM, "parked message", NULL);
             }
             u->src      = src;
             u->hdr      = hdr;
             u->self_req = NULL;
-            u->bytes    = sizeof(*u) + (len - RG__PHDR);
-            memcpy(u->payload, data + RG__PHDR, len - RG__PHDR);
+            u->bytes    = sizeof(*u) + plen;
+            if (plen > 0) {
+                memcpy(u->payload, payload, plen);
+            }
             rg__mem_add(proto, &proto->stats.mem.unexpected, u->bytes);
             rg__uxm_append(&proto->parked, u);
             proto->stats.out_of_order++;
             return RG_OK;
         }
-        status = rg__arrive(proto, src, &hdr, data + RG__PHDR, NULL);
+        status = rg__arrive(proto, src, &hdr, payload, NULL);
         proto->recv_seq[src]++;
         /* Parked successors of src may now be in turn. */
         do {
@@ -633,7 +677,7 @@ static rg_status_t rg__handle(rg_proto_t *proto, int src, const unsigned char *d
         memset(&hdr, 0, sizeof(hdr));
         hdr.type = RG__PH_DONE;
         hdr.rreq = rreq;
-        status   = rg__send_eager_path(proto, src, &hdr, NULL, 0, NULL);
+        status   = rg__send_eager_path(proto, src, &hdr, RG__PHDR, NULL, 0, NULL);
         if (status != RG_OK) {
             return status;
         }
@@ -683,7 +727,8 @@ rg_status_t rg_proto_isend(rg_proto_t *proto, int peer, int tag, const void *buf
     if (proto->failed != RG_OK) {
         return proto->failed;
     }
-    memset(req, 0, sizeof(*req));
+    req->next   = req->prev = NULL;
+    req->rid    = 0;
     req->kind   = RG_PREQ_SEND;
     req->peer   = peer;
     req->tag    = tag;
@@ -712,10 +757,11 @@ rg_status_t rg_proto_isend(rg_proto_t *proto, int peer, int tag, const void *buf
     }
     hdr.seq = proto->send_seq[peer]++;
     if (len <= proto->eager_limit) {
-        hdr.type   = RG__PH_EAGER;
+        rg__ehdr_t eh = {RG__PH_EAGER, 0, 0, tag, hdr.seq, (uint32_t)len};
+
         req->state = RG__RS_SEND_EAGER;
         proto->stats.eager_sent++;
-        return rg__send_eager_path(proto, peer, &hdr, buf, len, req);
+        return rg__send_eager_path(proto, peer, &eh, RG__EHDR, buf, len, req);
     }
     hdr.type   = RG__PH_RTS;
     hdr.sreq   = (uint64_t)(uintptr_t)req;
@@ -723,7 +769,7 @@ rg_status_t rg_proto_isend(rg_proto_t *proto, int peer, int tag, const void *buf
     req->state = RG__RS_SEND_RTS;
     proto->stats.rndv_sent++;
     proto->rndv_busy++;
-    return rg__send_eager_path(proto, peer, &hdr, NULL, 0, NULL);
+    return rg__send_eager_path(proto, peer, &hdr, RG__PHDR, NULL, 0, NULL);
 }
 
 rg_status_t rg_proto_irecv(rg_proto_t *proto, int peer, int tag, void *buf, size_t cap,
@@ -739,7 +785,10 @@ rg_status_t rg_proto_irecv(rg_proto_t *proto, int peer, int tag, void *buf, size
     if (proto->failed != RG_OK) {
         return proto->failed;
     }
-    memset(req, 0, sizeof(*req));
+    req->next    = req->prev = NULL;
+    req->rid     = 0;
+    req->msg_len = 0;
+    req->msg_tag = 0;
     req->kind   = RG_PREQ_RECV;
     req->peer   = peer;
     req->tag    = tag;
@@ -866,6 +915,27 @@ static int rg__peer_dead(const rg_proto_t *proto, int peer)
            rg_xport_pid_dead((pid_t)proto->pids[peer]);
 }
 
+/* rg__peer_dead, asked of the system at most once per liveness period per
+ * peer (a wait for a window of requests asks for the same peer many times). */
+static int rg__peer_dead_cached(rg_proto_t *proto, int peer)
+{
+    uint64_t now;
+
+    if (peer < 0 || peer == proto->rank || proto->pids[peer] <= 0) {
+        return 0;
+    }
+    if (proto->dead[peer]) {
+        return 1;
+    }
+    now = rg_time_mono_ns();
+    if (now - proto->live_ns[peer] < RG__PROTO_LIVENESS_NS) {
+        return 0;
+    }
+    proto->live_ns[peer] = now;
+    proto->dead[peer]    = (uint8_t)rg__peer_dead(proto, peer);
+    return proto->dead[peer];
+}
+
 /* The transports report a dead peer where a transport request waits for it;
  * the runtime's own waits (a receive matched in the runtime while the pool
  * takes messages from any source, a rendezvous waiting for its CTS) are
@@ -881,7 +951,7 @@ static rg_status_t rg__check_req(rg_proto_t *proto, const rg_preq_t *r)
         return RG_OK;
     }
     if (r->peer != RG_PROTO_ANY_SOURCE) {
-        if (!rg__peer_dead(proto, r->peer)) {
+        if (!rg__peer_dead_cached(proto, r->peer)) {
             return RG_OK;
         }
         proto->failed = RG_ERR_PEER_DEAD;
@@ -891,7 +961,7 @@ static rg_status_t rg__check_req(rg_proto_t *proto, const rg_preq_t *r)
                           r->kind == RG_PREQ_SEND ? "receive of a message" : "message");
     }
     for (peer = 0; peer < proto->size && !alive; peer++) {
-        alive = peer != proto->rank && !rg__peer_dead(proto, peer);
+        alive = peer != proto->rank && !rg__peer_dead_cached(proto, peer);
     }
     if (alive || proto->size < 2) {
         return RG_OK;
@@ -1198,6 +1268,8 @@ void rg_proto_close(rg_proto_t *proto)
     free(proto->send_seq);
     free(proto->recv_seq);
     free(proto->pids);
+    free(proto->live_ns);
+    free(proto->dead);
     free(proto);
 }
 
@@ -1245,7 +1317,9 @@ rg_status_t rg_proto_open(const char *xport_name, rg_boot_t *boot,
     }
     proto->pbuf_size = RG__PHDR + proto->eager_limit;
     proto->pids      = calloc((size_t)proto->size, sizeof(int32_t));
-    if (proto->pids == NULL) {
+    proto->live_ns   = calloc((size_t)proto->size, sizeof(uint64_t));
+    proto->dead      = calloc((size_t)proto->size, sizeof(uint8_t));
+    if (proto->pids == NULL || proto->live_ns == NULL || proto->dead == NULL) {
         status = rg_err_set(err, RG_ERR_NOMEM, "cannot allocate %d pids", proto->size);
         goto err_close;
     }

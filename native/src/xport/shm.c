@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -140,6 +141,7 @@ typedef struct rg__shm {
     int                 any_next;      /* where the next ANY_SOURCE scan starts */
     uint64_t            live_check_ns; /* time of the last liveness check */
     int                 cma_off_rank;  /* a rank that failed the CMA probe, or -1 */
+    int                 asym_fence;    /* 1: sleepers fence by membarrier (see notify) */
     rg_status_t         failed;        /* RG_OK, or the error that ended it */
 } rg__shm_t;
 
@@ -163,12 +165,22 @@ static long rg__shm_futex(_Atomic uint32_t *word, int op, uint32_t val,
     return syscall(SYS_futex, (uint32_t *)word, op, val, ts, NULL, 0);
 }
 
-/* Called after publishing an index the peer may be sleeping on. The fence
- * pairs with the one in rg__shm_block(): either the sleeper sees our index
- * when it rechecks, or we see its flag and ring. */
-static inline void rg__shm_notify(rg__shm_rank_blk_t *blk)
+/* Called after publishing an index the peer may be sleeping on: either the
+ * sleeper sees our index when it rechecks, or we see its flag and ring.
+ * That needs a full fence between our store and our load of the flag, and a
+ * fence costs a cross-core round trip per message (the store must own its
+ * line first). Where every rank could register for membarrier's global
+ * expedited command, the fence is moved to the sleeper (an asymmetric
+ * fence, as liburcu does): rg__shm_block() calls membarrier, which runs a
+ * full barrier on every registered process, so this side needs only a
+ * compiler barrier. Otherwise the fence stays here. */
+static inline void rg__shm_notify(const rg__shm_t *shm, rg__shm_rank_blk_t *blk)
 {
-    atomic_thread_fence(memory_order_seq_cst);
+    if (shm->asym_fence) {
+        atomic_signal_fence(memory_order_seq_cst);
+    } else {
+        atomic_thread_fence(memory_order_seq_cst);
+    }
     if (atomic_load_explicit(&blk->sleeping, memory_order_relaxed)) {
         atomic_fetch_add_explicit(&blk->doorbell, 1, memory_order_release);
         rg__shm_futex(&blk->doorbell, FUTEX_WAKE, 1, NULL);
@@ -274,7 +286,7 @@ static int rg__shm_push(rg__shm_t *shm, rg__shm_peer_t *p, rg_xreq_t *req)
     }
     if (p->tx_head != start) {
         atomic_store_explicit(&p->tx->head, p->tx_head, memory_order_release);
-        rg__shm_notify(p->blk);
+        rg__shm_notify(shm, p->blk);
         shm->events++;
     }
     RG__SHM_POS(req) = pos;
@@ -389,7 +401,7 @@ static int rg__shm_pull(rg__shm_t *shm, rg__shm_peer_t *p)
     if (p->rx_tail != p->rx_tail_pub) {
         atomic_store_explicit(&p->rx->tail, p->rx_tail, memory_order_release);
         p->rx_tail_pub = p->rx_tail;
-        rg__shm_notify(p->blk);
+        rg__shm_notify(shm, p->blk);
         shm->events++;
     }
     RG__SHM_POS(req) = pos;
@@ -568,6 +580,7 @@ static rg_status_t rg__shm_cma_probe(rg__shm_t *shm, int want, rg_err_t *err)
     int         size = shm->super.size, rank = shm->super.rank;
     int         peer = (rank + 1) % size, e = 0, i;
     int32_t     mine = 0, *all;
+    int         asym = 1;
     uint64_t    word = 0;
     rg__shm_peer_t *p = &shm->peers[peer];
     rg_status_t status;
@@ -578,6 +591,10 @@ static rg_status_t rg__shm_cma_probe(rg__shm_t *shm, int want, rg_err_t *err)
         word == rg__shm_cma_word) {
         mine = 1;
     }
+    /* Registration for the asymmetric fence of rg__shm_notify(). */
+    if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0) {
+        mine |= 2;
+    }
     all = calloc((size_t)size, sizeof(*all));
     if (all == NULL) {
         return rg_err_set(err, RG_ERR_NOMEM, "cannot allocate %d flags", size);
@@ -585,12 +602,13 @@ static rg_status_t rg__shm_cma_probe(rg__shm_t *shm, int want, rg_err_t *err)
     status = rg_boot_allgather(shm->super.boot, &mine, sizeof(mine), all, err);
     shm->super.attr.can_get = status == RG_OK && size > 1;
     for (i = 0; i < size && status == RG_OK; i++) {
-        if (!all[i]) {
+        if (!(all[i] & 1) && shm->super.attr.can_get) {
             shm->super.attr.can_get = 0;
             shm->cma_off_rank = want ? i : -1;
-            break;
         }
+        asym &= (all[i] & 2) != 0;
     }
+    shm->asym_fence = status == RG_OK && asym;
     free(all);
     return status;
 }
@@ -672,6 +690,12 @@ static rg_status_t rg__shm_block(rg_xport_t *xp, uint64_t timeout_ns)
     seq = atomic_load_explicit(&shm->me->doorbell, memory_order_acquire);
     atomic_store_explicit(&shm->me->sleeping, 1, memory_order_relaxed);
     atomic_thread_fence(memory_order_seq_cst);
+    if (shm->asym_fence &&
+        syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) != 0) {
+        /* Cannot happen once registered; never sleep on a doubt. */
+        atomic_store_explicit(&shm->me->sleeping, 0, memory_order_relaxed);
+        return RG_OK;
+    }
     events = shm->events;
     status = rg__shm_progress(xp);
     if (status == RG_OK && events == shm->events) {
@@ -1022,6 +1046,7 @@ static rg_status_t rg__shm_info_json(rg_xport_t *xp, char *buf, size_t cap)
     rg_json_kv_uint(&js, "segment_size", shm->seg_size);
     rg_json_kv_string(&js, "segment", shm->name);
     rg_json_kv_bool(&js, "single_copy", xp->attr.can_get);
+    rg_json_kv_bool(&js, "asymmetric_fence", shm->asym_fence);
     if (shm->cma_off_rank >= 0) {
         rg_json_kv_int(&js, "single_copy_failed_rank", shm->cma_off_rank);
     }
