@@ -87,7 +87,7 @@ enum {
     RG__PH_FIN   = 4,  /* the receiver has read the payload: sreq completes */
     RG__PH_SPLIT = 5,  /* receiver -> sender: write [off, len) of the payload to
                         * aux (the receive buffer), then DONE; the receiver reads
-                        * [0, off) meanwhile */
+                        * [0, off) meanwhile, then sends FIN */
     RG__PH_DONE  = 6   /* sender -> receiver: its part is written; rreq completes */
 };
 
@@ -194,6 +194,7 @@ struct rg_proto {
     rg__xop_t        *inflight, *inflight_tail;
     rg_proto_stats_t  stats;
     int               rndv_busy;   /* rendezvous of this rank under way */
+    int               can_inject;  /* the eager path has ops->inject */
     rg_status_t       failed;
     rg_err_t          err;
 };
@@ -328,6 +329,19 @@ static rg_status_t rg__sched_send(rg_proto_t *proto, int chan, int peer, const v
         return rg__fail(proto, status, "send", proto->chan[chan]);
     }
     return RG_OK;
+}
+
+/* A small message sent at once without staging where the transport can
+ * (RG_ERR_AGAIN: not now, the caller stages it). */
+static rg_status_t rg__sched_inject(rg_proto_t *proto, int chan, int peer, const void *hdr,
+                                    size_t hlen, const void *buf, size_t len)
+{
+    rg_status_t status = rg_xport_inject(proto->chan[chan], peer, hdr, hlen, buf, len);
+
+    if (status < 0 && status != RG_ERR_AGAIN && status != RG_ERR_UNSUPPORTED) {
+        return rg__fail(proto, status, "send", proto->chan[chan]);
+    }
+    return status;
 }
 
 static rg_status_t rg__sched_recv(rg_proto_t *proto, int chan, int peer, void *buf,
@@ -474,7 +488,9 @@ static rg_status_t rg__split(rg_proto_t *proto, rg_preq_t *r, int src, const rg_
             return rg__fail(proto, status, "rendezvous read", proto->chan[0]);
         }
     }
-    return RG_OK;
+    /* The sender's buffer is ours until this FIN: its send completes on it,
+     * not when its own part is written. */
+    return rg__send_ctl(proto, src, RG__PH_FIN, hdr->sreq);
 }
 
 /* Receive r meets the message (src, hdr): eager payload, a remote RTS, or a
@@ -677,13 +693,8 @@ static rg_status_t rg__handle(rg_proto_t *proto, int src, const unsigned char *d
         memset(&hdr, 0, sizeof(hdr));
         hdr.type = RG__PH_DONE;
         hdr.rreq = rreq;
-        status   = rg__send_eager_path(proto, src, &hdr, RG__PHDR, NULL, 0, NULL);
-        if (status != RG_OK) {
-            return status;
-        }
-        rg__complete(s, RG_OK);
-        proto->rndv_busy--;
-        return RG_OK;
+        /* s completes on the receiver's FIN (it may still be reading). */
+        return rg__send_eager_path(proto, src, &hdr, RG__PHDR, NULL, 0, NULL);
     case RG__PH_DONE:
         s = (rg_preq_t *)(uintptr_t)hdr.rreq;
         rg__complete(s, s->msg_len > s->len ? RG_ERR_TRUNCATED : RG_OK);
@@ -759,8 +770,20 @@ rg_status_t rg_proto_isend(rg_proto_t *proto, int peer, int tag, const void *buf
     if (len <= proto->eager_limit) {
         rg__ehdr_t eh = {RG__PH_EAGER, 0, 0, tag, hdr.seq, (uint32_t)len};
 
-        req->state = RG__RS_SEND_EAGER;
         proto->stats.eager_sent++;
+        if (len <= RG__PROTO_SMALL && proto->can_inject) {
+            status = rg__sched_inject(proto, 0, peer, &eh, RG__EHDR, buf, len);
+            if (status == RG_OK) {
+                rg__complete(req, RG_OK);
+                return RG_OK;
+            }
+            if (status == RG_ERR_UNSUPPORTED) {
+                proto->can_inject = 0;
+            } else if (status != RG_ERR_AGAIN) {
+                return status;
+            }
+        }
+        req->state = RG__RS_SEND_EAGER;
         return rg__send_eager_path(proto, peer, &eh, RG__EHDR, buf, len, req);
     }
     hdr.type   = RG__PH_RTS;
@@ -1309,6 +1332,7 @@ rg_status_t rg_proto_open(const char *xport_name, rg_boot_t *boot,
     }
     proto->nchan = 1;
     xp           = proto->chan[0];
+    proto->can_inject = xp->ops->inject != NULL;
     proto->eager_limit = rg__default_eager(&proto->cfg, xp->attr.name);
     if (xp->attr.max_msg_size < RG__PHDR ||
         proto->eager_limit > xp->attr.max_msg_size - RG__PHDR) {

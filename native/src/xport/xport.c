@@ -409,6 +409,18 @@ rg_status_t rg_xport_put(rg_xport_t *xp, int peer, uint64_t raddr, const void *b
     return xp->ops->put(xp, peer, raddr, buf, len);
 }
 
+rg_status_t rg_xport_inject(rg_xport_t *xp, int peer, const void *hdr, size_t hlen,
+                            const void *buf, size_t len)
+{
+    if (xp->ops->inject == NULL) {
+        return RG_ERR_UNSUPPORTED;
+    }
+    if (peer < 0 || peer >= xp->size || peer == xp->rank) {
+        return rg_err_set(&xp->err, RG_ERR_RANGE, "send to rank %d of %d", peer, xp->size);
+    }
+    return xp->ops->inject(xp, peer, hdr, hlen, buf, len);
+}
+
 /* A pid is dead when it is gone or a zombie (exited, not yet reaped). */
 int rg_xport_pid_dead(pid_t pid)
 {

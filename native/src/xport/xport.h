@@ -100,6 +100,13 @@ struct rg_xport_ops {
      * sender and receiver each move half of a large message at once. The
      * one optional slot: NULL means unsupported (rg_xport_put checks). */
     rg_status_t (*put)(rg_xport_t *xp, int peer, uint64_t raddr, const void *buf, size_t len);
+    /* Optional (NULL: unsupported, rg_xport_inject checks): sends the
+     * message hdr (hlen bytes) followed by buf (len bytes) at once and
+     * without a request, if that can be done now (room in the ring, no send
+     * queued before it), else returns RG_ERR_AGAIN and sends nothing. The
+     * protocol layer sends small eager messages so, without staging. */
+    rg_status_t (*inject)(rg_xport_t *xp, int peer, const void *hdr, size_t hlen,
+                          const void *buf, size_t len);
 };
 
 /* How rg_xport_wait() waits (config table "XPORT", see xport.c). */
@@ -160,6 +167,9 @@ rg_status_t rg_xport_wait(rg_xport_t *xp, rg_xreq_t *req, uint64_t timeout_ns);
 rg_status_t rg_xport_get(rg_xport_t *xp, int peer, uint64_t raddr, void *buf, size_t len);
 rg_status_t rg_xport_put(rg_xport_t *xp, int peer, uint64_t raddr, const void *buf,
                          size_t len);
+/* See ops->inject: RG_OK sent, RG_ERR_AGAIN not now, RG_ERR_UNSUPPORTED never. */
+rg_status_t rg_xport_inject(rg_xport_t *xp, int peer, const void *hdr, size_t hlen,
+                            const void *buf, size_t len);
 
 /* Blocking helpers built on the above; *len_p is set on RG_OK and on
  * RG_ERR_TRUNCATED. */
