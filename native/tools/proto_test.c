@@ -797,12 +797,37 @@ static const struct {
 };
 #define RG_PT_NTESTS (sizeof(rg_pt_tests) / sizeof(rg_pt_tests[0]))
 
+/* Every setting of the runtime and the transports, as loaded now. */
+static int rg_pt_print_config(void)
+{
+    const rg_config_table_t *const *t;
+    const rg_config_table_t        *proto[] = {&rg_proto_config_table, NULL};
+    _Alignas(16) unsigned char      scratch[8192];
+    rg_err_t                        err;
+    int                             rc = 0, pass;
+
+    for (pass = 0; pass < 2; pass++) {
+        for (t = pass == 0 ? proto : rg_xport_config_tables(); *t != NULL; t++) {
+            memset(scratch, 0, sizeof(scratch));
+            if (rg_config_load(*t, scratch, &err) != RG_OK) {
+                fprintf(stderr, "railgauge-proto-test: %s\n", rg_err_message(&err));
+                rc = 2;
+                continue;
+            }
+            printf("[%s]\n", (*t)->prefix);
+            rg_config_print(*t, scratch, stdout);
+        }
+    }
+    return rc;
+}
+
 static void rg_pt_usage(FILE *f)
 {
     size_t i;
 
     fprintf(f, "usage: railgauge-proto-test [--transport NAME] [--test NAME]... "
-               "[--max-size BYTES] [--bw-size BYTES] [--seconds S] [--tag TEXT]\n"
+               "[--max-size BYTES] [--bw-size BYTES] [--seconds S] [--tag TEXT] "
+               "[--print-config]\n"
                "Run under a launcher: railgauge run -n 4 -- railgauge-proto-test, or "
                "mpirun -n 4 railgauge-proto-test\ntests:");
     for (i = 0; i < RG_PT_NTESTS; i++) {
@@ -869,6 +894,8 @@ int main(int argc, char **argv)
             }
         } else if (strcmp(argv[a], "--tag") == 0 && a + 1 < argc) {
             a++;
+        } else if (strcmp(argv[a], "--print-config") == 0) {
+            return rg_pt_print_config();
         } else if (strcmp(argv[a], "--help") == 0 || strcmp(argv[a], "-h") == 0) {
             rg_pt_usage(stdout);
             return 0;
