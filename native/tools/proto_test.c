@@ -214,6 +214,10 @@ static void rg_pt_test_api(rg_pt_t *t)
     if (st != RG_ERR_RANGE) {
         rg_pt_fail(t, "isend to rank %d (= size) gave %s", t->size, rg_status_name(st));
     }
+    if ((st = rg_proto_isend(t->p, 0, 0, NULL, 16, &s)) != RG_ERR_INVALID ||
+        rg_proto_irecv(t->p, 0, 0, NULL, 16, &r) != RG_ERR_INVALID) {
+        rg_pt_fail(t, "a NULL buffer of 16 bytes was not refused with RG_ERR_INVALID");
+    }
     /* Self, eager: the send completes before any receive. */
     rg_pt_fill(small, sizeof(small), rg_pt_seed(t->rank, t->rank, 5, 0));
     rg_pt_isend(t, t->rank, 5, small, sizeof(small), &s);

@@ -735,6 +735,10 @@ rg_status_t rg_proto_isend(rg_proto_t *proto, int peer, int tag, const void *buf
         (status = rg__check_tag(proto, tag, 0)) != RG_OK) {
         return status;
     }
+    if (req == NULL || (buf == NULL && len > 0)) {
+        return rg_err_set(&proto->err, RG_ERR_INVALID, "send of %zu bytes: %s is NULL", len,
+                          req == NULL ? "the request" : "the buffer");
+    }
     if (proto->failed != RG_OK) {
         return proto->failed;
     }
@@ -804,6 +808,10 @@ rg_status_t rg_proto_irecv(rg_proto_t *proto, int peer, int tag, void *buf, size
     if ((status = rg__check_peer(proto, peer, 1)) != RG_OK ||
         (status = rg__check_tag(proto, tag, 1)) != RG_OK) {
         return status;
+    }
+    if (req == NULL || (buf == NULL && cap > 0)) {
+        return rg_err_set(&proto->err, RG_ERR_INVALID, "receive of %zu bytes: %s is NULL",
+                          cap, req == NULL ? "the request" : "the buffer");
     }
     if (proto->failed != RG_OK) {
         return proto->failed;
