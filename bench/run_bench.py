@@ -52,7 +52,7 @@ BUILD = REPO / "build" / "bench"
 SIZES: tuple[int, ...] = (1, 8, 1048576)
 MIB = 1048576
 CFLAGS = ["-O2", "-Wall", "-Wextra", "-Werror", "-std=c11"]
-SECTIONS = ("foundation", "gauge")
+SECTIONS = ("foundation", "gauge", "ofi-tcp", "mpi")
 
 # Display order and labels of the latency rows.
 IMPLS: dict[str, str] = {
@@ -394,10 +394,11 @@ def bench_fi_pingpong(tools: Tools, args: argparse.Namespace) -> Records:
 
 
 def _fi_pingpong_one(tools: Tools, args: argparse.Namespace, size: int, iters: int,
-                     cores: list[str]) -> dict[str, Any]:
+                     cores: list[str], provider: str = "shm",
+                     impl: str = "libfabric-shm") -> dict[str, Any]:
     assert tools.fi_pingpong
     port = free_tcp_port()
-    base = [tools.fi_pingpong, "-p", "shm", "-e", "rdm", "-I", str(iters), "-S", str(size)]
+    base = [tools.fi_pingpong, "-p", provider, "-e", "rdm", "-I", str(iters), "-S", str(size)]
 
     def pinned(core: str, argv: list[str]) -> list[str]:
         return [tools.taskset, "-c", core, *argv] if tools.taskset else argv
@@ -432,7 +433,7 @@ def _fi_pingpong_one(tools: Tools, args: argparse.Namespace, size: int, iters: i
     if row is None:
         raise BenchError(f"fi_pingpong: no result table in output: {res.stdout[-300:]!r}")
     return {
-        "impl": "libfabric-shm",
+        "impl": impl,
         "s": size,
         # usec/xfer is the mean one-way time (half the mean round trip) over all iterations.
         "oneway_us": row["usec_per_xfer"],
@@ -712,6 +713,399 @@ def summarize_gauge(runs: list[GaugeRun]) -> GaugeSummary:
         all_positive=not bad and nranges > 0,
         bad_values=bad,
     )
+
+
+# --------------------------------------------------------------------------------------
+# ofi-tcp: railgauge over libfabric's tcp provider (tcp;ofi_rxm) beside fi_pingpong -p tcp,
+# 8 B one-way time, interleaved round by round.
+
+OFI_TCP_SIZE = 8
+OFI_TCP_TARGET = 1.1
+OFI_TCP_IMPLS: dict[str, str] = {
+    "railgauge-ofi-tcp": "railgauge ofi:tcp (railgauge-bench pingpong)",
+    "railgauge-ofi-tcp-unsafe": "railgauge ofi:tcp, RG_OFI_SEND_SAFE=0 (injects, staging buffer)",
+    "libfabric-tcp": "libfabric tcp;ofi_rxm (fi_pingpong -p tcp -e rdm)",
+}
+#: railgauge-bench runs the 8 B point until its median is known to 0.01% (the tightest
+#: target it takes), 1 s or 100000 round trips, about as long as one fi_pingpong run of
+#: --iters round trips: both are exposed to the machine's noise alike, and the many
+#: short interleaved rounds let the median over rounds drop the rounds a burst of other
+#: work hit (fi_pingpong's figure is a mean over all its iterations, so is the one
+#: compared).
+OFI_TCP_BENCH_ARGS = ("--max-reps", "100000", "--point-budget", "1", "--target-rel", "0.0001")
+
+
+def ofi_tcp_tools(tools: Tools) -> None:
+    """Fills in and checks what the ofi-tcp section needs beyond build_tools()."""
+    tools.fi_pingpong = tools.fi_pingpong or _which("fi_pingpong")
+    tools.taskset = tools.taskset or _which("taskset")
+    missing = []
+    if not tools.fi_pingpong:
+        missing.append("fi_pingpong (apt-get install libfabric-bin)")
+    if not tools.railgauge_bench:
+        missing.append("railgauge-bench (build native/ or pass --railgauge-bench PATH)")
+    if missing:
+        raise UsageError("missing tools for the ofi-tcp section:\n  - " + "\n  - ".join(missing))
+
+
+def bench_railgauge_ofi_tcp(tools: Tools, args: argparse.Namespace,
+                            impl: str = "railgauge-ofi-tcp",
+                            env: dict[str, str] | None = None) -> dict[str, Any]:
+    assert tools.railgauge and tools.railgauge_bench
+    argv = [*tools.railgauge, "run", "-n", "2", "--transport", "ofi:tcp",
+            *shlex.split(args.railgauge_run_args), "--",
+            tools.railgauge_bench, "pingpong", "--sizes", str(OFI_TCP_SIZE),
+            *OFI_TCP_BENCH_ARGS, *shlex.split(args.railgauge_bench_args)]
+    res = run_proc(argv, timeout=args.timeout,
+                   env={**os.environ, **tools.railgauge_env, **(env or {})})
+    if res.rc != 0:
+        raise BenchError(res.describe())
+    header: dict[str, Any] = {}
+    for rec in json_lines(res.stdout):
+        if rec.get("type") == "header":
+            header = rec
+        elif rec.get("type") == "pingpong" and rec.get("s") == OFI_TCP_SIZE:
+            return {
+                "impl": impl,
+                "s": OFI_TCP_SIZE,
+                # median_us and mean_us are round trips; one-way is half.
+                "oneway_us": float(rec["median_us"]) / 2.0,
+                "mean_oneway_us": float(rec["mean_us"]) / 2.0,
+                "count": rec.get("count"),
+                "transport_info": header.get("transport_info"),
+                "raw": rec,
+            }
+    raise BenchError(f"railgauge ofi:tcp: no {OFI_TCP_SIZE} B record; {res.describe()}")
+
+
+def ofi_tcp_round_count(args: argparse.Namespace) -> int:
+    """Rounds of the ofi-tcp section: --rounds x --batches short rounds."""
+    return int(args.rounds * args.batches)
+
+
+def bench_fi_pingpong_tcp(tools: Tools, args: argparse.Namespace) -> dict[str, Any]:
+    iters = args.iters
+    rec = _fi_pingpong_one(tools, args, OFI_TCP_SIZE, iters, args.cores.split(","),
+                           provider="tcp", impl="libfabric-tcp")
+    return rec
+
+
+@dataclass
+class OfiTcpRun:
+    rounds: int
+    per_round: list[dict[str, dict[str, Any]]] = field(default_factory=list)
+    errors: list[dict[str, Any]] = field(default_factory=list)
+
+    def values(self, impl: str, key: str) -> list[float]:
+        return [float(rnd[impl][key]) for rnd in self.per_round if impl in rnd]
+
+
+def ofi_tcp_rounds(tools: Tools, args: argparse.Namespace) -> OfiTcpRun:
+    runners = {
+        "railgauge-ofi-tcp": lambda: bench_railgauge_ofi_tcp(tools, args),
+        "railgauge-ofi-tcp-unsafe": lambda: bench_railgauge_ofi_tcp(
+            tools, args, "railgauge-ofi-tcp-unsafe", {"RG_OFI_SEND_SAFE": "0"}),
+        "libfabric-tcp": lambda: bench_fi_pingpong_tcp(tools, args),
+    }
+    impls = list(OFI_TCP_IMPLS)
+    rounds = ofi_tcp_round_count(args)
+    run = OfiTcpRun(rounds=rounds)
+    for r in range(rounds):
+        order = impls[r % len(impls):] + impls[:r % len(impls)]
+        this: dict[str, dict[str, Any]] = {}
+        for impl in order:
+            t0 = time.monotonic()
+            try:
+                this[impl] = runners[impl]()
+                log(f"ofi-tcp round {r + 1}/{rounds} {impl}: 8 B one-way "
+                    f"{this[impl]['oneway_us']:.3f} us (mean "
+                    f"{this[impl]['mean_oneway_us']:.3f}) ({time.monotonic() - t0:.1f} s)")
+            except BenchError as exc:
+                log(f"ofi-tcp round {r + 1}/{rounds} {impl}: FAILED: {exc}")
+                run.errors.append({"round": r, "impl": impl, "error": str(exc)})
+        run.per_round.append(this)
+    return run
+
+
+def ofi_tcp_md(run: OfiTcpRun, args: argparse.Namespace, facts: dict[str, Any],
+               command: str, raw: Path) -> str:
+    def med(impl: str, key: str) -> float | None:
+        vals = run.values(impl, key)
+        return statistics.median(vals) if vals else None
+
+    def span(impl: str, key: str) -> str:
+        vals = run.values(impl, key)
+        return f"{fmt_us(min(vals))}–{fmt_us(max(vals))}" if vals else "n/a"
+
+    lines = [
+        "## ofi:tcp: railgauge beside fi_pingpong over libfabric's tcp provider",
+        "",
+        f"Two processes on one host exchange {OFI_TCP_SIZE} B messages in a ping-pong over "
+        "libfabric's `tcp;ofi_rxm` provider (the host's first interface, as both pick by "
+        f"default). One-way time in µs = half a round trip. Medians over {run.rounds} "
+        "round(s); each round runs every row, in an order that rotates from round to round.",
+        "",
+        "| implementation | one-way mean (µs) | mean min–max over rounds | one-way median (µs) "
+        "| rounds |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    for impl, label in OFI_TCP_IMPLS.items():
+        n = len(run.values(impl, "oneway_us"))
+        median_cell = fmt_us(med(impl, "oneway_us")) if impl.startswith("railgauge") \
+            else "n/a (prints a mean only)"
+        lines.append(f"| {label} | {fmt_us(med(impl, 'mean_oneway_us'))} | "
+                     f"{span(impl, 'mean_oneway_us')} | {median_cell} | {n}/{run.rounds} |")
+    rg, fi = med("railgauge-ofi-tcp", "mean_oneway_us"), med("libfabric-tcp", "mean_oneway_us")
+    ok = None if rg is None or fi is None else rg <= OFI_TCP_TARGET * fi
+    measured = (f"{fmt_us(rg)} µs vs {OFI_TCP_TARGET} × {fmt_us(fi)} µs = "
+                f"{fmt_us(OFI_TCP_TARGET * fi)} µs ({rg / fi:.2f}x)"
+                if rg is not None and fi is not None else "n/a")
+    lines += [
+        "",
+        "| target | measured | result |",
+        "| --- | --- | --- |",
+        f"| railgauge ofi:tcp within 10% of fi_pingpong -p tcp (8 B one-way, mean vs mean) "
+        f"| {measured} | {verdict(ok)} |",
+    ]
+    if run.errors:
+        lines += ["", "Failed runs (left out of the medians):", ""]
+        lines += [f"- round {e['round'] + 1}, {e['impl']}: {e['error']}" for e in run.errors]
+    lines += [
+        "",
+        "How each row is measured:",
+        "",
+        "- **railgauge ofi:tcp**: `railgauge run -n 2 --transport ofi:tcp -- railgauge-bench "
+        f"pingpong --sizes {OFI_TCP_SIZE} {' '.join(OFI_TCP_BENCH_ARGS)}`: every round trip "
+        "is timed on its own (TSC) after a warm-up, until the 95% confidence interval of the "
+        "median is within 0.01% of it, 1 s or 100000 round trips, whichever comes first (the "
+        "raw results hold the counts); the record's `mean_us` and `median_us` are round "
+        "trips, halved here. Over tcp railgauge sends "
+        "without `fi_tinjectdata` and with tcp's staging send buffer off (`RG_OFI_SEND_SAFE=1`, "
+        "the default: a completed send must not wait in the process for a later call, see "
+        "docs/transports.md); the second row is the same with `RG_OFI_SEND_SAFE=0` (injects "
+        "and the staging buffer, as fi_pingpong has them). Completions are read with "
+        "`fi_cq_read` (spinning, then `sched_yield`, as every railgauge wait).",
+        "- **fi_pingpong**: `fi_pingpong -p tcp -e rdm -I N -S 8` (libfabric's fabtests, "
+        f"N = {args.iters}), server on core {args.cores.split(',')[0]} and "
+        f"client on core {args.cores.split(',')[1]} (taskset), control connection on "
+        "127.0.0.1. It prints `usec/xfer` = elapsed / (2 × iterations), the mean one-way time "
+        "over all iterations (gettimeofday around the loop, no warm-up).",
+        "",
+        "The target compares means, since fi_pingpong prints only a mean; the median of "
+        "railgauge is shown beside it. A mean takes in every preemption, so each run is "
+        f"short (about a second) and there are {run.rounds} rounds (--rounds × --batches), "
+        "interleaved: the median over rounds leaves out the rounds that a burst of other "
+        "work on the machine hit, and the min–max column shows how far they went. Loopback "
+        "TCP goes through the kernel on both sides, so a busy machine shifts every row. It "
+        "shifts railgauge's more: after `RG_XPORT_SPIN_NS` (2 µs) a railgauge wait polls "
+        "with `sched_yield`, which hands the core to the other work, where fi_pingpong "
+        "spins until the scheduler preempts it; `RG_XPORT_SPIN_NS=1s` makes railgauge "
+        "spin too.",
+        "",
+    ]
+    lines += facts_md(facts, command, raw)
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------
+# mpi: railgauge over its mpi transport beside the plain MPI ping-pong (bench/mpi_pingpong.c),
+# 8 B one-way time, for each MPI flavour installed, interleaved round by round.
+
+MPI_SIZE = 8
+MPI_TARGET = 1.1
+#: flavour -> (label, launcher, compiler wrapper, launcher options shared by both rows)
+MPI_FLAVOURS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
+    "openmpi": ("Open MPI", "mpirun.openmpi", "mpicc.openmpi",
+                ("--allow-run-as-root", "--oversubscribe", "-n", "2", "--bind-to", "core",
+                 "--mca", "btl", "self,vader")),
+    "mpich": ("MPICH", "mpiexec.mpich", "mpicc.mpich", ("-n", "2", "-bind-to", "core")),
+}
+#: railgauge-bench times every round trip; 2 s of them give a median as stable as the
+#: plain program's (a median over 5 x 100000 round trips in samples of 16).
+MPI_BENCH_ARGS = ("--max-reps", "200000", "--point-budget", "2", "--target-rel", "0.0001")
+
+
+@dataclass
+class MpiRun:
+    flavours: list[str]
+    rounds: int
+    per_round: list[dict[str, dict[str, Any]]] = field(default_factory=list)
+    errors: list[dict[str, Any]] = field(default_factory=list)
+
+    def values(self, impl: str) -> list[float]:
+        return [float(rnd[impl]["oneway_us"]) for rnd in self.per_round if impl in rnd]
+
+
+def mpi_tools(tools: Tools, args: argparse.Namespace) -> list[str]:
+    """Builds bench/mpi_pingpong.c for every flavour whose launcher and wrapper exist
+    (--no-mpich leaves MPICH out) and returns those flavours; raises UsageError when
+    none is installed or railgauge-bench is missing."""
+    if not tools.railgauge_bench:
+        raise UsageError("missing tools for the mpi section:\n  - railgauge-bench (build "
+                         "native/ or pass --railgauge-bench PATH)")
+    found = []
+    for flavour, (_label, launcher, wrapper, _opts) in MPI_FLAVOURS.items():
+        if flavour == "mpich" and args.no_mpich:
+            continue
+        if _which(launcher) and _which(wrapper):
+            found.append(flavour)
+    if not found:
+        raise UsageError("missing tools for the mpi section:\n  - Open MPI or MPICH "
+                         "(apt-get install openmpi-bin libopenmpi-dev mpich libmpich-dev)")
+    BUILD.mkdir(parents=True, exist_ok=True)
+    for flavour in found:
+        _compile([MPI_FLAVOURS[flavour][2], *CFLAGS, "-o", str(BUILD / f"mpi_pingpong_{flavour}"),
+                  str(REPO / "bench" / "mpi_pingpong.c")])
+    return found
+
+
+def _mpi_launch(flavour: str) -> list[str]:
+    _label, launcher, _wrapper, opts = MPI_FLAVOURS[flavour]
+    found = _which(launcher)
+    assert found is not None
+    return [found, *opts]
+
+
+def bench_mpi_plain(args: argparse.Namespace, flavour: str) -> dict[str, Any]:
+    opts = _c_bench_args(args)
+    opts[opts.index("--sizes") + 1] = str(MPI_SIZE)
+    argv = [*_mpi_launch(flavour), str(BUILD / f"mpi_pingpong_{flavour}"), flavour, *opts]
+    res = run_proc(argv, timeout=args.timeout, env=_ompi_env())
+    if res.rc != 0:
+        raise BenchError(res.describe())
+    rec = _records_by_size(res.stdout, f"plain-{flavour}").get(MPI_SIZE)
+    if rec is None:
+        raise BenchError(f"mpi_pingpong ({flavour}): no {MPI_SIZE} B record; {res.describe()}")
+    return rec
+
+
+def bench_mpi_railgauge(tools: Tools, args: argparse.Namespace, flavour: str
+                        ) -> dict[str, Any]:
+    assert tools.railgauge_bench
+    argv = [*_mpi_launch(flavour), tools.railgauge_bench, "pingpong", "--transport", "mpi",
+            "--sizes", str(MPI_SIZE), *MPI_BENCH_ARGS, *shlex.split(args.railgauge_bench_args)]
+    res = run_proc(argv, timeout=args.timeout, env=_ompi_env())
+    if res.rc != 0:
+        raise BenchError(res.describe())
+    header: dict[str, Any] = {}
+    for rec in json_lines(res.stdout):
+        if rec.get("type") == "header":
+            header = rec
+        elif rec.get("type") == "pingpong" and rec.get("s") == MPI_SIZE:
+            return {
+                "impl": f"railgauge-{flavour}",
+                "s": MPI_SIZE,
+                # median_us is the median round trip; one-way is half.
+                "oneway_us": float(rec["median_us"]) / 2.0,
+                "mean_oneway_us": float(rec["mean_us"]) / 2.0,
+                "count": rec.get("count"),
+                "transport_info": header.get("transport_info"),
+                "raw": rec,
+            }
+    raise BenchError(f"railgauge mpi ({flavour}): no {MPI_SIZE} B record; {res.describe()}")
+
+
+def mpi_rounds(tools: Tools, args: argparse.Namespace, flavours: list[str]) -> MpiRun:
+    runners: dict[str, Any] = {}
+    for fl in flavours:
+        runners[f"railgauge-{fl}"] = lambda fl=fl: bench_mpi_railgauge(tools, args, fl)
+        runners[f"plain-{fl}"] = lambda fl=fl: bench_mpi_plain(args, fl)
+    impls = list(runners)
+    run = MpiRun(flavours=flavours, rounds=args.rounds)
+    for r in range(args.rounds):
+        k = r % len(impls)
+        this: dict[str, dict[str, Any]] = {}
+        for impl in impls[k:] + impls[:k]:
+            t0 = time.monotonic()
+            try:
+                this[impl] = runners[impl]()
+                log(f"mpi round {r + 1}/{args.rounds} {impl}: {MPI_SIZE} B one-way "
+                    f"{this[impl]['oneway_us']:.3f} us ({time.monotonic() - t0:.1f} s)")
+            except BenchError as exc:
+                log(f"mpi round {r + 1}/{args.rounds} {impl}: FAILED: {exc}")
+                run.errors.append({"round": r, "impl": impl, "error": str(exc)})
+        run.per_round.append(this)
+    return run
+
+
+def mpi_verdicts(run: MpiRun) -> dict[str, dict[str, Any]]:
+    """flavour -> railgauge and plain medians over rounds, their ratio and the verdict."""
+    out: dict[str, dict[str, Any]] = {}
+    for fl in run.flavours:
+        rg, plain = run.values(f"railgauge-{fl}"), run.values(f"plain-{fl}")
+        rg_med = statistics.median(rg) if rg else None
+        pl_med = statistics.median(plain) if plain else None
+        ok = None if rg_med is None or pl_med is None else rg_med <= MPI_TARGET * pl_med
+        out[fl] = {"railgauge_us": rg_med, "plain_us": pl_med, "ok": ok,
+                   "ratio": rg_med / pl_med if rg_med and pl_med else None}
+    return out
+
+
+def mpi_md(run: MpiRun, args: argparse.Namespace, facts: dict[str, Any], command: str,
+           raw: Path) -> str:
+    verdicts = mpi_verdicts(run)
+
+    def span(impl: str) -> str:
+        vals = run.values(impl)
+        return f"{fmt_us(min(vals))}–{fmt_us(max(vals))}" if vals else "n/a"
+
+    lines = [
+        "## mpi: railgauge over MPI beside the plain MPI ping-pong",
+        "",
+        f"Two processes on one host exchange {MPI_SIZE} B messages in a ping-pong through MPI: "
+        "`railgauge-bench pingpong --transport mpi` (railgauge's mpi transport: MPI_Isend and "
+        "MPI_Irecv, polled with MPI_Test) beside `bench/mpi_pingpong.c` (MPI_Send and "
+        "MPI_Recv), both started by the same launcher command. One-way time in µs = half a "
+        f"round trip (medians). Each figure is the median over {run.rounds} round(s); each "
+        "round runs every row, in an order that rotates from round to round.",
+        "",
+        "| MPI | railgauge mpi (µs) | min–max over rounds | plain MPI (µs) | "
+        "min–max over rounds | railgauge / plain | rounds |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for fl in run.flavours:
+        v = verdicts[fl]
+        ratio = f"{v['ratio']:.2f}x" if v["ratio"] else "n/a"
+        lines.append(
+            f"| {MPI_FLAVOURS[fl][0]} | {fmt_us(v['railgauge_us'])} | "
+            f"{span(f'railgauge-{fl}')} | {fmt_us(v['plain_us'])} | {span(f'plain-{fl}')} | "
+            f"{ratio} | {len(run.values(f'railgauge-{fl}'))}/{run.rounds} |")
+    lines += ["", "| target | measured | result |", "| --- | --- | --- |"]
+    for fl in run.flavours:
+        v = verdicts[fl]
+        measured = (f"{fmt_us(v['railgauge_us'])} µs vs {MPI_TARGET} × {fmt_us(v['plain_us'])} "
+                    f"µs = {fmt_us(MPI_TARGET * v['plain_us'])} µs"
+                    if v["railgauge_us"] is not None and v["plain_us"] is not None else "n/a")
+        lines.append(f"| railgauge mpi within 10% of the plain MPI ping-pong "
+                     f"({MPI_FLAVOURS[fl][0]}, {MPI_SIZE} B one-way) | {measured} | "
+                     f"{verdict(v['ok'])} |")
+    if run.errors:
+        lines += ["", "Failed runs (left out of the medians):", ""]
+        lines += [f"- round {e['round'] + 1}, {e['impl']}: {e['error']}" for e in run.errors]
+    launches = "; ".join(f"{MPI_FLAVOURS[fl][0]}: `{MPI_FLAVOURS[fl][1]} "
+                         f"{' '.join(MPI_FLAVOURS[fl][3])}`" for fl in run.flavours)
+    lines += [
+        "",
+        "How each row is measured:",
+        "",
+        f"- Launchers, the same for both rows: {launches} (OMPI_ALLOW_RUN_AS_ROOT=1, "
+        "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1).",
+        f"- **railgauge mpi**: `railgauge-bench pingpong --transport mpi --sizes {MPI_SIZE} "
+        f"{' '.join(MPI_BENCH_ARGS)}`: every round trip is timed on its own (TSC, its read "
+        "cost subtracted) for 2 s after a warm-up; the record's `median_us` is a round trip, "
+        "halved here.",
+        "- **plain MPI**: `bench/mpi_pingpong.c` built with the flavour's `mpicc`, "
+        f"`--sizes {MPI_SIZE}` and the foundation section's settings: the median over samples "
+        "of 16 round trips, halved.",
+        "",
+        "The plain program blocks in MPI_Send and MPI_Recv; a railgauge transport is "
+        "non-blocking by contract (isend, irecv, progress), so its figure also carries "
+        "MPI's request objects (MPI_Isend/MPI_Irecv, MPI_Test) and railgauge's wait loop, "
+        "which is what the target bounds.",
+        "",
+    ]
+    lines += facts_md(facts, command, raw)
+    return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------------------
@@ -1130,8 +1524,15 @@ def main(argv: list[str] | None = None) -> int:
     if not sections:
         log("nothing to do: every section is skipped")
         return 2
+    if args.skip_railgauge and "ofi-tcp" in sections:
+        sections.remove("ofi-tcp")
+    if not sections:
+        log("nothing to do: every section is skipped")
+        return 2
     do_latency = "foundation" in sections
     do_gauge = "gauge" in sections
+    do_ofi_tcp = "ofi-tcp" in sections
+    do_mpi = "mpi" in sections
     command = shlex.join(["python3", "bench/run_bench.py",
                           *(sys.argv[1:] if argv is None else argv)])
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -1141,6 +1542,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         tools = build_tools(args, need_railgauge=not args.skip_railgauge,
                             need_latency=do_latency)
+        if do_ofi_tcp:
+            ofi_tcp_tools(tools)
+        mpi_flavours = mpi_tools(tools, args) if do_mpi else []
     except UsageError as exc:
         print(f"run_bench: {exc}", file=sys.stderr)
         return 2
@@ -1188,11 +1592,27 @@ def main(argv: list[str] | None = None) -> int:
             },
         }
 
+    if do_ofi_tcp:
+        ofi_run = ofi_tcp_rounds(tools, args)
+        failed |= bool(ofi_run.errors)
+        raw["ofi_tcp"] = {"rounds": ofi_run.per_round, "errors": ofi_run.errors}
+
+    if do_mpi:
+        mpi_run = mpi_rounds(tools, args, mpi_flavours)
+        mpi_ok = mpi_verdicts(mpi_run)
+        failed |= bool(mpi_run.errors)
+        raw["mpi"] = {"rounds": mpi_run.per_round, "errors": mpi_run.errors,
+                      "summary": mpi_ok}
+
     facts["loadavg_end"] = os.getloadavg()
     if do_latency:
         md["foundation"] = foundation_md(run, summ, args, facts, command, raw_path)
     if do_gauge:
         md["gauge"] = gauge_md(runs, gs, args, facts, command, raw_path)
+    if do_ofi_tcp:
+        md["ofi-tcp"] = ofi_tcp_md(ofi_run, args, facts, command, raw_path)
+    if do_mpi:
+        md["mpi"] = mpi_md(mpi_run, args, facts, command, raw_path)
     BUILD.mkdir(parents=True, exist_ok=True)
     raw_path.write_text(json.dumps(raw, indent=1, default=str) + "\n")
     write_sections(out_path, md)

@@ -11,7 +11,7 @@ if [ "${1:-}" = "--dev" ]; then
 fi
 
 pkgs="build-essential cmake ninja-build python3 python3-venv python3-dev pkg-config
-      libfabric-dev libfabric-bin openmpi-bin libopenmpi-dev mpich iproute2 iperf3"
+      libfabric-dev libfabric-bin openmpi-bin libopenmpi-dev mpich libmpich-dev iproute2 iperf3"
 missing=""
 for p in $pkgs; do
     dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"

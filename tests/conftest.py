@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from railgauge.netns import Testbed
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD_HINT = "cmake -S native -B build/native -G Ninja && ninja -C build/native {name}"
@@ -68,3 +73,35 @@ def proc_environ(pid: int) -> dict[str, str]:
         return {}
     pairs = (item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
     return {k.decode(errors="replace"): v.decode(errors="replace") for k, v in pairs}
+
+
+# ---- several hosts on this machine: network namespaces (railgauge.netns) ----------------
+
+
+@pytest.fixture
+def two_hosts() -> Iterator[Testbed]:
+    """Two hosts (network namespaces) joined by one unshaped rail (veth, 198.18.0.0/24),
+    removed after the test whatever happens (a failing rank, an exception, Ctrl-C).
+
+    Ranks run across them with ``launch(argv, 2, netns=tb.hosts, env=tb.rank_env())``
+    (``rank_env`` sets RG_TCP_IFACE and RG_OFI_IFACE to the rail, so that the tcp and ofi
+    transports announce the rail's address). Skips, with the reason, where no testbed can
+    be built here (not root, no iproute2, namespaces not permitted)."""
+    with netns_testbed(2, 1) as tb:
+        yield tb
+
+
+@contextlib.contextmanager
+def netns_testbed(hosts: int = 2, rails: int = 1,
+                  rates: str | None = None) -> Iterator[Testbed]:
+    """railgauge.netns.testbed(), turning 'cannot build one here' into a skip."""
+    from railgauge.netns import TestbedUnavailable, create, destroy
+
+    try:
+        tb = create(hosts, rails, rates)
+    except TestbedUnavailable as exc:
+        pytest.skip(f"no network namespace testbed here: {exc}")
+    try:
+        yield tb
+    finally:
+        destroy(tb)

@@ -4,8 +4,8 @@ wildcards, truncation, sizes 0 B to 64 MiB, unexpected messages, all-to-all)
 over shm, tcp, ofi:tcp and ofi:shm at 2 to 8 ranks, both rendezvous modes of shm,
 bad settings, and a dead peer.
 
-Runs under MPI launchers are in tests/test_mpi.py; across network namespaces in
-tests/test_netns.py.
+The same suite under both MPI launchers (mpirun.openmpi, mpiexec.mpich), over every
+transport including mpi, is at the end; across network namespaces in tests/test_netns.py.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 import pytest
 
+from mpi_util import MPI_FLAVOURS, run_native_mpi
 from railgauge.launcher import LaunchResult, launch
 from test_xport import needs_ofi
 
@@ -157,3 +158,18 @@ def test_rate_runs(native_tool: Callable[[str], str], capfd: pytest.CaptureFixtu
     line = next(x for x in out.splitlines() if x.startswith("rate "))
     rate = float(line.split("messages_per_s=")[1].split()[0])
     assert rate > 0
+
+
+@pytest.mark.parametrize("flavour", MPI_FLAVOURS)
+@pytest.mark.parametrize(
+    ("transport", "nranks"),
+    [("mpi", 2), ("mpi", 4), ("shm", 3), ("tcp", 3), pytest.param("ofi:tcp", 2, marks=needs_ofi)],
+)
+def test_conformance_under_mpi(flavour: str, transport: str, nranks: int) -> None:
+    """Ranks started by mpirun.openmpi / mpiexec.mpich bootstrap through MPI and run the
+    suite over the mpi transport and over the others."""
+    res = run_native_mpi(
+        TOOL, ["--transport", transport, "--max-size", "16MiB"], nranks, flavour, timeout_s=240
+    )
+    assert res.returncode == 0, f"{res.failure}\n{res.stdout}\n{res.stderr}"
+    _check_suite(res.stdout, transport, nranks)

@@ -10,7 +10,8 @@
  * from --transport, else RG_TRANSPORT (set by the launcher), else shm.
  *
  * Tests that are not in the default run: "latency" (ping-pong of 1 and 8
- * bytes between ranks 0 and 1, prints the median RTT/2), "soak" (messages
+ * bytes between ranks 0 and 1, prints the median RTT/2), "large" (64 MiB and
+ * more, and one truncated, around the ring), "soak" (messages
  * in a ring for --seconds), and "peer-dies" / "peer-exits" (rank 1 dies by
  * SIGKILL / _exit(3) in the middle of a transfer; rank 0 must see
  * RG_ERR_PEER_DEAD, prints it and exits with 42).
@@ -497,6 +498,46 @@ static void rg_xt_test_bidir(rg_xt_t *t)
     free(sall);
 }
 
+/* Messages of 64 MiB and more around the ring, content checked, then one of
+ * 64 MiB + 5 bytes into a 1 MiB buffer (truncated); not in the default run,
+ * for its memory and time. */
+static void rg_xt_test_large(rg_xt_t *t)
+{
+    static const size_t sizes[] = {(size_t)64 << 20, ((size_t)64 << 20) + 3};
+    size_t         max = ((size_t)64 << 20) + 5;
+    unsigned char *sbuf = rg_xt_alloc(t, max);
+    unsigned char *rbuf = rg_xt_alloc(t, max);
+    rg_xreq_t      sreq, rreq;
+    rg_status_t    status;
+    char           what[96];
+    size_t         i, bad, cap = (size_t)1 << 20;
+
+    for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        rg_xt_fill(sbuf, sizes[i], rg_xt_seed(t->rank, rg_xt_right(t), sizes[i]));
+        rg_xt_irecv(t, rg_xt_left(t), rbuf, max, &rreq);
+        rg_xt_isend(t, rg_xt_right(t), sbuf, sizes[i], &sreq);
+        rg_xt_wait(t, &sreq);
+        snprintf(what, sizeof(what), "%zu bytes", sizes[i]);
+        rg_xt_expect(t, &rreq, rg_xt_wait(t, &rreq), rg_xt_left(t), sizes[i],
+                     rg_xt_seed(rg_xt_left(t), t->rank, sizes[i]), what);
+    }
+    rg_xt_fill(sbuf, max, rg_xt_seed(t->rank, rg_xt_right(t), 7));
+    memset(rbuf, 0, cap + 1);
+    rg_xt_irecv(t, rg_xt_left(t), rbuf, cap, &rreq);
+    rg_xt_isend(t, rg_xt_right(t), sbuf, max, &sreq);
+    rg_xt_wait(t, &sreq);
+    status = rg_xt_wait(t, &rreq);
+    bad    = rg_xt_check(rbuf, cap, rg_xt_seed(rg_xt_left(t), t->rank, 7));
+    if (status != RG_ERR_TRUNCATED || rreq.msg_len != max || rreq.done != cap || bad != cap ||
+        rbuf[cap] != 0) {
+        rg_xt_fail(t, "%zu bytes into %zu: status %s, msg_len %zu, done %zu, first bad byte "
+                   "%zu, byte past the buffer %u", max, cap, rg_status_name(status),
+                   rreq.msg_len, rreq.done, bad, rbuf[cap]);
+    }
+    free(rbuf);
+    free(sbuf);
+}
+
 static int rg_xt_cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -665,6 +706,7 @@ static const struct {
     {"any",        rg_xt_test_any,        1, 1},
     {"truncate",   rg_xt_test_truncate,   1, 1},
     {"bidir",      rg_xt_test_bidir,      1, 1},
+    {"large",      rg_xt_test_large,      0, 1},
     {"latency",    rg_xt_test_latency,    0, 1},
     {"soak",       rg_xt_test_soak,       0, 1},
     {"peer-dies",  rg_xt_test_peer_dies,  0, 0},

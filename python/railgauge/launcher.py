@@ -13,6 +13,10 @@ that fails (a non-zero exit code or a signal) ends the job, the others get SIGTE
 and, after ``kill_grace_s``, SIGKILL. Ranks die with the launcher too
 (``PR_SET_PDEATHSIG``), so nothing outlives it.
 
+Ranks may run in network namespaces (``netns``): rank i is started as
+``ip netns exec <netns[i % len(netns)]> PROG ARGS``; ``ip`` execs the program, so the
+rank keeps its pid, its bootstrap socket, its CPU binding and its parent-death signal.
+
 The library never prints: progress and decisions go to the ``on_event`` callback.
 """
 
@@ -210,7 +214,7 @@ class _Job:
     # ---- ranks -----------------------------------------------------------------
 
     def start(self, r: int, args: list[str], env: dict[str, str],
-              cpu: int | None = None) -> None:
+              cpu: int | None = None, netns: str | None = None) -> None:
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         env = dict(env)
         env["RG_BOOT_FD"] = str(child.fileno())
@@ -241,7 +245,8 @@ class _Job:
             rank.pidfd = None
         if rank.pidfd is not None:
             self.sel.register(rank.pidfd, selectors.EVENT_READ, ("pid", r))
-        self.event(f"rank {r} started (pid {proc.pid})")
+        where = f" in network namespace {netns}" if netns is not None else ""
+        self.event(f"rank {r} started (pid {proc.pid}){where}")
 
     def alive(self) -> list[_Rank]:
         return [rk for rk in self.ranks if not rk.exit_seen]
@@ -427,6 +432,31 @@ class _Job:
         self.sel.close()
 
 
+def _netns_prefixes(netns: Sequence[str] | None, nranks: int) -> list[list[str]]:
+    """Per rank, what goes before the program: [] or ``ip netns exec NS``."""
+    if netns is None:
+        return [[] for _ in range(nranks)]
+    if isinstance(netns, str) or not isinstance(netns, Sequence) or len(netns) == 0:
+        raise LaunchError("netns must be a non-empty list of network namespace names")
+    for name in netns:
+        if not isinstance(name, str) or not name or "/" in name or name in (".", ".."):
+            raise LaunchError(f"bad network namespace name {name!r}")
+    from railgauge.netns import ip_command, list_namespaces
+
+    ip = ip_command()
+    if ip is None:
+        raise LaunchError("running ranks in network namespaces needs the `ip` command "
+                          "(iproute2), which is not installed")
+    if os.geteuid() != 0:
+        raise LaunchError("running ranks in network namespaces (ip netns exec) needs root")
+    have = set(list_namespaces())
+    missing = [name for name in dict.fromkeys(netns) if name not in have]
+    if missing:
+        raise LaunchError(f"no network namespace named {', '.join(missing)} "
+                          f"(`ip netns list` has: {', '.join(sorted(have)) or 'none'})")
+    return [[ip, "netns", "exec", netns[r % len(netns)]] for r in range(nranks)]
+
+
 def launch(
     argv: list[str],
     nranks: int,
@@ -438,6 +468,7 @@ def launch(
     on_event: Callable[[str], None] | None = None,
     kill_on_failure: bool = True,
     bind: str = "auto",
+    netns: Sequence[str] | None = None,
 ) -> LaunchResult:
     """Runs ``argv`` as ``nranks`` ranks on this host and waits for them.
 
@@ -468,6 +499,12 @@ def launch(
         there are at least as many CPUs as ranks, else "none". Binding keeps two
         communicating ranks from starting on one CPU until the scheduler moves
         one, which shows as microseconds instead of nanoseconds per message.
+    netns:
+        Network namespaces (``ip netns list`` names) to run the ranks in: rank r runs
+        in ``netns[r % len(netns)]``, started through ``ip netns exec`` (needs root).
+        None (default): the launcher's own namespace. Transports then need an
+        address per namespace (``RG_TCP_IFACE``, ``RG_OFI_IFACE`` or the ``SUBNET``
+        variants), set in ``env`` for every rank alike.
 
     Returns
     -------
@@ -490,6 +527,7 @@ def launch(
         child_env.update(env)
     prog = _resolve_program(argv[0], child_env.get("PATH"))
     args = [prog, *argv[1:]]
+    prefixes = _netns_prefixes(netns, nranks)
     if bind not in ("auto", "core", "none"):
         raise LaunchError(f"bind must be auto, core or none, not {bind!r}")
     cpus = sorted(os.sched_getaffinity(0))
@@ -517,7 +555,8 @@ def launch(
     deadline = start + timeout_s if timeout_s is not None else None
     try:
         for r in range(nranks):
-            job.start(r, args, child_env, cpus[r % len(cpus)] if pin else None)
+            job.start(r, [*prefixes[r], *args], child_env, cpus[r % len(cpus)] if pin else None,
+                      netns[r % len(netns)] if netns else None)
         while job.alive():
             if interrupted:
                 name = _signal_name(interrupted[0])

@@ -13,11 +13,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from railgauge.launcher import LaunchResult, launch
+from railgauge.mpilaunch import MpiResult
 from railgauge.native import find_tool
 
-#: Transports a local run can use: ofi:* is libfabric over its tcp (tcp;ofi_rxm),
-#: shm and udp (udp;ofi_rxd) providers (a later issue adds mpi).
-TRANSPORTS = ("shm", "tcp", "ofi:tcp", "ofi:shm", "ofi:udp")
+#: Transports a run can use: ofi:* is libfabric over its tcp (tcp;ofi_rxm), shm and udp
+#: (udp;ofi_rxd) providers; mpi is MPI point-to-point, for ranks an MPI launcher starts.
+TRANSPORTS = ("shm", "tcp", "ofi:tcp", "ofi:shm", "ofi:udp", "mpi")
+
+#: Who starts the ranks: railgauge's own launcher, or an MPI one (railgauge.mpilaunch).
+LAUNCHERS = ("local", "openmpi", "mpich")
 
 #: The largest message the benchmark takes (its buffers are this big).
 SIZE_LIMIT = 1 << 30
@@ -46,6 +50,14 @@ class MeasurePlan:
     refine: bool = True
     refine_points: int = 3
     extra_env: dict[str, str] = field(default_factory=dict)
+    #: Network namespaces to run the ranks in (rank r in netns[r % len]); None: here.
+    netns: list[str] | None = None
+    #: Who starts the ranks: "local" (railgauge's launcher), "openmpi" (mpirun.openmpi)
+    #: or "mpich" (mpiexec.mpich); None: local, or for the mpi transport the MPI that is
+    #: installed (Open MPI first). Hosts or a hostfile place MPI ranks on other nodes.
+    launcher: str | None = None
+    hosts: list[str] | None = None
+    hostfile: str | None = None
 
     @classmethod
     def quick(cls, **kw: object) -> MeasurePlan:
@@ -72,6 +84,32 @@ class MeasurePlan:
                 f"max size {self.max_size} B")
         if self.n < 2:
             raise ValueError(f"n must be at least 2, not {self.n}")
+        self._validate_launcher()
+
+    def _validate_launcher(self) -> None:
+        """Resolves launcher None to a concrete one; raises ValueError naming the clash."""
+        from railgauge.mpilaunch import MpiError, default_flavour
+
+        if self.launcher is None:
+            try:
+                self.launcher = default_flavour() if self.transport == "mpi" else "local"
+            except MpiError as exc:
+                raise ValueError(f"--transport mpi: {exc}") from None
+        if self.launcher not in LAUNCHERS:
+            raise ValueError(f"unknown launcher '{self.launcher}' (known: local, "
+                             "mpirun = Open MPI, mpiexec = MPICH)")
+        if self.launcher == "local":
+            if self.transport == "mpi":
+                raise ValueError("the mpi transport needs ranks started by an MPI launcher: "
+                                 "use --launcher mpirun (Open MPI) or mpiexec (MPICH)")
+            if self.hosts is not None or self.hostfile is not None:
+                raise ValueError("--hosts and --hostfile need an MPI launcher "
+                                 "(--launcher mpirun or mpiexec)")
+        else:
+            if self.netns is not None:
+                raise ValueError("--netns works with the local launcher only")
+            if self.hosts is not None and self.hostfile is not None:
+                raise ValueError("give --hosts or --hostfile, not both")
 
 
 @dataclass
@@ -129,19 +167,26 @@ def _count_points(path: Path) -> tuple[int, int]:
 
 def run_prtt(plan: MeasurePlan, sizes: list[int], out: Path, *, budget_s: float,
              progress: ProgressCb | None = None, done_before: int = 0,
-             total: int = 0) -> LaunchResult:
+             total: int = 0) -> LaunchResult | MpiResult:
     """One run of ``railgauge-bench prtt`` over the given sizes into out."""
     bench = find_tool("railgauge-bench")
     argv = [bench, "prtt", "--transport", plan.transport, "--out", str(out),
             "--sizes", ",".join(str(s) for s in sizes), "--n", str(plan.n),
             "--target-rel", str(plan.target_rel), "--min-reps", str(plan.min_reps),
             "--point-budget", str(plan.point_budget_s), "--budget", f"{budget_s:.3f}"]
-    holder: dict[str, LaunchResult | BaseException] = {}
+    holder: dict[str, LaunchResult | MpiResult | BaseException] = {}
 
     def target() -> None:
+        if plan.launcher not in (None, "local"):
+            try:
+                holder["r"] = _run_prtt_mpi(plan, argv, budget_s)
+            except BaseException as exc:  # re-raised in the caller's thread
+                holder["r"] = exc
+            return
         try:
             holder["r"] = launch(argv, plan.nranks, transport=plan.transport,
-                                 env=plan.extra_env or None, timeout_s=budget_s + 120.0)
+                                 env=plan.extra_env or None, timeout_s=budget_s + 120.0,
+                                 netns=plan.netns)
         except BaseException as exc:  # re-raised in the caller's thread
             holder["r"] = exc
 
@@ -155,6 +200,38 @@ def run_prtt(plan: MeasurePlan, sizes: list[int], out: Path, *, budget_s: float,
     res = holder["r"]
     if isinstance(res, BaseException):
         raise res
+    return res
+
+
+def _run_prtt_mpi(plan: MeasurePlan, argv: list[str], budget_s: float) -> MpiResult:
+    """The benchmark under mpirun.openmpi or mpiexec.mpich: the ranks bootstrap through
+    MPI; rank 0 (the first host's) writes the measurements."""
+    from railgauge.mpilaunch import MpiError, run_mpi
+
+    assert plan.launcher is not None
+    # Ranks on other nodes see only what the launcher passes on: every RG_* setting.
+    # (railgauge run's contract with its ranks stays out: it would override MPI's.)
+    contract = ("RG_BOOT_FD", "RG_RANK", "RG_SIZE", "RG_JOB_ID")
+    env = {k: v for k, v in os.environ.items() if k.startswith("RG_") and k not in contract}
+    env.update(plan.extra_env)
+    env["RG_TRANSPORT"] = plan.transport
+    try:
+        res = run_mpi(plan.launcher, argv, plan.nranks, hosts=plan.hosts,
+                      hostfile=plan.hostfile, env=env, timeout_s=budget_s + 120.0,
+                      stdout=None)
+    except MpiError as exc:
+        raise MeasureError(str(exc)) from None
+    if res.returncode != 0 and res.failed_rank is None:
+        # No rank to name: the launcher's or the tool's own words say more.
+        tail = [ln for ln in res.stderr.strip().splitlines() if ln.strip()][-3:]
+        if tail:
+            res.failure = f"{res.failure}: " + " | ".join(ln.strip() for ln in tail)
+    elif res.returncode != 0:
+        # The rank's own words, where it said something (the tool, or a sanitizer).
+        tool = [ln.strip() for ln in res.stderr.splitlines()
+                if ln.startswith("railgauge-bench:") or "Sanitizer" in ln]
+        if tool:
+            res.failure = f"{res.failure}; {tool[0]}"
     return res
 
 

@@ -1,12 +1,14 @@
 /*
- * railgauge: bootstrap over the launcher's socket, or a lone rank.
+ * railgauge: bootstrap over the launcher's socket, over MPI, or a lone rank.
  *
  * The launcher (python/railgauge/launcher.py) hands every rank one end of a
- * socketpair and serves the allgather protocol described in boot.h. Without
- * a launcher in the environment the process is rank 0 of 1 and collectives
- * are local copies.
+ * socketpair and serves the allgather protocol described in boot.h. Ranks
+ * started by mpirun/mpiexec load the MPI plugin of that flavour (mpi_load.c)
+ * and hand every collective to it. Without a launcher in the environment the
+ * process is rank 0 of 1 and collectives are local copies.
  */
 #include "boot/boot.h"
+#include "boot/mpi_load.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,10 +27,14 @@
 #define RG__BOOT_SIZE_MAX     (1 << 20)
 
 struct rg_boot {
-    int  fd;     /* the launcher socket; -1 for a lone rank */
-    int  rank;
-    int  size;
-    char job_id[RG__BOOT_JOB_ID_MAX + 1];
+    int             fd;     /* the launcher socket; -1 for a lone rank and MPI */
+    int             rank;
+    int             size;
+    char            job_id[RG__BOOT_JOB_ID_MAX + 1];
+    const char     *kind;   /* "launcher", "mpi" or "single" */
+    rg_mpi_loaded_t mpi;    /* the plugin of an "mpi" bootstrap */
+    void           *mpi_ctx;
+    int             watch_fd;  /* to railgauge's MPI launcher (RG_MPI_WATCH), or -1 */
 };
 
 /*
@@ -153,12 +159,41 @@ static void rg__boot_init_single(rg_boot_t *boot)
                              0xffffffffUL));
 }
 
+/* Loads the MPI plugin and lets it initialize MPI. A failure leaves the
+ * plugin loaded (MPI libraries are never unloaded) but unused. */
+static rg_status_t rg__boot_init_mpi(rg_boot_t *boot, rg_mpi_env_t *env, rg_err_t *err)
+{
+    rg_mpi_boot_args_t args;
+    rg_status_t        status;
+
+    /* First of all, so that even a rank that dies in MPI_Init is seen. */
+    boot->watch_fd = rg__boot_mpi_watch();
+    status = rg__boot_mpi_load(env, &boot->mpi, err);
+    if (status != RG_OK) {
+        return status;
+    }
+    args.flavour     = env->flavour;
+    args.launcher    = env->launcher;
+    args.env_size    = env->size;
+    args.plugin_path = boot->mpi.path;
+    args.short_max   = boot->mpi.short_max;
+    status = boot->mpi.plugin->boot_init(&args, &boot->mpi_ctx, &boot->rank, &boot->size,
+                                         boot->job_id, sizeof(boot->job_id), err);
+    if (status != RG_OK) {
+        boot->mpi.plugin = NULL;
+        return status;
+    }
+    boot->kind = "mpi";
+    return RG_OK;
+}
+
 rg_status_t rg_boot_init(rg_boot_t **boot_p, rg_err_t *err)
 {
-    rg_boot_t  *boot;
-    rg_status_t status;
-    size_t      i;
-    int         any_set = 0;
+    rg_boot_t   *boot;
+    rg_mpi_env_t env;
+    rg_status_t  status;
+    size_t       i;
+    int          any_set = 0;
 
     if (boot_p == NULL) {
         return rg_err_set(err, RG_ERR_INVALID, "rg_boot_init: boot_p is NULL");
@@ -167,24 +202,35 @@ rg_status_t rg_boot_init(rg_boot_t **boot_p, rg_err_t *err)
     if (boot == NULL) {
         return rg_err_set(err, RG_ERR_NOMEM, "cannot allocate the bootstrap handle");
     }
-    boot->fd = -1;
+    boot->fd       = -1;
+    boot->watch_fd = -1;
     for (i = 0; i < sizeof(rg__boot_vars) / sizeof(rg__boot_vars[0]); i++) {
         if (getenv(rg__boot_vars[i]) != NULL) {
             any_set = 1;
         }
     }
     if (any_set) {
-        status = rg__boot_init_launcher(boot, err);
+        boot->kind = "launcher";
+        status     = rg__boot_init_launcher(boot, err);
+        if (status != RG_OK) {
+            goto err_free;
+        }
+    } else if (rg__boot_mpi_detect(&env)) {
+        status = rg__boot_init_mpi(boot, &env, err);
         if (status != RG_OK) {
             goto err_free;
         }
     } else {
+        boot->kind = "single";
         rg__boot_init_single(boot);
     }
     *boot_p = boot;
     return RG_OK;
 
 err_free:
+    if (boot->watch_fd >= 0) {
+        close(boot->watch_fd);
+    }
     free(boot);
     return status;
 }
@@ -197,6 +243,12 @@ void rg_boot_fini(rg_boot_t *boot)
     if (boot->fd >= 0) {
         close(boot->fd);
     }
+    if (boot->mpi.plugin != NULL) {
+        boot->mpi.plugin->boot_fini(boot->mpi_ctx);
+    }
+    /* watch_fd stays open on purpose: the kernel closes it when the process
+     * dies, which is the moment railgauge's MPI launcher wants to see (it is
+     * close-on-exec, so nothing the rank starts inherits it). */
     free(boot);
 }
 
@@ -213,6 +265,26 @@ int rg_boot_size(const rg_boot_t *boot)
 const char *rg_boot_job_id(const rg_boot_t *boot)
 {
     return boot->job_id;
+}
+
+const char *rg_boot_kind(const rg_boot_t *boot)
+{
+    return boot->kind;
+}
+
+const struct rg_mpi_plugin *rg_boot_mpi_plugin(const rg_boot_t *boot)
+{
+    return boot->mpi.plugin;
+}
+
+const char *rg_boot_mpi_plugin_path(const rg_boot_t *boot)
+{
+    return boot->mpi.plugin != NULL ? boot->mpi.path : "";
+}
+
+void *rg_boot_mpi_context(const rg_boot_t *boot)
+{
+    return boot->mpi.plugin != NULL ? boot->mpi_ctx : NULL;
 }
 
 static rg_status_t rg__boot_gone(rg_err_t *err)
@@ -298,6 +370,9 @@ rg_status_t rg_boot_allgather(rg_boot_t *boot, const void *mine, size_t len,
     if (boot == NULL || (len > 0 && (mine == NULL || all == NULL))) {
         return rg_err_set(err, RG_ERR_INVALID, "rg_boot_allgather: NULL argument");
     }
+    if (boot->mpi.plugin != NULL) {
+        return boot->mpi.plugin->boot_allgather(boot->mpi_ctx, mine, len, all, err);
+    }
     if (boot->fd < 0) {
         if (len > 0) {
             memmove(all, mine, len);
@@ -340,5 +415,8 @@ rg_status_t rg_boot_allgather(rg_boot_t *boot, const void *mine, size_t len,
 
 rg_status_t rg_boot_barrier(rg_boot_t *boot, rg_err_t *err)
 {
+    if (boot != NULL && boot->mpi.plugin != NULL) {
+        return boot->mpi.plugin->boot_barrier(boot->mpi_ctx, err);
+    }
     return rg_boot_allgather(boot, NULL, 0, NULL, err);
 }

@@ -846,11 +846,13 @@ static rg_status_t rg__ofi_info_json(rg_xport_t *xp, char *buf, size_t cap)
                                          ? info->fabric_attr->name : "");
     rg_json_kv_string(&js, "domain", info->domain_attr->name != NULL
                                          ? info->domain_attr->name : "");
+    rg_json_kv_string(&js, "source", ofi->source != NULL ? ofi->source : "");
     v = fi_version();
     snprintf(text, sizeof(text), "%u.%u", (unsigned)FI_MAJOR(v), (unsigned)FI_MINOR(v));
     rg_json_kv_string(&js, "libfabric", text);
     rg_json_kv_uint(&js, "inject_size", info->tx_attr->inject_size);
     rg_json_kv_bool(&js, "inject", ofi->inject);
+    rg_json_kv_bool(&js, "send_safe", ofi->send_safe);
     rg_json_kv_uint(&js, "max_msg_size", info->ep_attr->max_msg_size);
     rg_json_kv_uint(&js, "head_size", ofi->head);
     rg_json_kv_uint(&js, "frag_size", ofi->frag);
@@ -873,4 +875,5 @@ const rg_xport_ops_t rg_xport_ofi_ops = {
     .progress    = rg__ofi_progress,
     .block       = rg__ofi_block,
     .info_json   = rg__ofi_info_json,
+    .get         = rg_xport_no_get,
 };

@@ -62,6 +62,7 @@ typedef struct rg__ofi_peer {
 typedef struct rg__ofi {
     rg_xport_t         super;
     char              *name;               /* the full transport name */
+    char              *source;             /* the address RG_OFI_IFACE/SUBNET chose */
     struct fi_info    *info;
     struct fid_fabric *fabric;
     struct fid_domain *domain;
@@ -79,6 +80,7 @@ typedef struct rg__ofi {
     rg_status_t        failed;
     int                cq_wait;            /* the CQ has a wait object */
     int                inject;
+    int                send_safe;          /* RG_OFI_SEND_SAFE */
     size_t             inject_size;
     size_t             head;               /* agreed by all ranks */
     size_t             frag;               /* agreed by all ranks */

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/timer.h"
+#include "xport/netaddr.h"
 #include "xport/ofi.h"
 
 #define RG__OFI_API_VERSION FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
@@ -19,7 +20,6 @@
 #define RG__OFI_MIN_HEAD   ((size_t)64)
 #define RG__OFI_MIN_FRAG   ((size_t)64 << 10)
 #define RG__OFI_RECORD_LEN 40u
-#define RG__OFI_GREET_S    30
 
 typedef struct rg__ofi_config {
     int    inject;
@@ -27,15 +27,27 @@ typedef struct rg__ofi_config {
     size_t head_size;
     size_t frag_size;
     int    wait;
+    char   iface[RG_CONFIG_STRING_MAX];
+    char   subnet[RG_CONFIG_STRING_MAX];
+    double connect_timeout_ns;
+    int    send_safe;
 } rg__ofi_config_t;
 
 static const rg_config_field_t rg__ofi_config_fields[] = {
     {"INJECT", "1",
      "1: messages up to the provider's inject_size go out with fi_tinjectdata and "
-     "complete at post time (not over rxd, whose software reliability needs the "
-     "sender to progress until the peer acknowledges); 0: every send completes "
+     "complete at post time, where SEND_SAFE allows; 0: every send completes "
      "through the CQ",
      offsetof(rg__ofi_config_t, inject), RG_CONFIG_INT},
+    {"SEND_SAFE", "1",
+     "1: over providers that may keep a completed send in this process until later "
+     "calls into libfabric (rxd: its retransmissions; tcp: its inject queue and "
+     "staging send buffer) no fi_tinjectdata, and tcp's staging buffer off "
+     "(FI_TCP_STAGING_SBUF_SIZE=0 unless set), so that a completed send needs "
+     "nothing more from the sender, as xport.h promises; 0: the providers' "
+     "defaults, where a sender must keep calling progress until its peers have "
+     "its messages",
+     offsetof(rg__ofi_config_t, send_safe), RG_CONFIG_INT},
     {"DOMAIN", "",
      "libfabric domain (NIC, port or interface: mlx5_0, efa_0, cxi0, lo) to open; "
      "this pins a rail to one device; empty takes the provider's first",
@@ -54,10 +66,35 @@ static const rg_config_field_t rg__ofi_config_fields[] = {
      "providers whose sread honours its timeout and drives progress; in libfabric "
      "1.17 shm's and udp's do not); 0: waiting naps 100us at a time",
      offsetof(rg__ofi_config_t, wait), RG_CONFIG_INT},
+    {"IFACE", "",
+     "bind the endpoint to this interface's address (eth1, ib0, rail0), for "
+     "providers addressed by IP (tcp, udp, verbs over IPoIB): the setting for "
+     "ranks on several hosts or network namespaces, each of which finds its own "
+     "address; IPv4 before IPv6; ignored by other providers (shm)",
+     offsetof(rg__ofi_config_t, iface), RG_CONFIG_STRING},
+    {"SUBNET", "",
+     "bind the endpoint to the address this host has inside this subnet (CIDR: "
+     "10.1.0.0/16, fd00::/64), alone or to choose among IFACE's addresses; for "
+     "providers addressed by IP, as IFACE",
+     offsetof(rg__ofi_config_t, subnet), RG_CONFIG_STRING},
+    {"CONNECT_TIMEOUT", "30s",
+     "how long open waits for every peer's greeting (connections are made then) "
+     "before it fails naming the peer and its address (an unreachable address, "
+     "or a path that drops packets)",
+     offsetof(rg__ofi_config_t, connect_timeout_ns), RG_CONFIG_TIME_NS},
     {NULL, NULL, NULL, 0, 0}
 };
 
 const rg_config_table_t rg_xport_ofi_config_table = {"OFI", rg__ofi_config_fields};
+
+/* 1 for the tcp provider, alone or under a utility provider ("tcp;ofi_rxm"):
+ * it copies small sends into a staging buffer or queue of this process and
+ * completes them, and writes them to the socket only when called again. */
+static int rg__ofi_is_tcp(const char *prov_name)
+{
+    return prov_name != NULL && strncmp(prov_name, "tcp", 3) == 0 &&
+           (prov_name[3] == '\0' || prov_name[3] == ';');
+}
 
 /* Short names for the usual providers. */
 static const struct {
@@ -216,9 +253,66 @@ static rg_status_t rg__ofi_pick_domain(rg__ofi_t *ofi, const rg__ofi_config_t *c
     return RG_OK;
 }
 
+/* With RG_OFI_IFACE or RG_OFI_SUBNET, asks fi_getinfo again for the address
+ * they pick on this host as the source (FI_SOURCE), so that the endpoint
+ * listens there and its name (what peers are told) carries it. Providers not
+ * addressed by IP keep what they have. */
+static rg_status_t rg__ofi_source(rg__ofi_t *ofi, const char *provider,
+                                  const rg__ofi_config_t *cfg, rg_err_t *err)
+{
+    struct fi_info *hints, *info = NULL;
+    rg_netaddr_t    pick;
+    char            from[2 * RG_CONFIG_STRING_MAX + 48];
+    size_t          used = 0;
+    uint32_t        format = ofi->info->addr_format;
+    rg_status_t     status;
+    int             rc;
+
+    if (cfg->iface[0] == '\0' && cfg->subnet[0] == '\0') {
+        return RG_OK;
+    }
+    if (format != FI_SOCKADDR && format != FI_SOCKADDR_IN && format != FI_SOCKADDR_IN6) {
+        return RG_OK;
+    }
+    status = rg_netaddr_pick(cfg->iface, cfg->subnet, "RG_OFI_IFACE", "RG_OFI_SUBNET", &pick,
+                             err);
+    if (status != RG_OK) {
+        return status;
+    }
+    if (cfg->iface[0] != '\0') {
+        used += (size_t)snprintf(from, sizeof(from), "RG_OFI_IFACE=%s", cfg->iface);
+    }
+    if (cfg->subnet[0] != '\0') {
+        snprintf(from + used, sizeof(from) - used, "%sRG_OFI_SUBNET=%s", used > 0 ? ", " : "",
+                 cfg->subnet);
+    }
+    hints = rg__ofi_hints(provider, cfg->domain, 1);
+    if (hints == NULL) {
+        return rg_err_set(err, RG_ERR_NOMEM, "cannot allocate fi_getinfo hints");
+    }
+    hints->addr_format = pick.family == AF_INET6 ? FI_SOCKADDR_IN6 : FI_SOCKADDR_IN;
+    rc = fi_getinfo(RG__OFI_API_VERSION, pick.text, NULL, FI_SOURCE, hints, &info);
+    fi_freeinfo(hints);
+    if (rc != 0) {
+        return rg_err_set(err, RG_ERR_NOT_FOUND,
+                          "transport '%s': provider %s offers no endpoint on %s (interface "
+                          "%s, from %s) (fi_getinfo: %s)", ofi->name, rg__ofi_prov(ofi),
+                          pick.text, pick.ifname, from, fi_strerror(-rc));
+    }
+    fi_freeinfo(ofi->info);
+    ofi->info = info;
+    if (asprintf(&ofi->source, "%s on %s (%s)", pick.text, pick.ifname, from) < 0) {
+        ofi->source = NULL;
+        return rg_err_set(err, RG_ERR_NOMEM, "cannot allocate an address text");
+    }
+    return RG_OK;
+}
+
 static rg_status_t rg__ofi_getinfo(rg__ofi_t *ofi, const char *provider,
                                    const rg__ofi_config_t *cfg, rg_err_t *err)
 {
+    rg_status_t status;
+
     struct fi_info *hints, *loose = NULL;
     char            found[320], domain[RG_CONFIG_STRING_MAX + 32];
     const char     *why;
@@ -231,7 +325,8 @@ static rg_status_t rg__ofi_getinfo(rg__ofi_t *ofi, const char *provider,
     rc = fi_getinfo(RG__OFI_API_VERSION, NULL, NULL, 0, hints, &ofi->info);
     fi_freeinfo(hints);
     if (rc == 0) {
-        return rg__ofi_pick_domain(ofi, cfg, err);
+        status = rg__ofi_source(ofi, provider, cfg, err);
+        return status != RG_OK ? status : rg__ofi_pick_domain(ofi, cfg, err);
     }
     ofi->info = NULL;
     /* Say which requirement failed: asked again with only RDM and tagged
@@ -447,9 +542,39 @@ static rg_status_t rg__ofi_sizes(rg__ofi_t *ofi, const rg__ofi_config_t *cfg,
     return RG_OK;
 }
 
+/* "198.18.0.1:40123" or whatever text the provider gives peer's address. */
+static void rg__ofi_peer_where(rg__ofi_t *ofi, int peer, char *buf, size_t cap)
+{
+    unsigned char addr[256];
+    size_t        alen = sizeof(addr), tlen = cap;
+
+    snprintf(buf, cap, "address unknown");
+    if (fi_av_lookup(ofi->av, ofi->peers[peer].addr, addr, &alen) == 0 &&
+        alen <= sizeof(addr)) {
+        (void)fi_av_straddr(ofi->av, addr, buf, &tlen);
+    }
+}
+
+/* The error of a greeting that did not complete in time: it names the peer,
+ * its address and the settings that matter. */
+static rg_status_t rg__ofi_greet_timeout(rg__ofi_t *ofi, int peer, int send,
+                                         uint64_t timeout_ns, rg_err_t *err)
+{
+    char where[256];
+
+    rg__ofi_peer_where(ofi, peer, where, sizeof(where));
+    return rg_err_set(err, RG_ERR_TIMEOUT,
+                      "%s: rank %d could not reach rank %d (%s) within %.1f s (its greeting "
+                      "of open was not %s): an unreachable address, or a path that drops "
+                      "packets (RG_OFI_CONNECT_TIMEOUT bounds the wait; RG_OFI_IFACE or "
+                      "RG_OFI_SUBNET choose the addresses ranks announce)", ofi->name,
+                      ofi->super.rank, peer, where, (double)timeout_ns / 1e9,
+                      send ? "sent" : "received");
+}
+
 /* Posts one greeting, retrying while the provider pushes back. */
 static rg_status_t rg__ofi_greet_post(rg__ofi_t *ofi, int peer, int send, uint64_t deadline,
-                                      rg_err_t *err)
+                                      uint64_t timeout_ns, rg_err_t *err)
 {
     rg__ofi_op_t *op;
     ssize_t       rc;
@@ -460,6 +585,8 @@ static rg_status_t rg__ofi_greet_post(rg__ofi_t *ofi, int peer, int send, uint64
         return rg_err_set(err, RG_ERR_NOMEM, "cannot allocate an ofi operation");
     }
     op->greet = 1;
+    op->index = (uint64_t)peer;
+    op->len   = (size_t)send;
     for (;;) {
         if (send) {
             rc = fi_tsend(ofi->ep, NULL, 0, NULL, ofi->peers[peer].addr, RG__OFI_TAG_GREET,
@@ -488,9 +615,7 @@ static rg_status_t rg__ofi_greet_post(rg__ofi_t *ofi, int peer, int send, uint64
         }
         if (rg_time_mono_ns() > deadline) {
             rg__ofi_op_put(ofi, op);
-            return rg_err_set(err, RG_ERR_TIMEOUT,
-                              "%s: rank %d could not greet rank %d within %d s", ofi->name,
-                              ofi->super.rank, peer, RG__OFI_GREET_S);
+            return rg__ofi_greet_timeout(ofi, peer, send, timeout_ns, err);
         }
     }
 }
@@ -498,18 +623,20 @@ static rg_status_t rg__ofi_greet_post(rg__ofi_t *ofi, int peer, int send, uint64
 /* Every rank sends an empty greeting to every other and waits for theirs,
  * so that connections (rxm) and shared-memory mappings (shm) are made during
  * open, where a failure names the peer, not during the first measurement. */
-static rg_status_t rg__ofi_greet(rg__ofi_t *ofi, rg_err_t *err)
+static rg_status_t rg__ofi_greet(rg__ofi_t *ofi, uint64_t timeout_ns, rg_err_t *err)
 {
-    uint64_t    deadline = rg_time_mono_ns() + (uint64_t)RG__OFI_GREET_S * 1000000000ull;
-    rg_status_t status;
-    int         i, size = ofi->super.size, rank = ofi->super.rank;
+    uint64_t         deadline = rg_time_mono_ns() + timeout_ns;
+    rg__ofi_chunk_t *chunk;
+    rg_status_t      status;
+    int              i, size = ofi->super.size, rank = ofi->super.rank;
 
     /* Rank r greets r+1, r+2, ... and expects r-1, r-2, ... in that order,
      * which spreads the first contacts over the peers. */
     for (i = 1; i < size; i++) {
-        status = rg__ofi_greet_post(ofi, (rank - i + size) % size, 0, deadline, err);
+        status = rg__ofi_greet_post(ofi, (rank - i + size) % size, 0, deadline, timeout_ns,
+                                    err);
         if (status == RG_OK) {
-            status = rg__ofi_greet_post(ofi, (rank + i) % size, 1, deadline, err);
+            status = rg__ofi_greet_post(ofi, (rank + i) % size, 1, deadline, timeout_ns, err);
         }
         if (status != RG_OK) {
             return status;
@@ -524,9 +651,19 @@ static rg_status_t rg__ofi_greet(rg__ofi_t *ofi, rg_err_t *err)
             return status;
         }
         if (rg_time_mono_ns() > deadline) {
+            /* Greetings still posted name a peer that was not reached. */
+            for (chunk = ofi->chunks; chunk != NULL; chunk = chunk->next) {
+                for (i = 0; i < RG__OFI_OP_CHUNK; i++) {
+                    if (chunk->ops[i].greet) {
+                        return rg__ofi_greet_timeout(ofi, (int)chunk->ops[i].index,
+                                                     (int)chunk->ops[i].len, timeout_ns, err);
+                    }
+                }
+            }
             return rg_err_set(err, RG_ERR_TIMEOUT,
-                              "%s: rank %d waited %d s for the greetings of open (%d "
-                              "pending)", ofi->name, rank, RG__OFI_GREET_S, ofi->greet_left);
+                              "%s: rank %d waited %.1f s for the greetings of open (%d "
+                              "pending; RG_OFI_CONNECT_TIMEOUT)", ofi->name, rank,
+                              (double)timeout_ns / 1e9, ofi->greet_left);
         }
     }
     return RG_OK;
@@ -572,6 +709,7 @@ void rg__ofi_close(rg_xport_t *xp)
         free(b);
     }
     free(ofi->peers);
+    free(ofi->source);
     free(ofi->name);
     free(ofi);
 }
@@ -672,6 +810,11 @@ rg_status_t rg__ofi_open(const char *name, rg_boot_t *boot, rg_xport_t **xp_p,
     if (status != RG_OK) {
         return status;
     }
+    if (!(cfg.connect_timeout_ns >= 1e6 && cfg.connect_timeout_ns <= 3600e9)) {
+        return rg_err_set(err, RG_ERR_RANGE,
+                          "RG_OFI_CONNECT_TIMEOUT=%gns is outside 1ms .. 1h",
+                          cfg.connect_timeout_ns);
+    }
     if (strcmp(name, "ofi:") == 0) {
         return rg_err_set(err, RG_ERR_NOT_FOUND,
                           "transport 'ofi:' names no provider (ofi:tcp, ofi:shm, ofi:udp, "
@@ -694,6 +837,14 @@ rg_status_t rg__ofi_open(const char *name, rg_boot_t *boot, rg_xport_t **xp_p,
     ofi->super.boot      = boot;
     ofi->super.rank      = rank;
     ofi->super.size      = size;
+
+    /* libfabric reads its settings when it initializes, at the first
+     * fi_getinfo of the process: before it, tcp's staging send buffer is
+     * turned off (see SEND_SAFE), unless the user chose a size. */
+    if (cfg.send_safe && rg__ofi_is_tcp(rg__ofi_provider_of(name)) &&
+        getenv("FI_TCP_STAGING_SBUF_SIZE") == NULL) {
+        (void)setenv("FI_TCP_STAGING_SBUF_SIZE", "0", 0);
+    }
 
     /* A rank whose setup fails still joins the exchange, with its status, so
      * that every rank fails the open instead of waiting for it. */
@@ -755,18 +906,24 @@ rg_status_t rg__ofi_open(const char *name, rg_boot_t *boot, rg_xport_t **xp_p,
         status = rg_boot_barrier(boot, err);
     }
     if (status == RG_OK) {
-        status = rg__ofi_greet(ofi, err);
+        status = rg__ofi_greet(ofi, (uint64_t)cfg.connect_timeout_ns, err);
     }
     if (status != RG_OK) {
         goto err_close;
     }
 
-    /* An inject completes before the peer has the data. Where reliability
-     * is a software protocol over datagrams (rxd), only this rank's later
-     * calls into libfabric would retransmit it, and xport.h lets a caller
-     * stop calling once its send is complete: no injects there. */
+    /* An inject completes before the peer has the data, and xport.h lets a
+     * caller stop calling once its send is complete. Where reliability is a
+     * software protocol over datagrams (rxd), only this rank's later calls
+     * into libfabric would retransmit it; the tcp provider queues it in this
+     * process while the socket is busy and writes it only when called again
+     * (a peer then waits for it forever, seen in the conformance suite): no
+     * injects there. */
+    ofi->send_safe               = cfg.send_safe != 0;
     ofi->inject                  = cfg.inject != 0 &&
-                                   ofi->info->ep_attr->protocol != FI_PROTO_RXD;
+                                   !(cfg.send_safe &&
+                                     (ofi->info->ep_attr->protocol == FI_PROTO_RXD ||
+                                      rg__ofi_is_tcp(rg__ofi_prov(ofi))));
     ofi->inject_size             = ofi->inject ? ofi->info->tx_attr->inject_size : 0;
     ofi->super.attr.same_host    = (ofi->info->caps & FI_LOCAL_COMM) != 0 &&
                                    (ofi->info->caps & FI_REMOTE_COMM) == 0;

@@ -3,9 +3,15 @@
  * of ranks, TCP_NODELAY, bindable to one local address so that a rail can be
  * pinned to one network path.
  *
- * Setup: every rank listens on RG_TCP_ADDR, the addresses are allgathered
+ * Setup: every rank listens on its address, the addresses are allgathered
  * over the bootstrap, rank i connects to every j < i and accepts from every
- * j > i; a hello frame names the connecting rank.
+ * j > i; a hello frame names the connecting rank. The address is RG_TCP_ADDR,
+ * or the one this host has on interface RG_TCP_IFACE and/or inside subnet
+ * RG_TCP_SUBNET (one setting for ranks on many hosts or network namespaces,
+ * each of which finds its own address), else 127.0.0.1. A peer that announces
+ * a loopback address from another host or network namespace is refused at
+ * once; a peer that cannot be reached fails the open after at most
+ * RG_TCP_CONNECT_TIMEOUT.
  *
  * Framing: an 8-byte little-endian length, then the payload. Sends write
  * header and payload with one sendmsg (keeping the state of partial writes);
@@ -30,29 +36,47 @@
 
 #include "base/json.h"
 #include "base/timer.h"
+#include "xport/netaddr.h"
 #include "xport/xport.h"
 #include "xport/xreq_queue.h"
 
 #define RG__TCP_HDR_LEN        8u
 #define RG__TCP_HELLO_MAGIC    0x52475443u   /* "RGTC" */
-#define RG__TCP_BLOB_LEN       28u
-#define RG__TCP_CONNECT_MS     10000
+#define RG__TCP_BLOB_LEN       36u
 #define RG__TCP_REFUSED_MS     2000
 #define RG__TCP_ACCEPT_MS      30000
 #define RG__TCP_DISCARD_LEN    ((size_t)65536)
 
 typedef struct rg__tcp_config {
     char   addr[RG_CONFIG_STRING_MAX];
+    char   iface[RG_CONFIG_STRING_MAX];
+    char   subnet[RG_CONFIG_STRING_MAX];
+    double connect_timeout_ns;
     int    port;
     size_t sndbuf;
     size_t rcvbuf;
 } rg__tcp_config_t;
 
 static const rg_config_field_t rg__tcp_config_fields[] = {
-    {"ADDR", "127.0.0.1",
+    {"ADDR", "",
      "numeric IPv4 or IPv6 address to listen on and to send from; pinning it "
-     "to one interface's address pins this rail to that path",
+     "to one interface's address pins this rail to that path; empty: the "
+     "address IFACE or SUBNET picks, else 127.0.0.1 (one host)",
      offsetof(rg__tcp_config_t, addr), RG_CONFIG_STRING},
+    {"IFACE", "",
+     "take the address of this interface (eth1, ib0, rail0): the setting for "
+     "ranks on several hosts or network namespaces, each of which finds its "
+     "own; IPv4 before IPv6; not together with ADDR",
+     offsetof(rg__tcp_config_t, iface), RG_CONFIG_STRING},
+    {"SUBNET", "",
+     "take the address this host has inside this subnet (CIDR: 10.1.0.0/16, "
+     "fd00::/64), alone or to choose among IFACE's addresses; not together "
+     "with ADDR",
+     offsetof(rg__tcp_config_t, subnet), RG_CONFIG_STRING},
+    {"CONNECT_TIMEOUT", "10s",
+     "how long a rank tries to reach a peer's address during open before it "
+     "fails naming the peer (an unreachable or filtered path)",
+     offsetof(rg__tcp_config_t, connect_timeout_ns), RG_CONFIG_TIME_NS},
     {"PORT", "0",
      "listening port of rank 0 (rank r uses PORT + r); 0 picks free ports",
      offsetof(rg__tcp_config_t, port), RG_CONFIG_INT},
@@ -74,6 +98,7 @@ typedef struct rg__tcp_addr {
     uint16_t family;
     uint16_t port;
     uint8_t  ip[16];
+    uint64_t netns;        /* rg_netaddr_netns_id() of the rank */
 } rg__tcp_addr_t;
 
 typedef struct rg__tcp_peer {
@@ -99,6 +124,8 @@ typedef struct rg__tcp {
     unsigned char  *discard;        /* sink for truncated payloads */
     rg__tcp_addr_t  me;
     char            addr_text[INET6_ADDRSTRLEN];
+    char            addr_from[2 * RG_CONFIG_STRING_MAX + 48]; /* the setting that chose it */
+    uint64_t        connect_timeout_ns;
     int             sndbuf, rcvbuf; /* as the kernel reports them */
 } rg__tcp_t;
 
@@ -532,6 +559,7 @@ static void rg__tcp_addr_text(const rg__tcp_addr_t *a, char *buf, size_t cap)
 static void rg__tcp_blob_put(unsigned char *b, const rg__tcp_addr_t *a)
 {
     uint32_t u;
+    uint64_t q;
 
     u = htole32((uint32_t)a->status);
     memcpy(b, &u, 4);
@@ -540,11 +568,14 @@ static void rg__tcp_blob_put(unsigned char *b, const rg__tcp_addr_t *a)
     u = htole32((uint32_t)a->family | ((uint32_t)a->port << 16));
     memcpy(b + 8, &u, 4);
     memcpy(b + 12, a->ip, 16);
+    q = htole64(a->netns);
+    memcpy(b + 28, &q, 8);
 }
 
 static void rg__tcp_blob_get(const unsigned char *b, rg__tcp_addr_t *a)
 {
     uint32_t u;
+    uint64_t q;
 
     memcpy(&u, b, 4);
     a->status = (int32_t)le32toh(u);
@@ -555,6 +586,8 @@ static void rg__tcp_blob_get(const unsigned char *b, rg__tcp_addr_t *a)
     a->family = (uint16_t)(u & 0xffffu);
     a->port   = (uint16_t)(u >> 16);
     memcpy(a->ip, b + 12, 16);
+    memcpy(&q, b + 28, 8);
+    a->netns = le64toh(q);
 }
 
 static rg_status_t rg__tcp_set_bufs(const rg__tcp_config_t *cfg, int fd, rg_err_t *err)
@@ -580,6 +613,59 @@ static rg_status_t rg__tcp_set_bufs(const rg__tcp_config_t *cfg, int fd, rg_err_
     return RG_OK;
 }
 
+/* The address to listen on and send from: RG_TCP_ADDR, or the one RG_TCP_IFACE
+ * and/or RG_TCP_SUBNET pick on this host, else loopback. Fills tcp->me's
+ * family and ip, tcp->addr_text and tcp->addr_from. */
+static rg_status_t rg__tcp_choose_addr(rg__tcp_t *tcp, const rg__tcp_config_t *cfg,
+                                       rg_err_t *err)
+{
+    const char  *text = cfg->addr[0] != '\0' ? cfg->addr : "127.0.0.1";
+    rg_netaddr_t pick;
+    rg_status_t  status;
+    size_t       used = 0;
+
+    if (cfg->iface[0] != '\0' || cfg->subnet[0] != '\0') {
+        if (cfg->addr[0] != '\0') {
+            return rg_err_set(err, RG_ERR_INVALID,
+                              "RG_TCP_ADDR='%s' and RG_TCP_%s='%s' both choose the address; "
+                              "set only one", cfg->addr,
+                              cfg->iface[0] != '\0' ? "IFACE" : "SUBNET",
+                              cfg->iface[0] != '\0' ? cfg->iface : cfg->subnet);
+        }
+        status = rg_netaddr_pick(cfg->iface, cfg->subnet, "RG_TCP_IFACE", "RG_TCP_SUBNET",
+                                 &pick, err);
+        if (status != RG_OK) {
+            return status;
+        }
+        tcp->me.family = (uint16_t)pick.family;
+        memcpy(tcp->me.ip, pick.ip, 16);
+        snprintf(tcp->addr_text, sizeof(tcp->addr_text), "%s", pick.text);
+        if (cfg->iface[0] != '\0') {
+            used += (size_t)snprintf(tcp->addr_from, sizeof(tcp->addr_from),
+                                     "RG_TCP_IFACE=%s", cfg->iface);
+        }
+        if (cfg->subnet[0] != '\0') {
+            snprintf(tcp->addr_from + used, sizeof(tcp->addr_from) - used,
+                     "%sRG_TCP_SUBNET=%s", used > 0 ? ", " : "", cfg->subnet);
+        }
+        return RG_OK;
+    }
+    if (inet_pton(AF_INET, text, tcp->me.ip) == 1) {
+        tcp->me.family = AF_INET;
+    } else if (inet_pton(AF_INET6, text, tcp->me.ip) == 1) {
+        tcp->me.family = AF_INET6;
+    } else {
+        return rg_err_set(err, RG_ERR_INVALID,
+                          "RG_TCP_ADDR='%s' is not a numeric IPv4 or IPv6 address", text);
+    }
+    if (inet_ntop(tcp->me.family, tcp->me.ip, tcp->addr_text, sizeof(tcp->addr_text)) == NULL) {
+        snprintf(tcp->addr_text, sizeof(tcp->addr_text), "?");
+    }
+    snprintf(tcp->addr_from, sizeof(tcp->addr_from), "%s",
+             cfg->addr[0] != '\0' ? "RG_TCP_ADDR" : "the default, loopback");
+    return RG_OK;
+}
+
 /* Fills tcp->me from the configuration and starts listening on *fd_p. */
 static rg_status_t rg__tcp_listen(rg__tcp_t *tcp, const rg__tcp_config_t *cfg,
                                   int *fd_p, rg_err_t *err)
@@ -592,14 +678,9 @@ static rg_status_t rg__tcp_listen(rg__tcp_t *tcp, const rg__tcp_config_t *cfg,
     rg_status_t             status;
 
     memset(&tcp->me, 0, sizeof(tcp->me));
-    if (inet_pton(AF_INET, cfg->addr, tcp->me.ip) == 1) {
-        tcp->me.family = AF_INET;
-    } else if (inet_pton(AF_INET6, cfg->addr, tcp->me.ip) == 1) {
-        tcp->me.family = AF_INET6;
-    } else {
-        return rg_err_set(err, RG_ERR_INVALID,
-                          "RG_TCP_ADDR='%s' is not a numeric IPv4 or IPv6 address",
-                          cfg->addr);
+    status = rg__tcp_choose_addr(tcp, cfg, err);
+    if (status != RG_OK) {
+        return status;
     }
     port = cfg->port == 0 ? 0 : (long)cfg->port + tcp->super.rank;
     if (cfg->port < 0 || port > 65535) {
@@ -607,8 +688,9 @@ static rg_status_t rg__tcp_listen(rg__tcp_t *tcp, const rg__tcp_config_t *cfg,
                           "RG_TCP_PORT=%d: rank %d would listen on port %ld, outside "
                           "[0, 65535]", cfg->port, tcp->super.rank, port);
     }
-    tcp->me.port = (uint16_t)port;
-    tcp->me.pid  = (int32_t)getpid();
+    tcp->me.port  = (uint16_t)port;
+    tcp->me.pid   = (int32_t)getpid();
+    tcp->me.netns = rg_netaddr_netns_id();
     rg__tcp_addr_text(&tcp->me, where, sizeof(where));
 
     fd = socket(tcp->me.family, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -624,8 +706,8 @@ static rg_status_t rg__tcp_listen(rg__tcp_t *tcp, const rg__tcp_config_t *cfg,
     slen = rg__tcp_sockaddr(&tcp->me, &ss);
     if (bind(fd, (struct sockaddr *)&ss, slen) != 0) {
         status = rg_err_set_errno(err, RG_ERR_IO, errno,
-                                  "cannot bind a TCP socket to %s (RG_TCP_ADDR, RG_TCP_PORT)",
-                                  where);
+                                  "cannot bind a TCP socket to %s (address from %s; "
+                                  "RG_TCP_PORT=%d)", where, tcp->addr_from, cfg->port);
         goto err_close;
     }
     if (listen(fd, tcp->super.size + 16) != 0) {
@@ -695,16 +777,20 @@ static rg_status_t rg__tcp_connect(rg__tcp_t *tcp, const rg__tcp_config_t *cfg,
     struct sockaddr_storage ss, local;
     struct pollfd           pfd;
     socklen_t               slen, elen;
-    uint64_t                refused_until, deadline;
+    uint64_t                refused_until, deadline, start = rg_time_mono_ns();
     uint32_t                hello[2];
     char                    what[96];
+    const char             *why;
     int                     fd = -1, rc, soerr;
     rg_status_t             status;
     rg__tcp_addr_t          bind_me;
 
     rg__tcp_addr_text(addr, tcp->peers[peer].where, sizeof(tcp->peers[peer].where));
     slen          = rg__tcp_sockaddr(addr, &ss);
-    refused_until = rg_time_mono_ns() + (uint64_t)RG__TCP_REFUSED_MS * 1000000ull;
+    /* One deadline for the whole attempt, refusals and retries included. */
+    deadline      = start + tcp->connect_timeout_ns;
+    refused_until = start + (uint64_t)RG__TCP_REFUSED_MS * 1000000ull;
+    refused_until = refused_until < deadline ? refused_until : deadline;
     for (;;) {
         fd = socket(addr->family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0) {
@@ -721,8 +807,8 @@ static rg_status_t rg__tcp_connect(rg__tcp_t *tcp, const rg__tcp_config_t *cfg,
             rg__tcp_sockaddr(&bind_me, &local);
             if (bind(fd, (struct sockaddr *)&local, slen) != 0) {
                 status = rg_err_set_errno(err, RG_ERR_IO, errno,
-                                          "cannot bind the connection to rank %d to %s",
-                                          peer, cfg->addr);
+                                          "cannot bind the connection to rank %d to %s "
+                                          "(from %s)", peer, tcp->addr_text, tcp->addr_from);
                 goto err_close;
             }
         }
@@ -731,7 +817,6 @@ static rg_status_t rg__tcp_connect(rg__tcp_t *tcp, const rg__tcp_config_t *cfg,
         if (soerr == EINPROGRESS) {
             pfd.fd     = fd;
             pfd.events = POLLOUT;
-            deadline   = rg_time_mono_ns() + (uint64_t)RG__TCP_CONNECT_MS * 1000000ull;
             do {
                 rc = poll(&pfd, 1, rg__tcp_ms_left(deadline));
             } while (rc < 0 && errno == EINTR);
@@ -756,9 +841,25 @@ static rg_status_t rg__tcp_connect(rg__tcp_t *tcp, const rg__tcp_config_t *cfg,
             nanosleep(&pause, NULL);
             continue;
         }
-        return rg_err_set_errno(err, RG_ERR_IO, soerr,
-                                "cannot connect to rank %d at %s", peer,
-                                tcp->peers[peer].where);
+        switch (soerr) {
+        case ETIMEDOUT:
+            why = "; no answer: a path that drops packets, a filter, or a peer address "
+                  "this rank cannot reach (RG_TCP_CONNECT_TIMEOUT bounds the wait)";
+            break;
+        case EHOSTUNREACH:
+        case ENETUNREACH:
+            why = "; this rank has no path to that address (RG_TCP_IFACE or RG_TCP_SUBNET "
+                  "choose the addresses ranks announce)";
+            break;
+        default:
+            why = "";
+            break;
+        }
+        return rg_err_set_errno(err, soerr == ETIMEDOUT ? RG_ERR_TIMEOUT : RG_ERR_IO, soerr,
+                                "rank %d cannot connect to rank %d at %s from %s after "
+                                "%.1f s%s", tcp->super.rank, peer, tcp->peers[peer].where,
+                                tcp->addr_text, (double)(rg_time_mono_ns() - start) / 1e9,
+                                why);
     }
 
     hello[0] = htole32(RG__TCP_HELLO_MAGIC);
@@ -766,8 +867,7 @@ static rg_status_t rg__tcp_connect(rg__tcp_t *tcp, const rg__tcp_config_t *cfg,
     snprintf(what, sizeof(what), "sending the hello to rank %d at %s", peer,
              tcp->peers[peer].where);
     status = rg__tcp_setup_io(fd, hello, sizeof(hello), 1,
-                              rg_time_mono_ns() + (uint64_t)RG__TCP_CONNECT_MS * 1000000ull,
-                              what, err);
+                              rg_time_mono_ns() + tcp->connect_timeout_ns, what, err);
     if (status != RG_OK) {
         goto err_close;
     }
@@ -782,13 +882,15 @@ err_close:
 static rg_status_t rg__tcp_accept_all(rg__tcp_t *tcp, int lfd, rg_err_t *err)
 {
     struct pollfd pfd;
-    uint64_t      deadline;
+    uint64_t      deadline, wait_ns;
     uint32_t      hello[2];
     int           left = tcp->super.size - 1 - tcp->super.rank;
     int           fd, rc, peer;
     rg_status_t   status;
 
-    deadline = rg_time_mono_ns() + (uint64_t)RG__TCP_ACCEPT_MS * 1000000ull;
+    /* Higher ranks may spend their whole connect timeout on another peer. */
+    wait_ns  = (uint64_t)RG__TCP_ACCEPT_MS * 1000000ull + tcp->connect_timeout_ns;
+    deadline = rg_time_mono_ns() + wait_ns;
     while (left > 0) {
         pfd.fd     = lfd;
         pfd.events = POLLIN;
@@ -798,8 +900,8 @@ static rg_status_t rg__tcp_accept_all(rg__tcp_t *tcp, int lfd, rg_err_t *err)
         }
         if (rc == 0) {
             return rg_err_set(err, RG_ERR_TIMEOUT,
-                              "rank %d waited %d s for %d connection(s) from higher ranks",
-                              tcp->super.rank, RG__TCP_ACCEPT_MS / 1000, left);
+                              "rank %d waited %.0f s for %d connection(s) from higher ranks",
+                              tcp->super.rank, (double)wait_ns / 1e9, left);
         }
         fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0) {
@@ -863,6 +965,11 @@ static rg_status_t rg__tcp_open(const char *name, rg_boot_t *boot, rg_xport_t **
     if (status != RG_OK) {
         return status;
     }
+    if (!(cfg.connect_timeout_ns >= 1e6 && cfg.connect_timeout_ns <= 3600e9)) {
+        return rg_err_set(err, RG_ERR_RANGE,
+                          "RG_TCP_CONNECT_TIMEOUT=%gns is outside 1ms .. 1h",
+                          cfg.connect_timeout_ns);
+    }
     tcp = calloc(1, sizeof(*tcp));
     if (tcp == NULL) {
         return rg_err_set(err, RG_ERR_NOMEM, "cannot allocate the tcp transport");
@@ -888,6 +995,7 @@ static rg_status_t rg__tcp_open(const char *name, rg_boot_t *boot, rg_xport_t **
     tcp->super.boot              = boot;
     tcp->super.rank              = rank;
     tcp->super.size              = size;
+    tcp->connect_timeout_ns      = (uint64_t)cfg.connect_timeout_ns;
 
     /* A rank that cannot listen still joins the exchange, with its status,
      * so that every rank fails the open instead of waiting for it. */
@@ -913,6 +1021,20 @@ static rg_status_t rg__tcp_open(const char *name, rg_boot_t *boot, rg_xport_t **
             status = rg_err_set(err, RG_ERR_BOOTSTRAP,
                                 "rank %d could not listen for tcp connections (%s)", i,
                                 rg_status_name((rg_status_t)addr.status));
+            goto err_close;
+        }
+        /* A loopback address reaches only the announcer's own network
+         * namespace: every rank sees that at once, instead of a refusal or,
+         * worse, a connection to a stranger on the same port. */
+        if (i != rank && addr.netns != tcp->me.netns &&
+            rg_netaddr_is_loopback(addr.family, addr.ip)) {
+            rg__tcp_addr_text(&addr, tcp->peers[i].where, sizeof(tcp->peers[i].where));
+            status = rg_err_set(err, RG_ERR_INVALID,
+                                "rank %d listens on loopback (%s) but runs on another host "
+                                "or in another network namespace than rank %d: set "
+                                "RG_TCP_IFACE or RG_TCP_SUBNET (one setting for every rank) "
+                                "so that each rank announces an address its peers can reach",
+                                i, tcp->peers[i].where, rank);
             goto err_close;
         }
         if (i < rank) {
@@ -944,9 +1066,6 @@ static rg_status_t rg__tcp_open(const char *name, rg_boot_t *boot, rg_xport_t **
         olen = sizeof(tcp->rcvbuf);
         (void)getsockopt(tcp->peers[i].fd, SOL_SOCKET, SO_RCVBUF, &tcp->rcvbuf, &olen);
     }
-    if (inet_ntop(tcp->me.family, tcp->me.ip, tcp->addr_text, sizeof(tcp->addr_text)) == NULL) {
-        snprintf(tcp->addr_text, sizeof(tcp->addr_text), "%.45s", cfg.addr);
-    }
     free(all);
     *xp_p = &tcp->super;
     return RG_OK;
@@ -968,6 +1087,7 @@ static rg_status_t rg__tcp_info_json(rg_xport_t *xp, char *buf, size_t cap)
     rg_json_init(&js, buf, cap);
     rg_json_object_begin(&js);
     rg_json_kv_string(&js, "address", tcp->addr_text);
+    rg_json_kv_string(&js, "address_from", tcp->addr_from);
     rg_json_kv_uint(&js, "port", tcp->me.port);
     rg_json_kv_int(&js, "sndbuf", tcp->sndbuf);
     rg_json_kv_int(&js, "rcvbuf", tcp->rcvbuf);
@@ -985,4 +1105,5 @@ const rg_xport_ops_t rg_xport_tcp_ops = {
     .progress    = rg__tcp_progress,
     .block       = rg__tcp_block,
     .info_json   = rg__tcp_info_json,
+    .get         = rg_xport_no_get,
 };

@@ -20,6 +20,7 @@ static const rg_xport_ops_t *const rg__xport_registry[] = {
 #ifdef RG_HAVE_OFI
     &rg_xport_ofi_ops,
 #endif
+    &rg_xport_mpi_ops,
     NULL
 };
 
@@ -58,6 +59,7 @@ static const rg_config_table_t *const rg__xport_tables[] = {
 #ifdef RG_HAVE_OFI
     &rg_xport_ofi_config_table,
 #endif
+    &rg_boot_mpi_config_table,  /* the mpi transport's plugin (boot/mpi_load.c) */
     NULL
 };
 

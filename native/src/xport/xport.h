@@ -177,7 +177,8 @@ rg_status_t rg_xport_send(rg_xport_t *xp, int peer, const void *buf, size_t len)
 rg_status_t rg_xport_recv(rg_xport_t *xp, int peer, void *buf, size_t cap,
                           size_t *len_p);
 
-/* The config tables of this layer (XPORT, SHM, TCP, OFI where built),
+/* The config tables of this layer (XPORT, SHM, TCP, OFI where built, and
+ * MPI, the plugin choice of the mpi transport and the MPI bootstrap),
  * NULL-terminated, for --print-config and generated docs. */
 const rg_config_table_t *const *rg_xport_config_tables(void);
 
@@ -200,5 +201,7 @@ extern const rg_xport_ops_t rg_xport_tcp_ops;
 #ifdef RG_HAVE_OFI
 extern const rg_xport_ops_t rg_xport_ofi_ops;
 #endif
+/* Forwards to the MPI plugin that an MPI bootstrap loaded (mpi_forward.c). */
+extern const rg_xport_ops_t rg_xport_mpi_ops;
 
 #endif /* RG_XPORT_XPORT_H */

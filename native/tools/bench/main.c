@@ -25,8 +25,9 @@ static void rg__bench_usage(FILE *f)
         "  pingpong   round-trip time of one message of each size\n"
         "\n"
         "Options:\n"
-        "  --transport T      shm, tcp or ofi:<provider> (ofi:tcp, ofi:shm, ofi:udp,\n"
-        "                     ofi:verbs, ...) (default: $RG_TRANSPORT, else shm)\n"
+        "  --transport T      shm, tcp, ofi:<provider> (ofi:tcp, ofi:shm, ofi:udp,\n"
+        "                     ofi:verbs, ...) or mpi (ranks started by mpirun.openmpi\n"
+        "                     or mpiexec.mpich) (default: $RG_TRANSPORT, else shm)\n"
         "  --out FILE         JSON Lines output (default: standard output)\n"
         "  --sizes LIST       comma-separated sizes, units allowed (1,8,4KiB,1MiB)\n"
         "  --min-size S       smallest size of the sweep (default 1)\n"
@@ -360,7 +361,8 @@ int main(int argc, char **argv)
     if (bench.size < 2) {
         rg_err_set(&bench.err, RG_ERR_INVALID,
                    "pattern '%s' needs at least 2 ranks; start it with `railgauge run -n 2 -- "
-                   "railgauge-bench %s`", bench.opts.pattern, bench.opts.pattern);
+                   "railgauge-bench %s` (or mpirun.openmpi -n 2 / mpiexec.mpich -n 2, which "
+                   "the mpi transport needs)", bench.opts.pattern, bench.opts.pattern);
         rc = RG_BENCH_EXIT_USAGE;
         goto out;
     }

@@ -345,6 +345,8 @@ rg_status_t rg_bench_write_header(rg_bench_t *bench, size_t planned_points)
     rg_json_raw(&js, info);
     rg_json_kv_string(&js, "host", host);
     rg_json_kv_int(&js, "ranks", bench->size);
+    /* Who started the ranks: "launcher" (railgauge run) or "mpi" (mpirun/mpiexec). */
+    rg_json_kv_string(&js, "bootstrap", rg_boot_kind(bench->boot));
     rg_json_key(&js, "timer");
     rg_json_object_begin(&js);
     rg_json_kv_string(&js, "source", bench->timer.source == RG_TIMER_TSC ? "tsc" : "monotonic");

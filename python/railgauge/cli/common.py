@@ -54,6 +54,8 @@ def measure_options(f: Any) -> Any:
                      help="Skip the refinement sweep around protocol changes."),
         click.option("-v", "--verbose", count=True, help="More detail on stderr."),
         click.option("-q", "--quiet", count=True, help="Less output on stderr."),
+        _NETNS_OPTION,
+        *_MPI_OPTIONS,
     ]
     for opt in reversed(opts):
         f = opt(f)
@@ -66,6 +68,8 @@ def make_plan(transport: str, quick: bool, min_size: int, max_size: int, n_msgs:
 
     plan = MeasurePlan.quick() if quick else MeasurePlan()
     plan.transport = transport
+    plan.netns = _netns_from_context()
+    _mpi_from_context(plan)
     plan.min_size = min_size
     plan.max_size = max_size
     plan.n = n_msgs
@@ -104,3 +108,96 @@ def run_measurement(plan: Any, out: Any, term: Any) -> Any:
         raise FailError(str(exc)) from None
     except LaunchError as exc:
         raise FailError(str(exc)) from None
+
+
+# ---- network namespaces (--netns of run, gauge and measure) ----------------------------
+
+_NETNS_META = "railgauge.netns"
+
+
+def netns_option(text: str | None) -> list[str] | None:
+    """--netns NS0,NS1,... as a list; "testbed" is the hosts of `railgauge testbed up`.
+
+    Raises UserError for an empty name or when no testbed is up."""
+    if text is None:
+        return None
+    if text.strip() == "testbed":
+        from railgauge.netns import TestbedError, load_state
+
+        try:
+            tb = load_state()
+        except TestbedError as exc:
+            raise UserError(str(exc)) from None
+        if tb is None:
+            raise UserError("--netns testbed: no testbed is up (railgauge testbed up)")
+        return list(tb.hosts)
+    names = [n.strip() for n in text.split(",")]
+    if not all(names):
+        raise UserError(f"--netns {text!r}: give network namespace names separated by commas")
+    return names
+
+
+def _store_netns(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+    ctx.meta[_NETNS_META] = netns_option(value)
+
+
+def _netns_from_context() -> list[str] | None:
+    ctx = click.get_current_context(silent=True)
+    return None if ctx is None else ctx.meta.get(_NETNS_META)
+
+
+_NETNS_OPTION = click.option(
+    "--netns", default=None, expose_value=False, callback=_store_netns,
+    metavar="NS0,NS1,...",
+    help="Run rank r in network namespace NS[r mod count] (root); 'testbed' takes the hosts "
+         "of `railgauge testbed up`. Set RG_TCP_IFACE or RG_OFI_IFACE (or the SUBNET "
+         "variants) so that each rank finds its address.")
+
+
+# ---- MPI launchers (--launcher, --hosts, --hostfile of gauge and measure) --------------
+
+_MPI_META = "railgauge.mpi"
+_LAUNCHER_CHOICES = ("local", "mpirun", "mpiexec", "mpirun.openmpi", "mpiexec.mpich")
+
+
+def _store_mpi(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+    if value is None:
+        return
+    opts = ctx.meta.setdefault(_MPI_META, {})
+    if param.name == "launcher":
+        from railgauge.mpilaunch import flavour_from_name
+
+        opts["launcher"] = "local" if value == "local" else flavour_from_name(value)
+    elif param.name == "hosts":
+        hosts = [h.strip() for h in str(value).split(",")]
+        if not all(hosts):
+            raise UserError(f"--hosts {value!r}: give host names separated by commas")
+        opts["hosts"] = hosts
+    else:
+        opts["hostfile"] = str(value)
+
+
+def _mpi_from_context(plan: Any) -> None:
+    ctx = click.get_current_context(silent=True)
+    opts = {} if ctx is None else ctx.meta.get(_MPI_META, {})
+    plan.launcher = opts.get("launcher")
+    plan.hosts = opts.get("hosts")
+    plan.hostfile = opts.get("hostfile")
+
+
+_MPI_OPTIONS = (
+    click.option("--launcher", type=click.Choice(_LAUNCHER_CHOICES), default=None,
+                 expose_value=False, callback=_store_mpi,
+                 help="Who starts the ranks: local (railgauge's launcher), mpirun "
+                      "(Open MPI's mpirun.openmpi) or mpiexec (MPICH's mpiexec.mpich). "
+                      "Default: local; for --transport mpi, mpirun where Open MPI is "
+                      "installed, else mpiexec."),
+    click.option("--hosts", default=None, metavar="H1,H2,...", expose_value=False,
+                 callback=_store_mpi,
+                 help="Run the ranks on these hosts (MPI launchers; rank 0, which writes "
+                      "the measurements, on the first)."),
+    click.option("--hostfile", type=click.Path(exists=True, dir_okay=False), default=None,
+                 expose_value=False, callback=_store_mpi,
+                 help="The MPI launcher's hostfile (Open MPI: 'host slots=N' lines; "
+                      "MPICH: 'host:N')."),
+)

@@ -31,6 +31,10 @@ def _register() -> None:
     cli.add_command(report.report)
     cli.add_command(run.run)
 
+    from railgauge.cli import testbed
+
+    cli.add_command(testbed.testbed)
+
 
 _register()
 

@@ -1,0 +1,950 @@
+/*
+ * railgauge: the "mpi" transport: MPI point-to-point between the ranks of
+ * MPI_COMM_WORLD, so that railgauge measures an MPI library with its
+ * overheads, as Netgauge does. This file is built into the MPI plugins only
+ * (librailgauge-mpi-<flavour>.so, with mpicc.openmpi or mpicc.mpich); the
+ * tools reach it through xport/mpi_forward.c.
+ *
+ * Every receive is posted to MPI at once (MPI_Irecv), so that MPI matches
+ * each message to the earliest posted receive that fits its source, which is
+ * the xport rule, and delivers it straight into the receive's buffer. A
+ * posted MPI receive must never truncate, though: given a message longer than
+ * its buffer, Open MPI 4.1 (btl vader, CMA single copy) writes the whole
+ * message past the buffer's end, and MPICH 4.0 delivers no byte and no
+ * length. Matching by MPI_Improbe first, which gives the length, is safe but
+ * takes MPI's unexpected-message path, about 50 ns more per small message
+ * here (half of a one-way time). So the transport frames messages itself, in
+ * the cheapest way that keeps every MPI receive large enough:
+ *
+ *   - a message of up to short_max bytes (RG_MPI_SHORT_MAX) is one MPI
+ *     message on the communicator `ctl`, tag 0;
+ *   - a longer one is an 8-byte little-endian length on `ctl` with tag t >= 1,
+ *     then the payload on the communicator `bulk` with the same tag; t counts
+ *     the long messages to that peer, so a payload always finds its length.
+ *
+ * A receive posts MPI_Irecv(short_max bytes, any tag) on ctl, into its own
+ * buffer where that has room, else into a bounce buffer of short_max bytes
+ * from a pool (and copies out what fits). A length message makes it post the
+ * payload's receive on bulk, into its buffer, or where the message is longer
+ * than that buffer, into a scratch buffer whose head is then copied: the
+ * receive ends with RG_ERR_TRUNCATED, msg_len the real length, and MPI never
+ * truncates anything. Messages above INT_MAX bytes travel as one element of a
+ * derived datatype (1 GiB blocks and a tail).
+ *
+ * Sends (MPI_Isend) are tested once right after posting, so a small message,
+ * eager in both MPIs, completes at once. Progress tests the requests in
+ * flight (MPI_Test for one, MPI_Testsome for more).
+ *
+ * A dead peer is not looked for: MPI reports none in Open MPI, and MPICH over
+ * UCX only sometimes, as an error of a request to or from it. Such an error
+ * with a peer on this host whose process is gone becomes RG_ERR_PEER_DEAD
+ * naming the peer. Either way the launcher (mpirun, mpiexec) ends the job when
+ * a rank dies.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/json.h"
+#include "boot/boot_mpi.h"
+#include "xport/mpi.h"
+
+#define RG__MPI_TAG_SHORT 0
+#define RG__MPI_LEN_BYTES 8
+#define RG__MPI_BLOCK     ((size_t)1 << 30)
+#define RG__MPI_LIB_MAX   160
+
+_Static_assert(sizeof(MPI_Datatype) <= sizeof(uint64_t), "MPI_Datatype fits in priv");
+
+/* A completed MPI request, kept between MPI_Testsome and its handling. */
+typedef struct rg__mpi_done {
+    rg_xreq_t *req;
+    int        code;
+    MPI_Status st;
+} rg__mpi_done_t;
+
+typedef struct rg__mpi {
+    rg_xport_mpi_head_t  head;
+    MPI_Comm             ctl, bulk;
+    size_t               short_max;
+    int                  tag_ub;     /* long messages use tags 1 .. tag_ub */
+    int32_t             *pids;       /* every rank's pid, for messages */
+    unsigned char       *same_host;  /* per rank: 1 if on this host (pids mean something) */
+    uint32_t            *long_sent;  /* per peer: long messages sent to it */
+    void                *bounces;    /* free bounce buffers, linked through
+                                      * their first bytes */
+    /* Requests that MPI holds, dense, in posting order. */
+    MPI_Request         *fl_req;
+    rg_xreq_t          **fl_own;
+    int                 *fl_idx;
+    MPI_Status          *fl_st;
+    rg__mpi_done_t      *fl_done;
+    int                  nflight, flight_cap;
+    unsigned             completions;  /* requests completed since progress looked */
+    rg_status_t          failed;
+    const rg_boot_mpi_t *boot;
+    int                  mpi_major, mpi_minor;
+    char                 library[RG__MPI_LIB_MAX];  /* "Open MPI v4.1.4" */
+    char                 device[64];                /* MPICH's device, else "" */
+    char                 version_line[256];         /* first line of the version */
+} rg__mpi_t;
+
+/* Request scratch. Sends: priv[0] = the length message (8 bytes, sent from
+ * here); priv[1] = MPI requests still pending. Receives: priv[0] = the bounce
+ * buffer; priv[1] = the scratch buffer of a truncated long message. Both:
+ * priv[2] = a derived datatype to free at completion; priv[3] = flags. */
+#define RG__MPI_LENMSG(req)  ((req)->priv[0])
+#define RG__MPI_BOUNCE(req)  ((req)->priv[0])
+#define RG__MPI_PENDING(req) ((req)->priv[1])
+#define RG__MPI_SCRATCH(req) ((req)->priv[1])
+#define RG__MPI_DTYPE(req)   ((req)->priv[2])
+#define RG__MPI_FLAGS(req)   ((req)->priv[3])
+#define RG__MPI_F_DTYPE      1u   /* priv[2] holds a derived datatype */
+#define RG__MPI_F_PAYLOAD    2u   /* a receive waits for a long message's payload */
+#define RG__MPI_F_CTL        4u   /* a receive waits on ctl (cancelled at close) */
+
+/* The functions the forwarding table in the tools calls (defined below). */
+static const rg_xport_ops_t rg__mpi_impl_ops;
+
+static inline rg__mpi_t *rg__mpi(rg_xport_t *xp)
+{
+    return (rg__mpi_t *)xp;
+}
+
+static inline void *rg__mpi_ptr(uint64_t v)
+{
+    return (void *)(uintptr_t)v;
+}
+
+/* ---- errors ------------------------------------------------------------- */
+
+/* Ends the transport: every request not yet complete gets status, and
+ * progress returns it from now on. The message is already in super.err. */
+static rg_status_t rg__mpi_fail(rg__mpi_t *mpi, rg_status_t status)
+{
+    int i;
+
+    mpi->failed = status;
+    for (i = 0; i < mpi->nflight; i++) {
+        mpi->fl_own[i]->status = status;
+    }
+    return status;
+}
+
+/* 1 when peer runs on this host and its process is gone or a zombie. */
+static int rg__mpi_peer_dead(const rg__mpi_t *mpi, int peer)
+{
+    char  path[64], buf[512], *paren;
+    FILE *f;
+    int   dead = 0;
+
+    if (peer < 0 || peer >= mpi->head.super.size || !mpi->same_host[peer]) {
+        return 0;
+    }
+    if (kill((pid_t)mpi->pids[peer], 0) == -1 && errno == ESRCH) {
+        return 1;
+    }
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)mpi->pids[peer]);
+    f = fopen(path, "r");
+    if (f == NULL) {
+        return errno == ENOENT;
+    }
+    if (fgets(buf, sizeof(buf), f) != NULL) {
+        paren = strrchr(buf, ')');
+        dead  = paren != NULL && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+    }
+    fclose(f);
+    return dead;
+}
+
+static rg_status_t rg__mpi_error(rg__mpi_t *mpi, int code, const char *what, int peer)
+{
+    char text[MPI_MAX_ERROR_STRING];
+
+    rg_boot_mpi_strerror(code, text, sizeof(text));
+    if (rg__mpi_peer_dead(mpi, peer)) {
+        /* MPI's error is the death of a peer on this host: said as the other
+         * transports say it, "rank N (pid P) died", which is also how
+         * railgauge's MPI launcher tells the dead rank from those that failed
+         * because of it. */
+        rg_err_set(&mpi->head.super.err, RG_ERR_PEER_DEAD, "rank %d (pid %d) died while "
+                   "rank %d was using it (%s failed: %s)", peer, (int)mpi->pids[peer],
+                   mpi->head.super.rank, what, text);
+        return rg__mpi_fail(mpi, RG_ERR_PEER_DEAD);
+    }
+    if (peer >= 0 && peer < mpi->head.super.size) {
+        rg_err_set(&mpi->head.super.err, RG_ERR_IO, "%s with rank %d failed on rank %d: %s",
+                   what, peer, mpi->head.super.rank, text);
+    } else {
+        rg_err_set(&mpi->head.super.err, RG_ERR_IO, "%s failed on rank %d: %s", what,
+                   mpi->head.super.rank, text);
+    }
+    return rg__mpi_fail(mpi, RG_ERR_IO);
+}
+
+/* ---- datatypes and buffers ------------------------------------------------ */
+
+/* The (type, count) that describes len bytes: MPI_BYTE up to INT_MAX, else
+ * one element of a committed derived type that the caller frees. */
+static int rg__mpi_type(size_t len, MPI_Datatype *type_p, int *count_p, int *derived_p)
+{
+    MPI_Datatype block, body, parts[2];
+    MPI_Aint     disp[2];
+    int          lens[2];
+    size_t       nblocks = len / RG__MPI_BLOCK, tail = len % RG__MPI_BLOCK;
+    int          rc;
+
+    *derived_p = 0;
+    if (len <= (size_t)INT_MAX) {
+        *type_p  = MPI_BYTE;
+        *count_p = (int)len;
+        return MPI_SUCCESS;
+    }
+    if (nblocks > (size_t)INT_MAX) {
+        return MPI_ERR_COUNT;
+    }
+    rc = MPI_Type_contiguous((int)RG__MPI_BLOCK, MPI_BYTE, &block);
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    rc = MPI_Type_contiguous((int)nblocks, block, &body);
+    MPI_Type_free(&block);
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    parts[0] = body;
+    parts[1] = MPI_BYTE;
+    lens[0]  = 1;
+    lens[1]  = (int)tail;
+    disp[0]  = 0;
+    disp[1]  = (MPI_Aint)(nblocks * RG__MPI_BLOCK);
+    rc = MPI_Type_create_struct(tail > 0 ? 2 : 1, lens, disp, parts, type_p);
+    MPI_Type_free(&body);
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    rc = MPI_Type_commit(type_p);
+    if (rc != MPI_SUCCESS) {
+        MPI_Type_free(type_p);
+        return rc;
+    }
+    *count_p   = 1;
+    *derived_p = 1;
+    return MPI_SUCCESS;
+}
+
+static void rg__mpi_keep_type(rg_xreq_t *req, MPI_Datatype type, int derived)
+{
+    if (derived) {
+        memcpy(&RG__MPI_DTYPE(req), &type, sizeof(type));
+        RG__MPI_FLAGS(req) |= RG__MPI_F_DTYPE;
+    }
+}
+
+static void rg__mpi_free_type(rg_xreq_t *req)
+{
+    MPI_Datatype type;
+
+    if (RG__MPI_FLAGS(req) & RG__MPI_F_DTYPE) {
+        memcpy(&type, &RG__MPI_DTYPE(req), sizeof(type));
+        MPI_Type_free(&type);
+        RG__MPI_FLAGS(req) &= ~(uint64_t)RG__MPI_F_DTYPE;
+    }
+}
+
+static void *rg__mpi_bounce_get(rg__mpi_t *mpi)
+{
+    void *b = mpi->bounces;
+
+    if (b != NULL) {
+        memcpy(&mpi->bounces, b, sizeof(void *));
+        return b;
+    }
+    return malloc(mpi->short_max);
+}
+
+static void rg__mpi_bounce_put(rg__mpi_t *mpi, void *b)
+{
+    memcpy(b, &mpi->bounces, sizeof(void *));
+    mpi->bounces = b;
+}
+
+/* ---- requests in flight ---------------------------------------------------- */
+
+/* Makes room for n more requests in flight, before anything is posted: a
+ * request MPI holds can never be dropped for want of memory. */
+static rg_status_t rg__mpi_reserve(rg__mpi_t *mpi, int n)
+{
+    int             cap = mpi->flight_cap > 0 ? mpi->flight_cap : 64;
+    MPI_Request    *nreq;
+    rg_xreq_t     **nown;
+    int            *nidx;
+    MPI_Status     *nst;
+    rg__mpi_done_t *ndone;
+
+    if (mpi->nflight + n <= mpi->flight_cap) {
+        return RG_OK;
+    }
+    while (cap < mpi->nflight + n) {
+        cap *= 2;
+    }
+    if ((nreq = realloc(mpi->fl_req, (size_t)cap * sizeof(*nreq))) != NULL) {
+        mpi->fl_req = nreq;
+    }
+    if ((nown = realloc(mpi->fl_own, (size_t)cap * sizeof(*nown))) != NULL) {
+        mpi->fl_own = nown;
+    }
+    if ((nidx = realloc(mpi->fl_idx, (size_t)cap * sizeof(*nidx))) != NULL) {
+        mpi->fl_idx = nidx;
+    }
+    if ((nst = realloc(mpi->fl_st, (size_t)cap * sizeof(*nst))) != NULL) {
+        mpi->fl_st = nst;
+    }
+    if ((ndone = realloc(mpi->fl_done, (size_t)cap * sizeof(*ndone))) != NULL) {
+        mpi->fl_done = ndone;
+    }
+    if (nreq == NULL || nown == NULL || nidx == NULL || nst == NULL || ndone == NULL) {
+        return rg_err_set(&mpi->head.super.err, RG_ERR_NOMEM,
+                          "cannot grow the list of MPI requests to %d", cap);
+    }
+    mpi->flight_cap = cap;
+    return RG_OK;
+}
+
+static void rg__mpi_flight_push(rg__mpi_t *mpi, rg_xreq_t *req, MPI_Request r)
+{
+    mpi->fl_req[mpi->nflight] = r;
+    mpi->fl_own[mpi->nflight] = req;
+    mpi->nflight++;
+}
+
+/* ---- completion ------------------------------------------------------------ */
+
+static rg_status_t rg__mpi_send_done(rg__mpi_t *mpi, rg_xreq_t *req, int code)
+{
+    if (code != MPI_SUCCESS) {
+        return rg__mpi_error(mpi, code, "MPI_Isend", req->peer);
+    }
+    mpi->completions++;
+    if (--RG__MPI_PENDING(req) == 0) {
+        rg__mpi_free_type(req);
+        req->done   = req->len;
+        req->status = RG_OK;
+    }
+    return RG_OK;
+}
+
+/* A long message's length arrived (in buf): post the payload's receive. */
+static rg_status_t rg__mpi_recv_payload(rg__mpi_t *mpi, rg_xreq_t *req, const void *buf,
+                                        const MPI_Status *st)
+{
+    MPI_Datatype type;
+    MPI_Request  r;
+    uint64_t     len;
+    void        *target = req->buf, *scratch;
+    int          count, derived, rc;
+
+    memcpy(&len, buf, sizeof(len));
+    req->msg_len = (size_t)le64toh(len);
+    if (req->msg_len > req->len) {
+        /* Received whole and its head copied out: MPI must not truncate. */
+        scratch = malloc(req->msg_len);
+        if (scratch == NULL) {
+            rg_err_set(&mpi->head.super.err, RG_ERR_NOMEM,
+                       "cannot allocate %zu bytes to receive a message from rank %d that "
+                       "is longer than its receive buffer (%zu bytes)", req->msg_len,
+                       st->MPI_SOURCE, req->len);
+            req->status = RG_ERR_NOMEM;
+            return rg__mpi_fail(mpi, RG_ERR_NOMEM);
+        }
+        RG__MPI_SCRATCH(req) = (uint64_t)(uintptr_t)scratch;
+        target               = scratch;
+    }
+    rc = rg__mpi_type(req->msg_len, &type, &count, &derived);
+    if (rc == MPI_SUCCESS) {
+        rg__mpi_keep_type(req, type, derived);
+        rc = MPI_Irecv(target, count, type, st->MPI_SOURCE, st->MPI_TAG, mpi->bulk, &r);
+    }
+    if (rc != MPI_SUCCESS) {
+        return rg__mpi_error(mpi, rc, "MPI_Irecv of a long message", st->MPI_SOURCE);
+    }
+    RG__MPI_FLAGS(req) |= RG__MPI_F_PAYLOAD;
+    rg__mpi_flight_push(mpi, req, r);
+    return RG_OK;
+}
+
+static rg_status_t rg__mpi_recv_done(rg__mpi_t *mpi, rg_xreq_t *req, int code,
+                                     const MPI_Status *st)
+{
+    void  *bounce  = rg__mpi_ptr(RG__MPI_BOUNCE(req));
+    void  *scratch = rg__mpi_ptr(RG__MPI_SCRATCH(req));
+    void  *got;
+    int    count = 0;
+    size_t keep;
+
+    if (code != MPI_SUCCESS) {
+        return rg__mpi_error(mpi, code, "MPI_Irecv", req->peer);
+    }
+    mpi->completions++;
+    if (RG__MPI_FLAGS(req) & RG__MPI_F_PAYLOAD) {
+        rg__mpi_free_type(req);
+        if (scratch != NULL) {
+            memcpy(req->buf, scratch, req->len);
+            free(scratch);
+            RG__MPI_SCRATCH(req) = 0;
+        }
+        keep        = req->msg_len < req->len ? req->msg_len : req->len;
+        req->done   = keep;
+        req->status = req->msg_len > req->len ? RG_ERR_TRUNCATED : RG_OK;
+        return RG_OK;
+    }
+    RG__MPI_FLAGS(req) &= ~(uint64_t)RG__MPI_F_CTL;
+    req->source = st->MPI_SOURCE;
+    got         = bounce != NULL ? bounce : req->buf;
+    MPI_Get_count(st, MPI_BYTE, &count);
+    if (st->MPI_TAG != RG__MPI_TAG_SHORT) {
+        if (count != RG__MPI_LEN_BYTES) {
+            rg_err_set(&mpi->head.super.err, RG_ERR_PARSE,
+                       "rank %d sent a length message of %d bytes (tag %d); are "
+                       "RG_MPI_SHORT_MAX and the railgauge version the same on every rank?",
+                       st->MPI_SOURCE, count, st->MPI_TAG);
+            return rg__mpi_fail(mpi, RG_ERR_PARSE);
+        }
+        if (bounce != NULL) {
+            uint64_t len;
+
+            memcpy(&len, bounce, sizeof(len));
+            rg__mpi_bounce_put(mpi, bounce);
+            RG__MPI_BOUNCE(req) = 0;
+            return rg__mpi_recv_payload(mpi, req, &len, st);
+        }
+        return rg__mpi_recv_payload(mpi, req, got, st);
+    }
+    req->msg_len = (size_t)count;
+    keep         = req->msg_len < req->len ? req->msg_len : req->len;
+    if (bounce != NULL) {
+        memcpy(req->buf, bounce, keep);
+        rg__mpi_bounce_put(mpi, bounce);
+        RG__MPI_BOUNCE(req) = 0;
+    }
+    req->done   = keep;
+    req->status = req->msg_len > req->len ? RG_ERR_TRUNCATED : RG_OK;
+    return RG_OK;
+}
+
+static rg_status_t rg__mpi_done(rg__mpi_t *mpi, rg_xreq_t *req, int code, const MPI_Status *st)
+{
+    if (mpi->failed != RG_OK) {
+        req->status = mpi->failed;
+        return mpi->failed;
+    }
+    if (req->kind == RG_XREQ_SEND) {
+        return rg__mpi_send_done(mpi, req, code);
+    }
+    return rg__mpi_recv_done(mpi, req, code, st);
+}
+
+static rg_status_t rg__mpi_test_flight(rg__mpi_t *mpi)
+{
+    rg__mpi_done_t *d;
+    rg_status_t     status = RG_OK;
+    MPI_Status      st;
+    int             outcount = 0, flag = 0, rc, i, j, k;
+
+    if (mpi->nflight == 1) {
+        /* The common case of a ping-pong: one request, no list to scan. */
+        rc = MPI_Test(&mpi->fl_req[0], &flag, &st);
+        if (!flag && rc == MPI_SUCCESS) {
+            return RG_OK;
+        }
+        mpi->nflight = 0;
+        return rg__mpi_done(mpi, mpi->fl_own[0], rc, &st);
+    }
+    rc = MPI_Testsome(mpi->nflight, mpi->fl_req, &outcount, mpi->fl_idx, mpi->fl_st);
+    if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) {
+        return rg__mpi_error(mpi, rc, "MPI_Testsome", -1);
+    }
+    if (outcount == MPI_UNDEFINED || outcount == 0) {
+        return RG_OK;
+    }
+    /* Taken out of the list first: handling a completion may post a new
+     * request (a long message's payload) into it. */
+    for (k = 0; k < outcount; k++) {
+        i                   = mpi->fl_idx[k];
+        mpi->fl_done[k].req  = mpi->fl_own[i];
+        mpi->fl_done[k].code = rc == MPI_ERR_IN_STATUS ? mpi->fl_st[k].MPI_ERROR : MPI_SUCCESS;
+        mpi->fl_done[k].st   = mpi->fl_st[k];
+        mpi->fl_own[i]       = NULL;
+    }
+    for (i = 0, j = 0; i < mpi->nflight; i++) {
+        if (mpi->fl_own[i] != NULL) {
+            mpi->fl_req[j] = mpi->fl_req[i];
+            mpi->fl_own[j] = mpi->fl_own[i];
+            j++;
+        }
+    }
+    mpi->nflight = j;
+    for (k = 0; k < outcount; k++) {
+        d = &mpi->fl_done[k];
+        if (status == RG_OK) {
+            status = rg__mpi_done(mpi, d->req, d->code, &d->st);
+        } else {
+            d->req->status = status;
+        }
+    }
+    return status;
+}
+
+/* ---- sending and receiving ------------------------------------------------- */
+
+/* A request just handed to MPI: a send is tested once (a small one is done
+ * at once), everything else waits for progress. */
+static rg_status_t rg__mpi_track(rg__mpi_t *mpi, rg_xreq_t *req, MPI_Request r)
+{
+    MPI_Status st;
+    int        flag = 0, rc;
+
+    if (req->kind == RG_XREQ_SEND) {
+        rc = MPI_Test(&r, &flag, &st);
+        if (flag || rc != MPI_SUCCESS) {
+            return rg__mpi_done(mpi, req, rc, &st);
+        }
+    }
+    rg__mpi_flight_push(mpi, req, r);
+    return RG_OK;
+}
+
+static rg_status_t rg__mpi_isend(rg_xport_t *xp, rg_xreq_t *req)
+{
+    rg__mpi_t   *mpi = rg__mpi(xp);
+    MPI_Datatype type;
+    MPI_Request  r[2];
+    rg_status_t  status;
+    uint32_t     k;
+    int          count, derived, rc, tag;
+
+    if (mpi->failed != RG_OK) {
+        req->status = mpi->failed;
+        return mpi->failed;
+    }
+    RG__MPI_FLAGS(req) = 0;
+    status = rg__mpi_reserve(mpi, 2);
+    if (status != RG_OK) {
+        req->status = status;
+        return status;
+    }
+    if (req->len <= mpi->short_max) {
+        RG__MPI_PENDING(req) = 1;
+        rc = MPI_Isend(req->buf, (int)req->len, MPI_BYTE, req->peer, RG__MPI_TAG_SHORT,
+                       mpi->ctl, &r[0]);
+        if (rc != MPI_SUCCESS) {
+            req->status = RG_ERR_IO;
+            return rg__mpi_error(mpi, rc, "MPI_Isend", req->peer);
+        }
+        return rg__mpi_track(mpi, req, r[0]);
+    }
+    rc = rg__mpi_type(req->len, &type, &count, &derived);
+    if (rc != MPI_SUCCESS) {
+        req->status = RG_ERR_RANGE;
+        return rg__mpi_error(mpi, rc, "describing a message of that size", req->peer);
+    }
+    rg__mpi_keep_type(req, type, derived);
+    k   = mpi->long_sent[req->peer]++;
+    tag = 1 + (int)(k % (uint32_t)mpi->tag_ub);
+    RG__MPI_LENMSG(req)  = htole64((uint64_t)req->len);
+    RG__MPI_PENDING(req) = 2;
+    rc = MPI_Isend(&RG__MPI_LENMSG(req), RG__MPI_LEN_BYTES, MPI_BYTE, req->peer, tag,
+                   mpi->ctl, &r[0]);
+    if (rc == MPI_SUCCESS) {
+        rc = MPI_Isend(req->buf, count, type, req->peer, tag, mpi->bulk, &r[1]);
+        if (rc != MPI_SUCCESS) {
+            rg__mpi_flight_push(mpi, req, r[0]);
+        }
+    }
+    if (rc != MPI_SUCCESS) {
+        req->status = RG_ERR_IO;
+        return rg__mpi_error(mpi, rc, "MPI_Isend of a long message", req->peer);
+    }
+    status = rg__mpi_track(mpi, req, r[0]);
+    if (status != RG_OK) {
+        rg__mpi_flight_push(mpi, req, r[1]);
+        return status;
+    }
+    return rg__mpi_track(mpi, req, r[1]);
+}
+
+static rg_status_t rg__mpi_irecv(rg_xport_t *xp, rg_xreq_t *req)
+{
+    rg__mpi_t  *mpi = rg__mpi(xp);
+    MPI_Request r;
+    rg_status_t status;
+    void       *dst = req->buf, *bounce = NULL;
+    int         rc;
+
+    if (mpi->failed != RG_OK) {
+        req->status = mpi->failed;
+        return mpi->failed;
+    }
+    RG__MPI_FLAGS(req)   = RG__MPI_F_CTL;
+    RG__MPI_BOUNCE(req)  = 0;
+    RG__MPI_SCRATCH(req) = 0;
+    status = rg__mpi_reserve(mpi, 1);
+    if (status != RG_OK) {
+        req->status = status;
+        return status;
+    }
+    if (req->len < mpi->short_max) {
+        bounce = rg__mpi_bounce_get(mpi);
+        if (bounce == NULL) {
+            req->status = RG_ERR_NOMEM;
+            return rg_err_set(&mpi->head.super.err, RG_ERR_NOMEM,
+                              "cannot allocate a bounce buffer of %zu bytes "
+                              "(RG_MPI_SHORT_MAX)", mpi->short_max);
+        }
+        RG__MPI_BOUNCE(req) = (uint64_t)(uintptr_t)bounce;
+        dst                 = bounce;
+    }
+    rc = MPI_Irecv(dst, (int)mpi->short_max, MPI_BYTE,
+                   req->peer == RG_XPORT_ANY_SOURCE ? MPI_ANY_SOURCE : req->peer,
+                   MPI_ANY_TAG, mpi->ctl, &r);
+    if (rc != MPI_SUCCESS) {
+        if (bounce != NULL) {
+            rg__mpi_bounce_put(mpi, bounce);
+        }
+        req->status = RG_ERR_IO;
+        return rg__mpi_error(mpi, rc, "MPI_Irecv", req->peer);
+    }
+    return rg__mpi_track(mpi, req, r);
+}
+
+/* ---- progress ----------------------------------------------------------------- */
+
+/*
+ * One progress call tests MPI up to RG__MPI_POLLS times, until something
+ * completes. Every MPI_Test runs the library's whole progress engine (about
+ * 25 ns here), and rg_xport_wait() pauses (PAUSE, about 27 ns on this AMD
+ * EPYC) between progress calls: with one test per call, a message that lands
+ * during a pause waits for it, which cost about 15 ns of a 100-150 ns one-way
+ * time (railgauge-bench pingpong, Open MPI over vader). Four tests per call
+ * took that to noise; eight gained nothing more. An idle call costs about
+ * 100 ns, still no blocking.
+ */
+#define RG__MPI_POLLS 4
+
+static rg_status_t rg__mpi_progress(rg_xport_t *xp)
+{
+    rg__mpi_t  *mpi = rg__mpi(xp);
+    rg_status_t status;
+    int         n, poll;
+
+    if (mpi->failed != RG_OK) {
+        return mpi->failed;
+    }
+    for (poll = 0; poll < RG__MPI_POLLS && (n = mpi->nflight) > 0; poll++) {
+        status = rg__mpi_test_flight(mpi);
+        if (status != RG_OK || mpi->nflight != n || mpi->completions != 0) {
+            mpi->completions = 0;
+            return status;
+        }
+    }
+    return RG_OK;
+}
+
+static rg_status_t rg__mpi_no_block(rg_xport_t *xp, uint64_t timeout_ns)
+{
+    (void)xp;
+    (void)timeout_ns;
+    return RG_ERR_UNSUPPORTED;
+}
+
+static rg_status_t rg__mpi_no_get(rg_xport_t *xp, int peer, uint64_t raddr, void *buf,
+                                  size_t len)
+{
+    (void)peer;
+    (void)raddr;
+    (void)buf;
+    (void)len;
+    return rg_err_set(&xp->err, RG_ERR_UNSUPPORTED, "transport mpi has no one-sided read");
+}
+
+/* ---- setup --------------------------------------------------------------------- */
+
+/* "Open MPI v4.1.4, package: ..." -> "Open MPI v4.1.4"; MPICH's many lines
+ * "MPICH Version:  4.0.2" and "MPICH Device:  ch4:ucx" -> "MPICH 4.0.2" and
+ * "ch4:ucx"; anything else: its first line. */
+static void rg__mpi_value_of(const char *text, const char *key, char *out, size_t cap)
+{
+    const char *p = strstr(text, key);
+    size_t      n;
+
+    out[0] = '\0';
+    if (p == NULL) {
+        return;
+    }
+    p += strlen(key);
+    p += strspn(p, " \t");
+    n = strcspn(p, "\r\n");
+    while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t')) {
+        n--;
+    }
+    snprintf(out, cap, "%.*s", (int)(n < cap ? n : cap - 1), p);
+}
+
+static void rg__mpi_describe(rg__mpi_t *mpi)
+{
+    char   text[MPI_MAX_LIBRARY_VERSION_STRING + 1];
+    char   value[128];
+    int    len = 0;
+    size_t n;
+
+    memset(text, 0, sizeof(text));
+    if (MPI_Get_library_version(text, &len) != MPI_SUCCESS) {
+        snprintf(text, sizeof(text), "unknown %s library", RG_MPI_FLAVOUR_NAME);
+    }
+    MPI_Get_version(&mpi->mpi_major, &mpi->mpi_minor);
+    n = strcspn(text, "\r\n");
+    snprintf(mpi->version_line, sizeof(mpi->version_line), "%.*s",
+             (int)(n < sizeof(mpi->version_line) ? n : sizeof(mpi->version_line) - 1), text);
+    mpi->device[0] = '\0';
+    if (strncmp(text, "Open MPI", 8) == 0) {
+        n = strcspn(text, ",\r\n");
+        snprintf(mpi->library, sizeof(mpi->library), "%.*s",
+                 (int)(n < sizeof(mpi->library) ? n : sizeof(mpi->library) - 1), text);
+    } else if (strstr(text, "MPICH Version:") != NULL) {
+        rg__mpi_value_of(text, "MPICH Version:", value, sizeof(value));
+        snprintf(mpi->library, sizeof(mpi->library), "MPICH %s", value);
+        rg__mpi_value_of(text, "MPICH Device:", mpi->device, sizeof(mpi->device));
+    } else {
+        snprintf(mpi->library, sizeof(mpi->library), "%.*s",
+                 (int)sizeof(mpi->library) - 1, mpi->version_line);
+    }
+}
+
+static void rg__mpi_close(rg_xport_t *xp)
+{
+    rg__mpi_t  *mpi = rg__mpi(xp);
+    rg_xreq_t  *req;
+    void       *b;
+    int         i, finalized = 0, cancelled;
+
+    MPI_Finalized(&finalized);
+    for (i = 0; i < mpi->nflight && !finalized; i++) {
+        /* Receives still waiting for a message (an upper layer's posted
+         * buffers) are cancelled. Anything else still in flight is the
+         * caller's mistake: it is let go, and as MPI may still write into
+         * its bounce or scratch buffer, that buffer is not freed. */
+        req       = mpi->fl_own[i];
+        cancelled = 0;
+        if ((RG__MPI_FLAGS(req) & RG__MPI_F_CTL) && MPI_Cancel(&mpi->fl_req[i]) == MPI_SUCCESS &&
+            MPI_Wait(&mpi->fl_req[i], MPI_STATUS_IGNORE) == MPI_SUCCESS) {
+            cancelled = 1;
+            free(rg__mpi_ptr(RG__MPI_BOUNCE(req)));
+            RG__MPI_BOUNCE(req) = 0;
+        }
+        if (!cancelled && mpi->fl_req[i] != MPI_REQUEST_NULL) {
+            MPI_Request_free(&mpi->fl_req[i]);
+        }
+        /* Freeing a datatype that a pending operation uses is allowed. */
+        rg__mpi_free_type(req);
+    }
+    while ((b = mpi->bounces) != NULL) {
+        memcpy(&mpi->bounces, b, sizeof(void *));
+        free(b);
+    }
+    if (!finalized) {
+        if (mpi->ctl != MPI_COMM_NULL) {
+            MPI_Comm_free(&mpi->ctl);
+        }
+        if (mpi->bulk != MPI_COMM_NULL) {
+            MPI_Comm_free(&mpi->bulk);
+        }
+    }
+    free(mpi->fl_done);
+    free(mpi->fl_st);
+    free(mpi->fl_idx);
+    free(mpi->fl_own);
+    free(mpi->fl_req);
+    free(mpi->same_host);
+    free(mpi->pids);
+    free(mpi->long_sent);
+    free(mpi);
+}
+
+static rg_status_t rg__mpi_open(void *ctx, rg_xport_t **xp_p, rg_err_t *err)
+{
+    const rg_boot_mpi_t *boot = ctx;
+    rg__mpi_t           *mpi;
+    char                 text[MPI_MAX_ERROR_STRING];
+    long long            mine[3], all[3] = {0, 0, 0};
+    void                *attr = NULL;
+    char                 myhost[MPI_MAX_PROCESSOR_NAME], *hosts = NULL;
+    int32_t              mypid;
+    int                  flag = 0, rc, len = 0, i;
+
+    mpi = calloc(1, sizeof(*mpi));
+    if (mpi != NULL) {
+        mpi->ctl       = MPI_COMM_NULL;
+        mpi->bulk      = MPI_COMM_NULL;
+        mpi->long_sent = calloc((size_t)boot->size, sizeof(*mpi->long_sent));
+        mpi->pids      = calloc((size_t)boot->size, sizeof(*mpi->pids));
+        mpi->same_host = calloc((size_t)boot->size, 1);
+        hosts          = calloc((size_t)boot->size, MPI_MAX_PROCESSOR_NAME);
+    }
+    /* Every rank takes part in the collectives below even when its own
+     * allocation failed, so that all fail together instead of waiting; the
+     * framing threshold must be the same everywhere. */
+    mine[0] = mpi != NULL && mpi->long_sent != NULL && mpi->pids != NULL &&
+              mpi->same_host != NULL && hosts != NULL;
+    mine[1] = (long long)boot->short_max;
+    mine[2] = -(long long)boot->short_max;
+    rc      = MPI_Allreduce(mine, all, 3, MPI_LONG_LONG, MPI_MIN, boot->comm);
+    if (rc != MPI_SUCCESS || !all[0] || all[1] != -all[2]) {
+        free(hosts);
+        if (mpi != NULL) {
+            free(mpi->same_host);
+            free(mpi->pids);
+            free(mpi->long_sent);
+            free(mpi);
+        }
+        if (rc != MPI_SUCCESS) {
+            rg_boot_mpi_strerror(rc, text, sizeof(text));
+            return rg_err_set(err, RG_ERR_IO, "MPI_Allreduce while opening the mpi "
+                              "transport failed: %s", text);
+        }
+        if (all[1] != -all[2]) {
+            return rg_err_set(err, RG_ERR_INVALID,
+                              "RG_MPI_SHORT_MAX differs between ranks (%lld to %lld bytes; "
+                              "this rank: %zu): set it the same for all (mpirun -x, "
+                              "mpiexec -genv)", all[1], -all[2], boot->short_max);
+        }
+        return rg_err_set(err, RG_ERR_NOMEM, "cannot allocate the mpi transport for %d "
+                          "ranks (on this rank or another)", boot->size);
+    }
+    /* Pids and hosts, so that an MPI error can be told to be a peer's death. */
+    mypid = (int32_t)getpid();
+    memset(myhost, 0, sizeof(myhost));
+    MPI_Get_processor_name(myhost, &len);
+    rc = MPI_Allgather(&mypid, 1, MPI_INT32_T, mpi->pids, 1, MPI_INT32_T, boot->comm);
+    if (rc == MPI_SUCCESS) {
+        rc = MPI_Allgather(myhost, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, hosts,
+                           MPI_MAX_PROCESSOR_NAME, MPI_CHAR, boot->comm);
+    }
+    for (i = 0; rc == MPI_SUCCESS && i < boot->size; i++) {
+        mpi->same_host[i] = strncmp(hosts + (size_t)i * MPI_MAX_PROCESSOR_NAME, myhost,
+                                    MPI_MAX_PROCESSOR_NAME) == 0;
+    }
+    free(hosts);
+    if (rc == MPI_SUCCESS) {
+        rc = MPI_Comm_dup(boot->comm, &mpi->ctl);
+    }
+    if (rc == MPI_SUCCESS) {
+        rc = MPI_Comm_dup(boot->comm, &mpi->bulk);
+    }
+    if (rc != MPI_SUCCESS) {
+        rg_boot_mpi_strerror(rc, text, sizeof(text));
+        rg__mpi_close(&mpi->head.super);
+        return rg_err_set(err, RG_ERR_IO, "MPI_Allgather or MPI_Comm_dup for the mpi "
+                          "transport failed: %s", text);
+    }
+    MPI_Comm_set_errhandler(mpi->ctl, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(mpi->bulk, MPI_ERRORS_RETURN);
+    /* MPI guarantees tags up to at least 32767; most allow far more. */
+    mpi->tag_ub = 32767;
+    if (MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &attr, &flag) == MPI_SUCCESS && flag &&
+        attr != NULL && *(int *)attr > 1) {
+        mpi->tag_ub = *(int *)attr;
+    }
+    mpi->short_max                    = boot->short_max;
+    mpi->head.impl                    = &rg__mpi_impl_ops;
+    mpi->head.super.attr.name         = "mpi";
+    mpi->head.super.attr.same_host    = 0;
+    mpi->head.super.attr.max_msg_size = SIZE_MAX;
+    mpi->head.super.attr.inject_size  = 0;
+    mpi->head.super.attr.can_get      = 0;
+    mpi->head.super.rank              = boot->rank;
+    mpi->head.super.size              = boot->size;
+    mpi->boot                         = boot;
+    mpi->failed                       = RG_OK;
+    rg__mpi_describe(mpi);
+    *xp_p = &mpi->head.super;
+    return RG_OK;
+}
+
+static rg_status_t rg__mpi_info_json(rg_xport_t *xp, char *buf, size_t cap)
+{
+    rg__mpi_t *mpi = rg__mpi(xp);
+    rg_json_t  js;
+    char       version[16];
+
+    snprintf(version, sizeof(version), "%d.%d", mpi->mpi_major, mpi->mpi_minor);
+    rg_json_init(&js, buf, cap);
+    rg_json_object_begin(&js);
+    rg_json_kv_string(&js, "library", mpi->library);
+    rg_json_kv_string(&js, "mpi_version", version);
+    rg_json_kv_string(&js, "flavour", RG_MPI_FLAVOUR_NAME);
+    if (mpi->device[0] != '\0') {
+        rg_json_kv_string(&js, "device", mpi->device);
+    }
+    rg_json_kv_string(&js, "library_version", mpi->version_line);
+    rg_json_kv_uint(&js, "short_max", mpi->short_max);
+    rg_json_kv_string(&js, "launcher", mpi->boot->launcher);
+    rg_json_kv_string(&js, "plugin", mpi->boot->plugin_path);
+    rg_json_object_end(&js);
+    return js.status;
+}
+
+/* The handle is made by rg_mpi_plugin_t.xport_open, which needs the
+ * plugin's bootstrap state rather than the tools' rg_boot_t. */
+static rg_status_t rg__mpi_no_open(const char *name, rg_boot_t *boot, rg_xport_t **xp_p,
+                                   rg_err_t *err)
+{
+    (void)name;
+    (void)boot;
+    (void)xp_p;
+    return rg_err_set(err, RG_ERR_UNSUPPORTED, "the mpi transport opens through its plugin");
+}
+
+static const rg_xport_ops_t rg__mpi_impl_ops = {
+    .name        = "mpi",
+    .description = "MPI point-to-point, inside the MPI plugin",
+    .open        = rg__mpi_no_open,
+    .close       = rg__mpi_close,
+    .isend       = rg__mpi_isend,
+    .irecv       = rg__mpi_irecv,
+    .progress    = rg__mpi_progress,
+    .block       = rg__mpi_no_block,
+    .info_json   = rg__mpi_info_json,
+    .get         = rg__mpi_no_get,
+};
+
+/* ---- the plugin's one exported symbol ----------------------------------------- */
+
+static const rg_mpi_plugin_t rg__mpi_plugin = {
+    .abi            = RG_MPI_PLUGIN_ABI,
+    .sizeof_err     = sizeof(rg_err_t),
+    .sizeof_xport   = sizeof(rg_xport_t),
+    .sizeof_xreq    = sizeof(rg_xreq_t),
+    .sizeof_args    = sizeof(rg_mpi_boot_args_t),
+    .version        = RG_VERSION,
+    .flavour        = RG_MPI_FLAVOUR_NAME,
+    .boot_init      = rg_boot_mpi_init,
+    .boot_fini      = rg_boot_mpi_fini,
+    .boot_allgather = rg_boot_mpi_allgather,
+    .boot_barrier   = rg_boot_mpi_barrier,
+    .xport_open     = rg__mpi_open,
+    .xport          = &rg__mpi_impl_ops,
+};
+
+__attribute__((visibility("default"))) const rg_mpi_plugin_t *rg_mpi_plugin_get(void);
+
+const rg_mpi_plugin_t *rg_mpi_plugin_get(void)
+{
+    return &rg__mpi_plugin;
+}
