@@ -5,7 +5,8 @@ over shm, tcp, ofi:tcp and ofi:shm at 2 to 8 ranks, both rendezvous modes of shm
 bad settings, and a dead peer.
 
 The same suite under both MPI launchers (mpirun.openmpi, mpiexec.mpich), over every
-transport including mpi, is at the end; across network namespaces in tests/test_netns.py.
+transport including mpi, and across two network namespaces over tcp and ofi:tcp, are at
+the end.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import pytest
 
 from mpi_util import MPI_FLAVOURS, run_native_mpi
 from railgauge.launcher import LaunchResult, launch
+from railgauge.netns import Testbed
 from test_xport import needs_ofi
 
 pytestmark = pytest.mark.native
@@ -173,3 +175,24 @@ def test_conformance_under_mpi(flavour: str, transport: str, nranks: int) -> Non
     )
     assert res.returncode == 0, f"{res.failure}\n{res.stdout}\n{res.stderr}"
     _check_suite(res.stdout, transport, nranks)
+
+
+@pytest.mark.parametrize("transport", ["tcp", pytest.param("ofi:tcp", marks=needs_ofi)])
+def test_conformance_across_namespaces(
+    native_tool: Callable[[str], str],
+    capfd: pytest.CaptureFixture[str],
+    two_hosts: Testbed,
+    transport: str,
+) -> None:
+    """Rank 0 on one host (network namespace), rank 1 on the other, each on its own address
+    of the rail: the runtime's suite as between two nodes."""
+    result = launch(
+        [native_tool(TOOL), "--transport", transport, "--max-size", "16MiB"],
+        2,
+        netns=two_hosts.hosts,
+        env=two_hosts.rank_env(),
+        timeout_s=240,
+    )
+    out = capfd.readouterr().out
+    assert result.returncode == 0, f"{result.failure}\n{out}"
+    _check_suite(out, transport, 2)
