@@ -1047,7 +1047,7 @@ static rg_status_t rg__wait(rg_proto_t *proto, int (*done)(void *), void *arg,
         }
         if (now < yield_end ||
             (proto->rndv_busy > 0 && now < yield_end + (uint64_t)proto->cfg.rndv_yield_ns)) {
-            sched_yield();
+            rg_xport_wait_yield(w);
             continue;
         }
         sleep_ns = deadline - now;

@@ -38,6 +38,12 @@ static const rg_config_field_t rg__xport_wait_fields[] = {
      "then it sleeps in the transport (futex, poll) for at most this long at a "
      "time, checking progress and peer liveness in between",
      offsetof(rg_xport_wait_config_t, block_ns), RG_CONFIG_TIME_NS},
+    {"PINNED_SPIN", "1",
+     "1: a rank pinned to one CPU (railgauge run --bind, mpirun --bind-to core) "
+     "polls without sched_yield() in the yield phase: it owns its core, and "
+     "yielding only hands it to other work (under load a wake-up then waits for "
+     "the scheduler); 0: yield anyway (ranks pinned to a shared core)",
+     offsetof(rg_xport_wait_config_t, pinned_spin), RG_CONFIG_INT},
     {NULL, NULL, NULL, 0, 0}
 };
 
@@ -122,6 +128,15 @@ rg_status_t rg_xport_open(const char *name, rg_boot_t *boot, rg_xport_t **xp_p,
     status = rg_config_load(&rg__xport_wait_table, &wait, err);
     if (status != RG_OK) {
         return status;
+    }
+    if (wait.pinned_spin != 0 && wait.pinned_spin != 1) {
+        return rg_err_set(err, RG_ERR_INVALID, "RG_XPORT_PINNED_SPIN=%d: must be 0 or 1",
+                          wait.pinned_spin);
+    }
+    {
+        cpu_set_t set;
+
+        wait.pinned = sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) == 1;
     }
     status = ops->open(name, boot, &xp, err);
     if (status != RG_OK) {
@@ -245,6 +260,19 @@ static inline void rg__xport_cpu_relax(void)
 #define RG__XPORT_FIRST_BURST 64
 #define RG__XPORT_BURST       32
 
+void rg_xport_wait_yield(const rg_xport_wait_config_t *w)
+{
+    unsigned i;
+
+    if (w->pinned && w->pinned_spin) {
+        for (i = 0; i < 16; i++) {
+            rg__xport_cpu_relax();
+        }
+        return;
+    }
+    sched_yield();
+}
+
 rg_status_t rg_xport_wait(rg_xport_t *xp, rg_xreq_t *req, uint64_t timeout_ns)
 {
     rg_status_t status;
@@ -287,7 +315,7 @@ rg_status_t rg_xport_wait(rg_xport_t *xp, rg_xreq_t *req, uint64_t timeout_ns)
      * transport until it has news, checking the clock at every step. */
     for (;;) {
         if (now < yield_end) {
-            sched_yield();
+            rg_xport_wait_yield(&xp->wait);
         } else {
             sleep_ns = deadline - now;
             if (sleep_ns > (uint64_t)xp->wait.block_ns) {

@@ -114,7 +114,14 @@ typedef struct rg_xport_wait_config {
     double spin_ns;   /* RG_XPORT_SPIN_NS: busy-poll this long first */
     double yield_ns;  /* RG_XPORT_YIELD_NS: then poll with sched_yield() */
     double block_ns;  /* RG_XPORT_BLOCK_NS: then ops->block for at most this */
+    int    pinned_spin; /* RG_XPORT_PINNED_SPIN: see xport.c */
+    int    pinned;    /* set at open: this process may run on one CPU only */
 } rg_xport_wait_config_t;
+
+/* One step of the yield phase of a wait: sched_yield(), or a pause where the
+ * rank owns its core (w->pinned and w->pinned_spin), where yielding only
+ * hands the core to unrelated work and the wake-up comes late. */
+void rg_xport_wait_yield(const rg_xport_wait_config_t *w);
 
 /* Every transport handle starts with this (the "base class"). */
 struct rg_xport {
