@@ -178,7 +178,7 @@ class Runner:
 LABELS = {
     "rate:railgauge": "railgauge proto over shm",
     "rate:openmpi": "Open MPI (vader)",
-    "rate:mpich": "MPICH (ch4 shm)",
+    "rate:mpich": "MPICH (its default ch4 device, ucx here)",
     "bw:railgauge": "railgauge rendezvous, split (default: both sides copy)",
     "bw:railgauge-get": "railgauge rendezvous, get (`RG_PROTO_SPLIT_MIN=0`)",
     "bw:railgauge-channel": "railgauge rendezvous, data channel (`RG_PROTO_GET=0`)",
