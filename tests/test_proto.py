@@ -165,13 +165,22 @@ def test_rate_runs(native_tool: Callable[[str], str], capfd: pytest.CaptureFixtu
 @pytest.mark.parametrize("flavour", MPI_FLAVOURS)
 @pytest.mark.parametrize(
     ("transport", "nranks"),
-    [("mpi", 2), ("mpi", 4), ("shm", 3), ("tcp", 3), pytest.param("ofi:tcp", 2, marks=needs_ofi)],
+    [
+        ("mpi", 2),
+        ("mpi", 4),
+        ("mpi", 8),
+        ("shm", 3),
+        ("tcp", 3),
+        pytest.param("ofi:tcp", 2, marks=needs_ofi),
+        pytest.param("ofi:shm", 2, marks=needs_ofi),
+    ],
 )
 def test_conformance_under_mpi(flavour: str, transport: str, nranks: int) -> None:
     """Ranks started by mpirun.openmpi / mpiexec.mpich bootstrap through MPI and run the
-    suite over the mpi transport and over the others."""
+    suite over the mpi transport and over the others (64 MiB messages up to 4 ranks)."""
+    max_size = "16MiB" if nranks > 4 else "64MiB"
     res = run_native_mpi(
-        TOOL, ["--transport", transport, "--max-size", "16MiB"], nranks, flavour, timeout_s=240
+        TOOL, ["--transport", transport, "--max-size", max_size], nranks, flavour, timeout_s=240
     )
     assert res.returncode == 0, f"{res.failure}\n{res.stdout}\n{res.stderr}"
     _check_suite(res.stdout, transport, nranks)
