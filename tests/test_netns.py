@@ -397,8 +397,11 @@ def test_namespaces_gone_after_failing_rank_and_exception(
     assert _gone(names) == []
 
 
+# The holder starts with the default action for SIGHUP: run under nohup (which ignores
+# it, and netns then keeps ignoring it after removing the testbed) it would not end.
 _HOLDER = textwrap.dedent("""
-    import sys, time
+    import signal, sys, time
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
     from railgauge import netns
     {how}
     print(" ".join(tb.namespaces), flush=True)
