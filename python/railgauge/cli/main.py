@@ -35,6 +35,11 @@ def _register() -> None:
 
     cli.add_command(testbed.testbed)
 
+    from railgauge.cli import compare, predict
+
+    cli.add_command(predict.predict)
+    cli.add_command(compare.compare_models)
+
 
 _register()
 

@@ -1,0 +1,158 @@
+"""Reading onen measurements: the JSON Lines of `railgauge-bench onen` and the plain CSV."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from railgauge.onen import OnenError, is_onen_file, read_onen, synth_onen
+
+HEADER = {"type": "header", "tool": "railgauge-bench", "version": "0.1.0", "pattern": "onen",
+          "transport": "shm", "host": "h", "ranks": 8,
+          "timer": {"source": "tsc", "resolution_ns": 10.0}, "params": {"s": 8}}
+FOOTER = {"type": "footer", "wall_s": 3.2, "points": 2, "status": "ok"}
+
+
+def rec(**kw: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "onen", "direction": "1:n", "mode": "single", "p": 1, "s": 8,
+                           "rtt_min_us": 1.0, "rtt_median_us": 1.2, "count": 100,
+                           "ci95_median_us": [1.1, 1.3], "os_us": 0.2, "os_min_us": 0.18,
+                           "or_us": 0.1, "or_min_us": 0.09}
+    out.update(kw)
+    return out
+
+
+def write(tmp_path: Path, records: list[dict[str, Any]], name: str = "onen.jsonl") -> Path:
+    path = tmp_path / name
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def test_reads_records_and_ignores_other_types(tmp_path: Path) -> None:
+    path = write(tmp_path, [HEADER, rec(p=1), {"type": "future", "x": 1},
+                            rec(p=2, rtt_min_us=1.5, rtt_median_us=1.8), FOOTER])
+    data = read_onen(path)
+    assert data.transport == "shm" and data.fmt == "jsonl"
+    assert [pt.p for pt in data.points] == [1, 2]
+    pt = data.points[1]
+    assert pt.per_peer("min") == pytest.approx(0.75)
+    assert pt.per_peer("median") == pytest.approx(0.9)
+    assert pt.overhead("send", "median") == 0.2 and pt.overhead("recv", "min") == 0.09
+    assert data.series_keys() == [("1:n", "single", 8)]
+    assert data.stats(("1:n", "single", 8)) == ["min", "median"]
+    assert is_onen_file(path)
+
+
+def test_later_record_with_more_rounds_replaces(tmp_path: Path) -> None:
+    path = write(tmp_path, [HEADER, rec(p=3, count=100, rtt_min_us=5.0),
+                            rec(p=3, count=50, rtt_min_us=9.0),
+                            rec(p=3, count=200, rtt_min_us=4.0), FOOTER])
+    (pt,) = read_onen(path).points
+    assert pt.rtt_min_us == 4.0 and pt.count == 200
+
+
+def test_series_are_kept_apart(tmp_path: Path) -> None:
+    path = write(tmp_path, [HEADER, rec(mode="list"), rec(direction="n:1"), rec(), FOOTER])
+    keys = read_onen(path).series_keys()
+    assert keys == [("1:n", "single", 8), ("1:n", "list", 8), ("n:1", "single", 8)]
+
+
+@pytest.mark.parametrize(
+    ("bad", "needle"),
+    [
+        (rec(p=0), "'p' (the number of peers) must be >= 1"),
+        (rec(p=2.5), "'p' must be an integer"),
+        (rec(rtt_min_us=-1.0), "'rtt_min_us' is negative"),
+        (rec(rtt_min_us=None, rtt_median_us=None), "no round time"),
+        (rec(os_us="fast"), "'os_us' must be a finite number"),
+        (rec(direction="2:n"), "'direction' must be one of"),
+        (rec(mode="teleport"), "'mode' must be one of"),
+        ({"type": "onen", "p": 1}, "missing required key(s): direction, mode, count"),
+        (rec(ci95_median_us=[2.0, 1.0]), "ci95_median_us"),
+    ],
+)
+def test_bad_records_name_file_and_line(tmp_path: Path, bad: dict[str, Any],
+                                        needle: str) -> None:
+    path = write(tmp_path, [HEADER, rec(p=1), bad, FOOTER])
+    with pytest.raises(OnenError) as err:
+        read_onen(path)
+    assert f"{path}:3:" in str(err.value)
+    assert needle in str(err.value)
+
+
+def test_structural_errors(tmp_path: Path) -> None:
+    with pytest.raises(OnenError, match="before any header"):
+        read_onen(write(tmp_path, [rec(), FOOTER]))
+    with pytest.raises(OnenError, match="not 'onen'"):
+        read_onen(write(tmp_path, [{**HEADER, "pattern": "prtt"}, rec(), FOOTER]))
+    with pytest.raises(OnenError, match="no onen records"):
+        read_onen(write(tmp_path, [HEADER, FOOTER]))
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps(HEADER) + "\n{not json\n")
+    with pytest.raises(OnenError, match=rf"{bad}:2: invalid JSON"):
+        read_onen(bad)
+    with pytest.raises(OnenError, match="cannot read"):
+        read_onen(tmp_path / "missing.jsonl")
+
+
+def test_unterminated_block_is_a_warning(tmp_path: Path) -> None:
+    data = read_onen(write(tmp_path, [HEADER, rec()]))
+    assert any("no footer" in w for w in data.warnings)
+
+
+def test_csv(tmp_path: Path) -> None:
+    path = tmp_path / "elsewhere.csv"
+    path.write_text("p,rtt_us,os_us,or_us\n1,10.0,0.5,0.3\n2,12.0,0.4,\n3,13.5,0.35,0.2\n")
+    data = read_onen(path)
+    assert data.fmt == "csv" and [pt.p for pt in data.points] == [1, 2, 3]
+    assert data.points[1].rtt_median_us == 12.0 and data.points[1].rtt_min_us is None
+    assert data.points[1].or_us is None and data.points[2].os_us == 0.35
+    assert data.stats(("1:n", "single", None)) == ["median"]
+    assert is_onen_file(path)
+    minimal = tmp_path / "min.csv"
+    minimal.write_text("p,rtt_us\n1,10\n2,12\n")
+    assert [pt.per_peer("median") for pt in read_onen(minimal).points] == [10.0, 6.0]
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("p,rtt_us\n1,10\n0,12\n", ":3: 'p' (the number of peers) must be >= 1"),
+        ("p,rtt_us\n1,10\n2,\n", ":3: 'rtt_us' is missing"),
+        ("p,rtt_us\n1,10\n2,-3\n", ":3: 'rtt_us' must be > 0"),
+        ("p,rtt_us,os_us\n1,10,-0.1\n", ":2: 'os_us' is negative"),
+        ("p,rtt_us\n1,10\n1,11\n", ":3: p=1 appears twice"),
+        ("p,latency\n1,10\n", "unknown CSV column(s) latency"),
+        ("p,os_us\n1,10\n", "no 'rtt_us' column"),
+        ("p,rtt_us\n1,10,3\n", ":2: 3 fields"),
+        ("p,rtt_us\n1,abc\n", "'rtt_us' is not a number"),
+        ("p,rtt_us\n", "no data rows"),
+    ],
+)
+def test_bad_csv_is_a_clear_error(tmp_path: Path, text: str, needle: str) -> None:
+    path = tmp_path / "bad.csv"
+    path.write_text(text)
+    with pytest.raises(OnenError) as err:
+        read_onen(path)
+    assert needle in str(err.value) and str(path) in str(err.value)
+
+
+def test_prtt_files_are_not_onen(tmp_path: Path) -> None:
+    from railgauge.synth import PAPER_TABLE, synth_prtt, write_jsonl
+
+    path = write_jsonl(synth_prtt(PAPER_TABLE["TCP"], [1, 64]), tmp_path / "m.jsonl")
+    assert not is_onen_file(path)
+    assert not is_onen_file(tmp_path / "missing.jsonl")
+
+
+def test_synth_onen_is_reproducible_and_validates() -> None:
+    a = synth_onen(lambda p: 10.0 / p + 1.0, range(1, 5), seed=4)
+    b = synth_onen(lambda p: 10.0 / p + 1.0, range(1, 5), seed=4)
+    assert [pt.to_record() for pt in a.points] == [pt.to_record() for pt in b.points]
+    assert all(pt.rtt_min_us is not None and pt.rtt_median_us is not None
+               and pt.rtt_min_us <= pt.rtt_median_us for pt in a.points)
+    with pytest.raises(ValueError, match="p_values"):
+        synth_onen(lambda p: p, [0, 1])
