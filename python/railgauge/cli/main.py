@@ -40,6 +40,10 @@ def _register() -> None:
     cli.add_command(predict.predict)
     cli.add_command(compare.compare_models)
 
+    from railgauge.cli import sim
+
+    cli.add_command(sim.sim)
+
 
 _register()
 

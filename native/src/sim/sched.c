@@ -1,0 +1,300 @@
+/*
+ * railgauge: building and checking simulator schedules.
+ */
+#include "sim/sim.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const kind_name[] = {"send", "recv", "calc"};
+
+void rg_sim_sched_init(rg_sim_sched_t *s, uint32_t nranks)
+{
+    memset(s, 0, sizeof(*s));
+    s->nranks = nranks;
+    s->ncpus = 1;
+    s->nnics = 1;
+}
+
+void rg_sim_sched_free(rg_sim_sched_t *s)
+{
+    free(s->ops);
+    free(s->pairs);
+    free(s->dep_off);
+    free(s->deps);
+    free(s->ndeps);
+    memset(s, 0, sizeof(*s));
+}
+
+static rg_status_t grow(void **p, size_t *cap, size_t need, size_t elem, rg_err_t *err)
+{
+    size_t ncap = *cap ? *cap : 1024;
+    void  *np;
+
+    while (ncap < need) {
+        ncap *= 2;
+    }
+    np = realloc(*p, ncap * elem);
+    if (np == NULL) {
+        return rg_err_set(err, RG_ERR_NOMEM, "schedule: out of memory for %zu entries", ncap);
+    }
+    *p = np;
+    *cap = ncap;
+    return RG_OK;
+}
+
+rg_status_t rg_sim_sched_add(rg_sim_sched_t *s, const rg_sim_op_t *op, rg_err_t *err)
+{
+    if (s->nops >= UINT32_MAX / 2) {
+        return rg_err_set(err, RG_ERR_RANGE, "schedule: more than %u operations",
+                          UINT32_MAX / 2);
+    }
+    if (s->nops == s->ops_cap &&
+        grow((void **)&s->ops, &s->ops_cap, s->nops + 1, sizeof(*s->ops), err) != RG_OK) {
+        return RG_ERR_NOMEM;
+    }
+    s->ops[s->nops] = *op;
+    if ((uint32_t)op->cpu + 1 > s->ncpus) {
+        s->ncpus = (uint32_t)op->cpu + 1;
+    }
+    if ((uint32_t)op->nic + 1 > s->nnics) {
+        s->nnics = (uint32_t)op->nic + 1;
+    }
+    s->nops++;
+    return RG_OK;
+}
+
+rg_status_t rg_sim_sched_dep(rg_sim_sched_t *s, uint32_t after, uint32_t before,
+                             int ireq, rg_err_t *err)
+{
+    if (s->npairs + 2 > s->pairs_cap &&
+        grow((void **)&s->pairs, &s->pairs_cap, s->npairs + 2, sizeof(*s->pairs), err) != RG_OK) {
+        return RG_ERR_NOMEM;
+    }
+    s->pairs[s->npairs++] = before;
+    s->pairs[s->npairs++] = after | (ireq ? RG_SIM_EDGE_IREQ : 0);
+    return RG_OK;
+}
+
+static void describe(const rg_sim_sched_t *s, uint32_t i, char *buf, size_t cap)
+{
+    const rg_sim_op_t *op = &s->ops[i];
+
+    if (op->line) {
+        snprintf(buf, cap, "rank %u %s (line %u)", op->rank, kind_name[op->kind], op->line);
+    } else {
+        snprintf(buf, cap, "rank %u %s #%u", op->rank, kind_name[op->kind], i);
+    }
+}
+
+/* Finds and names one cycle among the operations that Kahn's algorithm could
+ * not order (left[i] > 0): walking backwards along unmet dependencies from any
+ * of them must revisit an operation. */
+static rg_status_t name_cycle(rg_sim_sched_t *s, const uint32_t *left, rg_err_t *err)
+{
+    size_t    n = s->nops, i, e, len = 0;
+    uint32_t *pred = malloc(n * sizeof(*pred));
+    uint32_t *mark = calloc(n, sizeof(*mark));
+    uint32_t  start = 0, cur, step = 1;
+    char      msg[RG_ERR_MSG_MAX], one[96];
+
+    if (pred == NULL || mark == NULL) {
+        free(pred);
+        free(mark);
+        return rg_err_set(err, RG_ERR_INVALID, "schedule: dependency cycle");
+    }
+    for (i = 0; i < n; i++) {
+        pred[i] = UINT32_MAX;
+    }
+    for (i = 0; i < n; i++) {
+        for (e = s->dep_off[i]; e < s->dep_off[i + 1]; e++) {
+            uint32_t to = s->deps[e] & ~RG_SIM_EDGE_IREQ;
+            if (left[i] && left[to]) {
+                pred[to] = (uint32_t)i;
+            }
+        }
+    }
+    for (i = 0; i < n; i++) {
+        if (left[i]) {
+            start = (uint32_t)i;
+            break;
+        }
+    }
+    cur = start;
+    while (mark[cur] == 0) {
+        mark[cur] = step++;
+        cur = pred[cur];
+    }
+    /* cur is on the cycle: print it forwards (pred points backwards). */
+    {
+        uint32_t cyc[64], ncyc = 0, c = cur;
+        do {
+            if (ncyc < 64) {
+                cyc[ncyc++] = c;
+            }
+            c = pred[c];
+        } while (c != cur);
+        len = (size_t)snprintf(msg, sizeof(msg), "schedule: dependency cycle (each operation "
+                               "waits for the one before it): ");
+        for (i = ncyc; i-- > 0;) {
+            describe(s, cyc[i], one, sizeof(one));
+            len += (size_t)snprintf(msg + len, len < sizeof(msg) ? sizeof(msg) - len : 0,
+                                    "%s -> ", one);
+            if (len >= sizeof(msg)) {
+                break;
+            }
+        }
+        if (len < sizeof(msg)) {
+            describe(s, cyc[ncyc - 1], one, sizeof(one));
+            snprintf(msg + len, sizeof(msg) - len, "%s", one);
+        }
+    }
+    free(pred);
+    free(mark);
+    return rg_err_set(err, RG_ERR_INVALID, "%s", msg);
+}
+
+rg_status_t rg_sim_sched_finish(rg_sim_sched_t *s, rg_err_t *err)
+{
+    size_t    n = s->nops, ne = s->npairs / 2, i;
+    uint32_t *queue = NULL, *left = NULL, head = 0, tail = 0;
+    rg_status_t st = RG_OK;
+    char      one[96];
+
+    for (i = 0; i < n; i++) {
+        const rg_sim_op_t *op = &s->ops[i];
+        if (!(op->amount >= 0) || !isfinite(op->amount)) {
+            describe(s, (uint32_t)i, one, sizeof(one));
+            return rg_err_set(err, RG_ERR_RANGE, "schedule: %s: %s %g is negative or not finite",
+                              one, op->kind == RG_SIM_CALC ? "duration" : "size", op->amount);
+        }
+        if (op->rank >= s->nranks ||
+            (op->kind != RG_SIM_CALC && op->peer != RG_SIM_ANY &&
+             (op->peer < 0 || (uint32_t)op->peer >= s->nranks)) ||
+            (op->kind == RG_SIM_SEND && op->peer == RG_SIM_ANY)) {
+            describe(s, (uint32_t)i, one, sizeof(one));
+            return rg_err_set(err, RG_ERR_RANGE, "schedule: %s: peer %d out of range (%u ranks)",
+                              one, op->peer, s->nranks);
+        }
+    }
+    s->dep_off = calloc(n + 1, sizeof(*s->dep_off));
+    s->deps = malloc((ne ? ne : 1) * sizeof(*s->deps));
+    s->ndeps = calloc(n ? n : 1, sizeof(*s->ndeps));
+    if (s->dep_off == NULL || s->deps == NULL || s->ndeps == NULL) {
+        return rg_err_set(err, RG_ERR_NOMEM, "schedule: out of memory for %zu dependencies", ne);
+    }
+    for (i = 0; i < ne; i++) {
+        uint32_t before = s->pairs[2 * i], after = s->pairs[2 * i + 1] & ~RG_SIM_EDGE_IREQ;
+        if (before >= n || after >= n) {
+            return rg_err_set(err, RG_ERR_RANGE, "schedule: dependency on operation %u of %zu",
+                              before >= n ? before : after, n);
+        }
+        s->dep_off[before + 1]++;
+        s->ndeps[after]++;
+    }
+    for (i = 0; i < n; i++) {
+        s->dep_off[i + 1] += s->dep_off[i];
+    }
+    /* Fill in input order (stable), so dependents keep program order. */
+    {
+        uint32_t *pos = malloc((n ? n : 1) * sizeof(*pos));
+        if (pos == NULL) {
+            return rg_err_set(err, RG_ERR_NOMEM, "schedule: out of memory");
+        }
+        memcpy(pos, s->dep_off, n * sizeof(*pos));
+        for (i = 0; i < ne; i++) {
+            s->deps[pos[s->pairs[2 * i]]++] = s->pairs[2 * i + 1];
+        }
+        free(pos);
+    }
+    free(s->pairs);
+    s->pairs = NULL;
+    s->npairs = s->pairs_cap = 0;
+
+    /* Cycle check (Kahn): every operation must become free. */
+    queue = malloc((n ? n : 1) * sizeof(*queue));
+    left = malloc((n ? n : 1) * sizeof(*left));
+    if (queue == NULL || left == NULL) {
+        st = rg_err_set(err, RG_ERR_NOMEM, "schedule: out of memory");
+        goto out;
+    }
+    memcpy(left, s->ndeps, n * sizeof(*left));
+    for (i = 0; i < n; i++) {
+        if (left[i] == 0) {
+            queue[tail++] = (uint32_t)i;
+        }
+    }
+    while (head < tail) {
+        uint32_t u = queue[head++], e;
+        for (e = s->dep_off[u]; e < s->dep_off[u + 1]; e++) {
+            uint32_t v = s->deps[e] & ~RG_SIM_EDGE_IREQ;
+            if (--left[v] == 0) {
+                queue[tail++] = v;
+            }
+        }
+    }
+    if (tail != n) {
+        st = name_cycle(s, left, err);
+    }
+out:
+    free(queue);
+    free(left);
+    return st;
+}
+
+rg_status_t rg_sim_params_check(const rg_sim_params_t *p, rg_err_t *err)
+{
+    const double v[5] = {p->L, p->o, p->g, p->G, p->O};
+    const char  *nm[5] = {"L", "o", "g", "G", "O"};
+    int          i;
+
+    for (i = 0; i < 5; i++) {
+        if (!isfinite(v[i]) || v[i] < 0) {
+            return rg_err_set(err, RG_ERR_RANGE, "parameter %s = %g: must be finite and >= 0",
+                              nm[i], v[i]);
+        }
+    }
+    if (p->nranges > RG_SIM_MAX_RANGES || (p->nranges > 0 && p->ranges == NULL)) {
+        return rg_err_set(err, RG_ERR_RANGE, "parameters: %zu ranges (at most %d)", p->nranges,
+                          RG_SIM_MAX_RANGES);
+    }
+    for (i = 0; i < (int)p->nranges; i++) {
+        const rg_sim_range_t *r = &p->ranges[i];
+        const double          w[5] = {r->L, r->o, r->g, r->G, r->O};
+        int                   j;
+        for (j = 0; j < 5; j++) {
+            if (!isfinite(w[j]) || w[j] < 0) {
+                return rg_err_set(err, RG_ERR_RANGE, "range %d: parameter %s = %g: must be "
+                                  "finite and >= 0", i, nm[j], w[j]);
+            }
+        }
+        if (isnan(r->to_bytes) || r->to_bytes < 0 ||
+            (i > 0 && !(r->to_bytes > p->ranges[i - 1].to_bytes))) {
+            return rg_err_set(err, RG_ERR_RANGE, "range %d: to_bytes %g must be >= 0 and above "
+                              "the previous range's", i, r->to_bytes);
+        }
+    }
+    if (isnan(p->S) || p->S < 0) {
+        return rg_err_set(err, RG_ERR_RANGE, "parameter S = %g: must be >= 0 (or inf)", p->S);
+    }
+    return RG_OK;
+}
+
+rg_status_t rg_sim_barrier_dissemination(rg_sim_sched_t *s, uint32_t P, rg_err_t *err)
+{
+    uint32_t rounds = 0;
+
+    rg_sim_sched_init(s, 0);
+    if (P < 1 || P > (1u << 26)) {
+        return rg_err_set(err, RG_ERR_RANGE, "barrier: P = %u out of range 1..2^26", P);
+    }
+    while ((1ull << rounds) < P) {
+        rounds++;
+    }
+    s->nranks = P;
+    s->gen = RG_SIM_GEN_DISSEMINATION;
+    s->gen_rounds = rounds;
+    s->nops = (size_t)2 * P * rounds;
+    return RG_OK;
+}

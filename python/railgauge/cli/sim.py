@@ -1,0 +1,138 @@
+"""`railgauge sim`: simulate a GOAL schedule or a collective under LogGOPS."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from railgauge.cli.common import FailError, UserError
+from railgauge.terminal import Terminal
+
+
+def _param_options(f: Any) -> Any:
+    opts = [
+        click.option("--L", "L", type=float, default=None, help="Latency L (us; default 0)."),
+        click.option("--o", "o", type=float, default=None, help="Overhead o (us; default 0)."),
+        click.option("--g", "g", type=float, default=None, help="Gap g (us; default 0)."),
+        click.option("--G", "g_byte", type=float, default=None,
+                     help="Gap per byte G (us/byte; default 0)."),
+        click.option("--O", "o_byte", type=float, default=None,
+                     help="Overhead per byte O (us/byte; default 0)."),
+        click.option("--S", "S", type=float, default=None,
+                     help="Rendezvous above S bytes (default inf: always eager)."),
+        click.option("--model", "model", type=click.Path(dir_okay=False, path_type=Path),
+                     default=None, help="Take L, o, g, G, O from a model-loggp.json instead "
+                                        "of the flags: one set per protocol range, chosen by "
+                                        "message size (S stays --S)."),
+        click.option("--first-range", is_flag=True,
+                     help="With --model: the first protocol range's parameters for every "
+                          "message size."),
+        click.option("--per-rank", is_flag=True,
+                     help="Report finish_us even above 4096 ranks."),
+        click.option("--json", "as_json", is_flag=True, help="Print the result as JSON."),
+        click.option("--trace", "trace", type=click.Path(dir_okay=False, path_type=Path),
+                     default=None, help="Write every operation's time on each CPU and NIC as "
+                                        "Chrome trace JSON (open it in Perfetto)."),
+        click.option("--trace-max-ranks", type=click.IntRange(1), default=4096,
+                     show_default=True, help="Refuse --trace above this many ranks."),
+    ]
+    for opt in reversed(opts):
+        f = opt(f)
+    return f
+
+
+def _params(L: float | None, o: float | None, g: float | None, g_byte: float | None,
+            o_byte: float | None, S: float | None, model: Path | None,
+            first_range: bool) -> dict[str, Any]:
+    from railgauge.sim import SimError, params_from_model
+
+    flags = {"L": L, "o": o, "g": g, "G": g_byte, "O": o_byte}
+    if model is not None:
+        given = [f"--{k}" for k, v in flags.items() if v is not None]
+        if given:
+            raise UserError(f"--model replaces {', '.join(given)}: give one or the other")
+        if not model.is_file():
+            raise UserError(f"no such file: {model}")
+        try:
+            params = params_from_model(model, piecewise=not first_range)
+        except SimError as exc:
+            raise UserError(str(exc)) from None
+    else:
+        if first_range:
+            raise UserError("--first-range needs --model")
+        params = {k: (v if v is not None else 0.0) for k, v in flags.items()}
+    if S is not None:
+        params["S"] = S
+    return params
+
+
+def _run(mode_args: list[str], params: dict[str, Any], calc_unit: str | None,
+         per_rank: bool, as_json: bool, trace: Path | None, trace_max_ranks: int) -> int:
+    from railgauge.native import NativeToolError, find_tool
+    from railgauge.sim import SimError, run_sim
+
+    term = Terminal()
+    try:
+        tool = find_tool("railgauge-sim")
+        doc = run_sim(tool, mode_args, params, calc_unit=calc_unit, per_rank=per_rank,
+                      trace=trace, trace_max_ranks=trace_max_ranks if trace else None)
+    except NativeToolError as exc:
+        raise FailError(str(exc)) from None
+    except SimError as exc:
+        if exc.user:
+            raise UserError(str(exc)) from None
+        raise FailError(str(exc)) from None
+    if as_json:
+        term.result(json.dumps(doc))
+        return 0
+    term.result(f"makespan  {doc['makespan_us']:.6g} us")
+    term.result(f"events    {doc['events']}")
+    term.result(f"wall      {doc['wall_s']:.3f} s")
+    finish = doc.get("finish_us")
+    if finish is not None and (per_rank or len(finish) <= 16):
+        for rank, t in enumerate(finish):
+            term.result(f"rank {rank:<6d} {t:.6g} us")
+    elif finish:
+        term.result(f"finish    {min(finish):.6g} .. {max(finish):.6g} us over {len(finish)} "
+                    "ranks (--per-rank lists them)")
+    return 0
+
+
+@click.group()
+def sim() -> None:
+    """Simulate a schedule at scale under LogP / LogGP / LogGOPS (floating-point us)."""
+
+
+@sim.command("goal")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--calc-unit", type=click.Choice(["ns", "us", "ms", "s"]), default="ns",
+              show_default=True, help="Unit of `calc` durations in the GOAL file.")
+@_param_options
+def goal(file: Path, calc_unit: str, L: float | None, o: float | None, g: float | None,
+         g_byte: float | None, o_byte: float | None, S: float | None, model: Path | None,
+         first_range: bool, per_rank: bool, as_json: bool, trace: Path | None,
+         trace_max_ranks: int) -> int:
+    """Simulate the GOAL schedule FILE (LogGOPSim's schedule language)."""
+    if not file.is_file():
+        raise UserError(f"no such file: {file}")
+    params = _params(L, o, g, g_byte, o_byte, S, model, first_range)
+    return _run(["goal", str(file)], params, calc_unit, per_rank, as_json, trace,
+                trace_max_ranks)
+
+
+@sim.command("barrier")
+@click.option("--algorithm", type=click.Choice(["dissemination"]), default="dissemination",
+              show_default=True, help="Barrier algorithm (generated on the fly).")
+@click.option("-P", "P", type=click.IntRange(1, 1 << 26), required=True, help="Number of ranks.")
+@_param_options
+def barrier(algorithm: str, P: int, L: float | None, o: float | None, g: float | None,
+            g_byte: float | None, o_byte: float | None, S: float | None,
+            model: Path | None, first_range: bool, per_rank: bool, as_json: bool,
+            trace: Path | None, trace_max_ranks: int) -> int:
+    """Simulate a barrier on P ranks."""
+    params = _params(L, o, g, g_byte, o_byte, S, model, first_range)
+    return _run(["barrier", "--algorithm", algorithm, "-P", str(P)], params, None, per_rank,
+                as_json, trace, trace_max_ranks)
