@@ -87,6 +87,13 @@ def test_gauge_quick_end_to_end(tmp_path: Path, transport: str) -> None:
         assert lo <= hi
     html = (out / "report.html").read_text()
     assert "data:image/png;base64," in html
+    # The LoP part with 2 ranks: p = 1 measured, no curve fitted; the model comparison
+    # (tests/test_gauge_lop.py tests them in depth).
+    assert "LoP: latency against the number of peers" in html
+    assert "the LoP curve needs more ranks" in html
+    assert (out / "onen.jsonl").is_file() and not (out / "model-lop.json").exists()
+    assert "Which model predicts this machine" in html
+    assert json.loads((out / "compare-models.json").read_text())["ranking"]
     pngs = list(out.glob("*.png"))
     assert pngs and all(p.stat().st_size > 1000 for p in pngs)
     # `railgauge fit` on the same file writes the same contract.

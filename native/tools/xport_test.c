@@ -16,6 +16,7 @@
  * SIGKILL / _exit(3) in the middle of a transfer; rank 0 must see
  * RG_ERR_PEER_DEAD, prints it and exits with 42).
  */
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -693,6 +694,238 @@ static void rg_xt_test_peer_exits(rg_xt_t *t)
     rg_xt_peer_death(t, 0);
 }
 
+/* The list post (where the transport has one): every rank posts one list to
+ * all others, with a large message (it streams or queues) and a small one
+ * after it to the right neighbour; every message arrives whole and in order.
+ * A bad peer anywhere in a list posts nothing. Without one, the wrapper says
+ * RG_ERR_UNSUPPORTED and rg_xport_has gives a reason. */
+static void rg_xt_opt_list(rg_xt_t *t)
+{
+    const size_t big = (size_t)192 << 10, small = 40;
+    int          n = t->size - 1 + 2, k = 0, peer, right = rg_xt_right(t), i;
+    rg_xsend_t  *sends = rg_xt_alloc(t, (size_t)n * sizeof(*sends));
+    rg_xreq_t   *sreqs = rg_xt_alloc(t, (size_t)n * sizeof(*sreqs));
+    rg_xreq_t   *rreqs = rg_xt_alloc(t, (size_t)n * sizeof(*rreqs));
+    unsigned char *sbuf = rg_xt_alloc(t, (size_t)n * big), *rbuf = rg_xt_alloc(t, (size_t)n * big);
+    const char  *why = NULL;
+    rg_status_t  status;
+    char         what[96];
+
+    if (!rg_xport_has(t->xp, RG_XPORT_OPT_LIST, &why)) {
+        sends[0].peer = right;
+        sends[0].buf  = sbuf;
+        sends[0].len  = small;
+        if (why == NULL || why[0] == '\0' ||
+            rg_xport_isend_list(t->xp, sends, 1, sreqs) != RG_ERR_UNSUPPORTED ||
+            sreqs[0].status != RG_ERR_UNSUPPORTED) {
+            rg_xt_fail(t, "a transport without list post must refuse one and say why");
+        }
+        goto out;
+    }
+    if (rg_xport_isend_list(t->xp, sends, 0, sreqs) != RG_OK) {
+        rg_xt_fail(t, "an empty list was refused");
+    }
+    /* A bad peer: nothing is posted, every request ends with the error. */
+    sends[0].peer = right;
+    sends[0].buf  = sbuf;
+    sends[0].len  = small;
+    sends[1].peer = t->rank;
+    sends[1].buf  = sbuf;
+    sends[1].len  = small;
+    if (rg_xport_isend_list(t->xp, sends, 2, sreqs) != RG_ERR_RANGE ||
+        sreqs[0].status != RG_ERR_RANGE || sreqs[1].status != RG_ERR_RANGE) {
+        rg_xt_fail(t, "a list with a send to itself was not refused as a whole");
+    }
+    /* One message to every other rank, then a large and a small one more to
+     * the right neighbour; receives from the left mirror it. */
+    for (peer = 0; peer < t->size; peer++) {
+        if (peer == t->rank) {
+            continue;
+        }
+        sends[k].peer = peer;
+        sends[k].len  = small + (size_t)peer;
+        k++;
+    }
+    sends[k].peer = right;
+    sends[k].len  = big;
+    k++;
+    sends[k].peer = right;
+    sends[k].len  = small;
+    k++;
+    for (i = 0; i < k; i++) {
+        sends[i].buf = sbuf + (size_t)i * big;
+        rg_xt_fill(sbuf + (size_t)i * big, sends[i].len, rg_xt_seed(t->rank, sends[i].peer,
+                                                                     (size_t)i));
+    }
+    k = 0;
+    for (peer = 0; peer < t->size; peer++) {
+        if (peer != t->rank) {
+            rg_xt_irecv(t, peer, rbuf + (size_t)k * big, big, &rreqs[k]);
+            k++;
+        }
+    }
+    rg_xt_irecv(t, rg_xt_left(t), rbuf + (size_t)k * big, big, &rreqs[k]);
+    rg_xt_irecv(t, rg_xt_left(t), rbuf + (size_t)(k + 1) * big, big, &rreqs[k + 1]);
+    status = rg_xport_isend_list(t->xp, sends, (size_t)n, sreqs);
+    if (status != RG_OK) {
+        rg_xt_fatal(t, status, "isend_list");
+    }
+    for (i = 0; i < n; i++) {
+        rg_xt_wait(t, &sreqs[i]);
+    }
+    k = 0;
+    for (peer = 0; peer < t->size; peer++) {
+        if (peer == t->rank) {
+            continue;
+        }
+        /* Where peer's list put our message: its index among peer's others. */
+        snprintf(what, sizeof(what), "list message from rank %d", peer);
+        status = rg_xt_wait(t, &rreqs[k]);
+        rg_xt_expect(t, &rreqs[k], status, peer, small + (size_t)t->rank,
+                     rg_xt_seed(peer, t->rank, (size_t)(t->rank < peer ? t->rank
+                                                                      : t->rank - 1)),
+                     what);
+        k++;
+    }
+    status = rg_xt_wait(t, &rreqs[k]);
+    rg_xt_expect(t, &rreqs[k], status, rg_xt_left(t), big,
+                 rg_xt_seed(rg_xt_left(t), t->rank, (size_t)(t->size - 1)), "large list message");
+    status = rg_xt_wait(t, &rreqs[k + 1]);
+    rg_xt_expect(t, &rreqs[k + 1], status, rg_xt_left(t), small,
+                 rg_xt_seed(rg_xt_left(t), t->rank, (size_t)t->size), "small message after it");
+out:
+    free(sends);
+    free(sreqs);
+    free(rreqs);
+    free(sbuf);
+    free(rbuf);
+}
+
+/* Inline sends (where the transport has them): header and payload arrive as
+ * one message, in order with isend's. */
+static void rg_xt_opt_inject(rg_xt_t *t)
+{
+    unsigned char hdr[5], payload[27], msg[32], got[64];
+    const char   *why = NULL;
+    rg_xreq_t     rreq[2], sreq;
+    rg_status_t   status;
+    int           right = rg_xt_right(t), left = rg_xt_left(t);
+
+    if (!rg_xport_has(t->xp, RG_XPORT_OPT_INJECT, &why)) {
+        if (why == NULL || why[0] == '\0' ||
+            rg_xport_inject(t->xp, right, "x", 1, NULL, 0) != RG_ERR_UNSUPPORTED) {
+            rg_xt_fail(t, "a transport without inject must refuse one and say why");
+        }
+        return;
+    }
+    rg_xt_fill(msg, sizeof(msg), rg_xt_seed(t->rank, right, 1));
+    memcpy(hdr, msg, sizeof(hdr));
+    memcpy(payload, msg + sizeof(hdr), sizeof(payload));
+    rg_xt_irecv(t, left, got, sizeof(got), &rreq[0]);
+    rg_xt_irecv(t, left, got + 32, 32, &rreq[1]);
+    while ((status = rg_xport_inject(t->xp, right, hdr, sizeof(hdr), payload,
+                                     sizeof(payload))) == RG_ERR_AGAIN) {
+        if (rg_xport_progress(t->xp) < 0) {
+            rg_xt_fatal(t, RG_ERR_IO, "progress");
+        }
+    }
+    if (status != RG_OK) {
+        rg_xt_fatal(t, status, "inject");
+    }
+    rg_xt_isend(t, right, msg, 16, &sreq);
+    status = rg_xt_wait(t, &rreq[0]);
+    rg_xt_expect(t, &rreq[0], status, left, sizeof(msg), rg_xt_seed(left, t->rank, 1),
+                 "injected message");
+    status = rg_xt_wait(t, &rreq[1]);
+    rg_xt_expect(t, &rreq[1], status, left, 16, rg_xt_seed(left, t->rank, 1),
+                 "message sent after the inject");
+    rg_xt_wait(t, &sreq);
+}
+
+/* Memory windows (where the transport has them): every rank writes 56 bytes
+ * and a flag into its slot of the right neighbour's window and polls its own
+ * window for the left neighbour's flag; the data is there once the flag is.
+ * Writes past a window's end are refused. Without windows, creation fails
+ * with RG_ERR_UNSUPPORTED on every rank. */
+static void rg_xt_opt_win(rg_xt_t *t)
+{
+    const size_t   slot = 64;
+    unsigned char *mem = rg_xt_alloc(t, (size_t)t->size * slot), src[64];
+    const char    *why = NULL;
+    rg_xwin_t     *win = NULL;
+    rg_xreq_t      req;
+    rg_status_t    status;
+    uint64_t       flag = 0x52474657ull << 8, want, seen;
+    uint64_t       deadline = rg_time_mono_ns() + RG_XT_TIMEOUT_NS;
+    int            right = rg_xt_right(t), left = rg_xt_left(t);
+    size_t         bad;
+
+    status = rg_xport_win_create(t->xp, mem, (size_t)t->size * slot, &win);
+    if (!rg_xport_has(t->xp, RG_XPORT_OPT_WIN, &why)) {
+        if (status != RG_ERR_UNSUPPORTED || win != NULL || why == NULL || why[0] == '\0') {
+            rg_xt_fail(t, "a transport without windows must refuse one and say why (%s)",
+                       rg_status_name(status));
+        }
+        free(mem);
+        return;
+    }
+    if (status == RG_ERR_UNSUPPORTED) {
+        /* Offered, but not for this memory here (an MPI library whose
+         * windows have the separate model): said on every rank alike. */
+        free(mem);
+        return;
+    }
+    if (status != RG_OK) {
+        rg_xt_fatal(t, status, "win_create");
+    }
+    rg_xt_fill(src, 56, rg_xt_seed(t->rank, right, 2));
+    want = flag + (uint64_t)left;
+    flag += (uint64_t)t->rank;
+    memcpy(src + 56, &flag, 8);
+    if (rg_xport_win_write(t->xp, win, right, (size_t)t->size * slot - 8, src, 16, &req) !=
+            RG_ERR_RANGE ||
+        req.status != RG_ERR_RANGE) {
+        rg_xt_fail(t, "a write past the end of a window was not refused");
+    }
+    while ((status = rg_xport_win_write(t->xp, win, right, (size_t)t->rank * slot, src,
+                                        sizeof(src), &req)) == RG_ERR_AGAIN) {
+        rg_xport_progress(t->xp);
+    }
+    if (status != RG_OK) {
+        rg_xt_fatal(t, status, "win_write");
+    }
+    for (;;) {
+        seen = __atomic_load_n((uint64_t *)(void *)(mem + (size_t)left * slot + 56),
+                               __ATOMIC_ACQUIRE);
+        if (seen == want) {
+            break;
+        }
+        if (rg_xport_progress(t->xp) < 0 || rg_time_mono_ns() > deadline) {
+            rg_xt_fatal(t, RG_ERR_TIMEOUT, "polling the window for the left neighbour");
+        }
+        sched_yield();
+    }
+    bad = rg_xt_check(mem + (size_t)left * slot, 56, rg_xt_seed(left, t->rank, 2));
+    if (bad != 56) {
+        rg_xt_fail(t, "byte %zu of the left neighbour's write is wrong", bad);
+    }
+    rg_xt_wait(t, &req);
+    /* Every rank's writes are complete before any window goes. */
+    if (rg_boot_barrier(t->boot, &t->xp->err) != RG_OK) {
+        rg_xt_fatal(t, RG_ERR_BOOTSTRAP, "barrier");
+    }
+    rg_xport_win_free(t->xp, win);
+    free(mem);
+}
+
+/* The optional operations of xport.h, each where the transport has it. */
+static void rg_xt_test_optional(rg_xt_t *t)
+{
+    rg_xt_opt_list(t);
+    rg_xt_opt_inject(t);
+    rg_xt_opt_win(t);
+}
+
 static const struct {
     const char *name;
     rg_xt_fn_t  fn;
@@ -706,6 +939,7 @@ static const struct {
     {"any",        rg_xt_test_any,        1, 1},
     {"truncate",   rg_xt_test_truncate,   1, 1},
     {"bidir",      rg_xt_test_bidir,      1, 1},
+    {"optional",   rg_xt_test_optional,   1, 1},
     {"large",      rg_xt_test_large,      0, 1},
     {"latency",    rg_xt_test_latency,    0, 1},
     {"soak",       rg_xt_test_soak,       0, 1},

@@ -4,8 +4,10 @@ only wires them to the terminal)."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
+import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -26,11 +28,19 @@ LAUNCHERS = ("local", "openmpi", "mpich")
 #: The largest message the benchmark takes (its buffers are this big).
 SIZE_LIMIT = 1 << 30
 
+#: Message size of the 1:n / n:1 (onen) measurement: LoP is a model of small messages.
+ONEN_SIZE = 8
+
 ProgressCb = Callable[[int, int, str], None]
 
 
 class MeasureError(RuntimeError):
     """The measurement failed; the message names the cause."""
+
+
+class OnenUnavailable(MeasureError):
+    """The benchmark cannot measure the onen pattern (a railgauge-bench without it); the
+    message is the tool's own words."""
 
 
 @dataclass
@@ -174,17 +184,30 @@ def run_prtt(plan: MeasurePlan, sizes: list[int], out: Path, *, budget_s: float,
             "--sizes", ",".join(str(s) for s in sizes), "--n", str(plan.n),
             "--target-rel", str(plan.target_rel), "--min-reps", str(plan.min_reps),
             "--point-budget", str(plan.point_budget_s), "--budget", f"{budget_s:.3f}"]
+
+    def poll() -> None:
+        if progress is not None:
+            n, last = _count_points(out)
+            progress(done_before + n, total, f"s={last} B" if last >= 0 else "starting")
+
+    return _run_bench(plan, argv, plan.nranks, budget_s, poll)
+
+
+def _run_bench(plan: MeasurePlan, argv: list[str], nranks: int, budget_s: float,
+               poll: Callable[[], None] | None = None) -> LaunchResult | MpiResult:
+    """Runs the benchmark command ``argv`` as ``nranks`` ranks under the plan's launcher,
+    calling ``poll`` every 0.2 s while it runs."""
     holder: dict[str, LaunchResult | MpiResult | BaseException] = {}
 
     def target() -> None:
         if plan.launcher not in (None, "local"):
             try:
-                holder["r"] = _run_prtt_mpi(plan, argv, budget_s)
+                holder["r"] = _run_prtt_mpi(plan, argv, budget_s, nranks)
             except BaseException as exc:  # re-raised in the caller's thread
                 holder["r"] = exc
             return
         try:
-            holder["r"] = launch(argv, plan.nranks, transport=plan.transport,
+            holder["r"] = launch(argv, nranks, transport=plan.transport,
                                  env=plan.extra_env or None, timeout_s=budget_s + 120.0,
                                  netns=plan.netns)
         except BaseException as exc:  # re-raised in the caller's thread
@@ -194,16 +217,16 @@ def run_prtt(plan: MeasurePlan, sizes: list[int], out: Path, *, budget_s: float,
     th.start()
     while th.is_alive():
         th.join(0.2)
-        if progress is not None:
-            n, last = _count_points(out)
-            progress(done_before + n, total, f"s={last} B" if last >= 0 else "starting")
+        if poll is not None:
+            poll()
     res = holder["r"]
     if isinstance(res, BaseException):
         raise res
     return res
 
 
-def _run_prtt_mpi(plan: MeasurePlan, argv: list[str], budget_s: float) -> MpiResult:
+def _run_prtt_mpi(plan: MeasurePlan, argv: list[str], budget_s: float,
+                  nranks: int | None = None) -> MpiResult:
     """The benchmark under mpirun.openmpi or mpiexec.mpich: the ranks bootstrap through
     MPI; rank 0 (the first host's) writes the measurements."""
     from railgauge.mpilaunch import MpiError, run_mpi
@@ -216,7 +239,8 @@ def _run_prtt_mpi(plan: MeasurePlan, argv: list[str], budget_s: float) -> MpiRes
     env.update(plan.extra_env)
     env["RG_TRANSPORT"] = plan.transport
     try:
-        res = run_mpi(plan.launcher, argv, plan.nranks, hosts=plan.hosts,
+        res = run_mpi(plan.launcher, argv, plan.nranks if nranks is None else nranks,
+                      hosts=plan.hosts,
                       hostfile=plan.hostfile, env=env, timeout_s=budget_s + 120.0,
                       stdout=None)
     except MpiError as exc:
@@ -272,3 +296,123 @@ def measure_prtt(plan: MeasurePlan, out: Path, *, progress: ProgressCb | None = 
         progress(points, points, "done")
     return MeasureResult(path=out, points=points, wall_s=time.monotonic() - t0,
                          refined_sizes=refined)
+
+
+# ---- the 1:n / n:1 measurement of the LoP model (railgauge-bench onen) ----------------
+
+
+@dataclass
+class OnenResult:
+    """How an onen measurement went: the file, its records and the ranks it ran on."""
+
+    path: Path
+    points: int
+    wall_s: float
+    ranks: int
+
+
+def onen_missing(bench: str) -> str | None:
+    """The tool's own words where ``bench`` has no ``onen`` pattern ("unknown pattern
+    'onen' ..."), else None (also where the probe cannot tell: the run will)."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("RG_BOOT_FD", "RG_RANK", "RG_SIZE", "RG_JOB_ID")}
+    try:
+        proc = subprocess.run([bench, "onen", "--help"], capture_output=True, text=True,
+                              timeout=20.0, stdin=subprocess.DEVNULL, env=env)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if proc.returncode == 0:
+        return None
+    for line in (proc.stderr + "\n" + proc.stdout).splitlines():
+        if "unknown pattern" in line:
+            return line.strip()
+    return None
+
+
+def _onen_progress(path: Path) -> tuple[int, int, str]:
+    """(records, expected records or 0, the last record's direction, mode and p) of an
+    onen file being written; the expected count comes from its header (``planned_points``,
+    else directions x modes x the p range), where it says."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return 0, 0, "starting"
+    n, total, last = 0, 0, "starting"
+    for raw in data.splitlines():
+        if not raw.endswith(b"}"):
+            continue  # a line being written
+        try:
+            rec = json.loads(raw)
+        except ValueError:
+            continue
+        if not isinstance(rec, dict):
+            continue
+        if rec.get("type") == "header":
+            planned = rec.get("planned_points")
+            if isinstance(planned, int) and not isinstance(planned, bool) and planned > 0:
+                total += planned
+                continue
+            params = rec.get("params")
+            if not isinstance(params, dict):
+                params = {}
+            ranks = rec.get("ranks")
+            max_p = params.get("max_p")
+            if not isinstance(max_p, int):
+                max_p = ranks - 1 if isinstance(ranks, int) else 0
+            modes = params.get("modes")
+            dirs = params.get("directions")
+            sizes = params.get("sizes")
+            n_sizes = len(sizes) if isinstance(sizes, list) and sizes else 1
+            if isinstance(modes, list) and isinstance(dirs, list) and max_p > 0:
+                total += len(modes) * len(dirs) * max_p * n_sizes
+        elif rec.get("type") == "onen":
+            n += 1
+            last = f"{rec.get('direction')} {rec.get('mode')} p={rec.get('p')}"
+    return n, total, last
+
+
+def measure_onen(plan: MeasurePlan, out: Path, *, ranks: int, budget_s: float,
+                 size: int = ONEN_SIZE, progress: ProgressCb | None = None) -> OnenResult:
+    """Measures the 1:n / n:1 pattern (``railgauge-bench onen``) with ``ranks`` ranks, the
+    plan's transport and launcher, into out (JSON Lines, ``docs/lop.md``): p = 1 ..
+    ranks - 1 peers, messages of ``size`` bytes.
+
+    Raises OnenUnavailable where the tool has no onen pattern, MeasureError where the run
+    fails (out is then not written)."""
+    plan.validate()
+    if ranks < 2:
+        raise MeasureError(f"the onen measurement needs at least 2 ranks, not {ranks}")
+    bench = find_tool("railgauge-bench")
+    missing = onen_missing(bench)
+    if missing is not None:
+        raise OnenUnavailable(missing)
+    t0 = time.monotonic()
+    part = out.with_name(out.name + ".part")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    part.unlink(missing_ok=True)
+    # The tool's own onen target (2%) unless the plan is looser (--quick).
+    argv = [bench, "onen", "--transport", plan.transport, "--sizes", str(size),
+            "--out", str(part), "--budget", f"{budget_s:.3f}"]
+    if plan.target_rel > 0.02:
+        argv += ["--target-rel", str(plan.target_rel)]
+
+    def poll() -> None:
+        if progress is not None:
+            n, total, what = _onen_progress(part)
+            progress(n, total, what)
+
+    res = _run_bench(plan, argv, ranks, budget_s, poll)
+    if res.returncode != 0:
+        part.unlink(missing_ok=True)
+        words = getattr(res, "stderr", "") or ""
+        for line in words.splitlines():
+            if "unknown pattern" in line:
+                raise OnenUnavailable(line.strip())
+        raise MeasureError(f"the onen benchmark failed: {res.failure}")
+    if not part.exists():
+        raise MeasureError("the onen benchmark wrote no file")
+    os.replace(part, out)
+    n, _, _ = _onen_progress(out)
+    if progress is not None:
+        progress(n, n, "done")
+    return OnenResult(path=out, points=n, wall_s=time.monotonic() - t0, ranks=ranks)

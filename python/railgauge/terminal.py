@@ -36,6 +36,17 @@ class Terminal:
         print(text, flush=True)
 
     @contextmanager
+    def status(self, text: str) -> Iterator[None]:
+        """A spinner on stderr while a step without a count runs (interactive only)."""
+        if self.verbosity < 0 or not self.interactive:
+            yield
+            return
+        from rich.console import Console
+
+        with Console(stderr=True).status(text):
+            yield
+
+    @contextmanager
     def progress(self, title: str) -> Iterator[ProgressSink]:
         """A progress display; yields a callback(done, total, what).
 

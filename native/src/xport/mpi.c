@@ -35,6 +35,17 @@
  * eager in both MPIs, completes at once. Progress tests the requests in
  * flight (MPI_Test for one, MPI_Testsome for more).
  *
+ * Memory windows (ops->win_*, railgauge-bench onen's rma mode) are MPI
+ * windows over the caller's memory (MPI_Win_create, a passive-target epoch
+ * opened with MPI_Win_lock_all for the window's life). A write is MPI_Put
+ * completed at the target by MPI_Win_flush; a write of more than 8 bytes is
+ * two of them, the data and then its last 8 bytes, so that the flag a target
+ * polls can never overtake the data (MPI orders nothing within one put).
+ * A target sees the bytes in its own memory under the unified memory model
+ * (MPI_WIN_UNIFIED, checked at creation) after MPI_Win_sync, which progress
+ * calls on every window, with an MPI_Iprobe that drives the library's
+ * progress for implementations that apply puts in the target's MPI calls.
+ *
  * A dead peer is not looked for: MPI reports none in Open MPI, and MPICH over
  * UCX only sometimes, as an error of a request to or from it. Such an error
  * with a peer on this host whose process is gone becomes RG_ERR_PEER_DEAD
@@ -63,6 +74,14 @@
 
 _Static_assert(sizeof(MPI_Datatype) <= sizeof(uint64_t), "MPI_Datatype fits in priv");
 
+/* A memory window (see the top of the file). */
+struct rg_xwin {
+    MPI_Win    win;
+    MPI_Comm   poke;       /* MPI_Iprobe on it drives progress, matching nothing */
+    uint64_t  *len;        /* every rank's window length */
+    rg_xwin_t *next;       /* the transport's open windows */
+};
+
 /* A completed MPI request, kept between MPI_Testsome and its handling. */
 typedef struct rg__mpi_done {
     rg_xreq_t *req;
@@ -87,6 +106,7 @@ typedef struct rg__mpi {
     MPI_Status          *fl_st;
     rg__mpi_done_t      *fl_done;
     int                  nflight, flight_cap;
+    rg_xwin_t           *wins;       /* open memory windows */
     unsigned             completions;  /* requests completed since progress looked */
     rg_status_t          failed;
     const rg_boot_mpi_t *boot;
@@ -642,10 +662,16 @@ static rg_status_t rg__mpi_progress(rg_xport_t *xp)
 {
     rg__mpi_t  *mpi = rg__mpi(xp);
     rg_status_t status;
-    int         n, poll;
+    rg_xwin_t  *w;
+    int         n, poll, flag;
 
     if (mpi->failed != RG_OK) {
         return mpi->failed;
+    }
+    /* Windows: what others put becomes visible here (see the top). */
+    for (w = mpi->wins; w != NULL; w = w->next) {
+        MPI_Win_sync(w->win);
+        MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, w->poke, &flag, MPI_STATUS_IGNORE);
     }
     for (poll = 0; poll < RG__MPI_POLLS && (n = mpi->nflight) > 0; poll++) {
         status = rg__mpi_test_flight(mpi);
@@ -672,6 +698,155 @@ static rg_status_t rg__mpi_no_get(rg_xport_t *xp, int peer, uint64_t raddr, void
     (void)buf;
     (void)len;
     return rg_err_set(&xp->err, RG_ERR_UNSUPPORTED, "transport mpi has no one-sided read");
+}
+
+/* ---- memory windows --------------------------------------------------------------- */
+
+static void rg__mpi_win_release(rg__mpi_t *mpi, rg_xwin_t *w, int locked)
+{
+    rg_xwin_t **pp;
+
+    for (pp = &mpi->wins; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == w) {
+            *pp = w->next;
+            break;
+        }
+    }
+    if (locked) {
+        MPI_Win_unlock_all(w->win);
+    }
+    if (w->win != MPI_WIN_NULL) {
+        MPI_Win_free(&w->win);
+    }
+    if (w->poke != MPI_COMM_NULL) {
+        MPI_Comm_free(&w->poke);
+    }
+    free(w->len);
+    free(w);
+}
+
+static rg_status_t rg__mpi_win_create(rg_xport_t *xp, void *base, size_t len,
+                                      rg_xwin_t **win_p)
+{
+    rg__mpi_t *mpi = rg__mpi(xp);
+    rg_xwin_t *w;
+    char       text[MPI_MAX_ERROR_STRING];
+    uint64_t   mine = (uint64_t)len;
+    int       *model = NULL;
+    int        flag = 0, rc, ok, all_ok = 0, unified;
+
+    w = calloc(1, sizeof(*w));
+    if (w != NULL) {
+        w->win  = MPI_WIN_NULL;
+        w->poke = MPI_COMM_NULL;
+        w->len  = calloc((size_t)xp->size, sizeof(uint64_t));
+    }
+    /* Every rank takes part in every collective, so that all fail together. */
+    ok = w != NULL && w->len != NULL && len <= (size_t)INT_MAX;
+    rc = MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, mpi->ctl);
+    if (rc != MPI_SUCCESS || !all_ok) {
+        if (w != NULL) {
+            free(w->len);
+            free(w);
+        }
+        if (rc != MPI_SUCCESS) {
+            return rg__mpi_error(mpi, rc, "MPI_Allreduce (creating a window)", -1);
+        }
+        return rg_err_set(&xp->err, RG_ERR_NOMEM,
+                          "cannot create a memory window of %zu bytes (on this rank or "
+                          "another; MPI windows here are at most INT_MAX bytes)", len);
+    }
+    rc = MPI_Allgather(&mine, 1, MPI_UINT64_T, w->len, 1, MPI_UINT64_T, mpi->ctl);
+    if (rc == MPI_SUCCESS) {
+        rc = MPI_Comm_dup(mpi->ctl, &w->poke);
+    }
+    if (rc == MPI_SUCCESS) {
+        rc = MPI_Win_create(len > 0 ? base : NULL, (MPI_Aint)len, 1, MPI_INFO_NULL, mpi->ctl,
+                            &w->win);
+    }
+    if (rc != MPI_SUCCESS) {
+        rg_boot_mpi_strerror(rc, text, sizeof(text));
+        rg__mpi_win_release(mpi, w, 0);
+        return rg_err_set(&xp->err, RG_ERR_IO, "creating an MPI window (MPI_Win_create) "
+                          "failed: %s", text);
+    }
+    MPI_Win_set_errhandler(w->win, MPI_ERRORS_RETURN);
+    /* Polling the window's memory is defined only under the unified model;
+     * the model is the library's, the same on every rank. */
+    unified = MPI_Win_get_attr(w->win, MPI_WIN_MODEL, &model, &flag) == MPI_SUCCESS && flag &&
+              model != NULL && *model == MPI_WIN_UNIFIED;
+    if (!unified) {
+        rg__mpi_win_release(mpi, w, 0);
+        return rg_err_set(&xp->err, RG_ERR_UNSUPPORTED,
+                          "the MPI library's windows have the separate memory model "
+                          "(MPI_WIN_SEPARATE), where a target cannot poll its memory for "
+                          "a put");
+    }
+    rc = MPI_Win_lock_all(MPI_MODE_NOCHECK, w->win);
+    if (rc != MPI_SUCCESS) {
+        rg_boot_mpi_strerror(rc, text, sizeof(text));
+        rg__mpi_win_release(mpi, w, 0);
+        return rg_err_set(&xp->err, RG_ERR_IO, "MPI_Win_lock_all failed: %s", text);
+    }
+    w->next   = mpi->wins;
+    mpi->wins = w;
+    *win_p    = w;
+    return RG_OK;
+}
+
+/* MPI_Put and MPI_Win_flush of len bytes at off of peer's window. */
+static rg_status_t rg__mpi_put_flush(rg__mpi_t *mpi, rg_xwin_t *w, int peer, size_t off,
+                                     const void *buf, size_t len)
+{
+    int rc;
+
+    rc = MPI_Put(buf, (int)len, MPI_BYTE, peer, (MPI_Aint)off, (int)len, MPI_BYTE, w->win);
+    if (rc == MPI_SUCCESS) {
+        rc = MPI_Win_flush(peer, w->win);
+    }
+    return rc == MPI_SUCCESS ? RG_OK : rg__mpi_error(mpi, rc, "MPI_Put", peer);
+}
+
+static rg_status_t rg__mpi_win_write(rg_xport_t *xp, rg_xwin_t *w, int peer, size_t off,
+                                     rg_xreq_t *req)
+{
+    rg__mpi_t        *mpi = rg__mpi(xp);
+    const unsigned char *buf = req->buf;
+    size_t            head = req->len > 8 ? req->len - 8 : 0;
+    rg_status_t       status;
+
+    if (mpi->failed != RG_OK) {
+        req->status = mpi->failed;
+        return mpi->failed;
+    }
+    if (off > w->len[peer] || req->len > w->len[peer] - off) {
+        req->status = RG_ERR_RANGE;
+        return rg_err_set(&xp->err, RG_ERR_RANGE,
+                          "one-sided write of %zu bytes at offset %zu into rank %d's window "
+                          "of %llu bytes", req->len, off, peer,
+                          (unsigned long long)w->len[peer]);
+    }
+    status = RG_OK;
+    if (head > 0) {
+        status = rg__mpi_put_flush(mpi, w, peer, off, buf, head);
+    }
+    if (status == RG_OK && req->len > 0) {
+        status = rg__mpi_put_flush(mpi, w, peer, off + head, buf + head, req->len - head);
+    }
+    req->done   = status == RG_OK ? req->len : 0;
+    req->status = status;
+    return status;
+}
+
+static void rg__mpi_win_free(rg_xport_t *xp, rg_xwin_t *w)
+{
+    int finalized = 0;
+
+    MPI_Finalized(&finalized);
+    if (finalized) {
+        return;
+    }
+    rg__mpi_win_release(rg__mpi(xp), w, 1);
 }
 
 /* ---- setup --------------------------------------------------------------------- */
@@ -735,6 +910,9 @@ static void rg__mpi_close(rg_xport_t *xp)
     int         i, finalized = 0, cancelled;
 
     MPI_Finalized(&finalized);
+    /* Windows still open (a caller that did not free them) are dropped from
+     * the list only: freeing them is collective. */
+    mpi->wins = NULL;
     for (i = 0; i < mpi->nflight && !finalized; i++) {
         /* Receives still waiting for a message (an upper layer's posted
          * buffers) are cancelled. Anything else still in flight is the
@@ -868,6 +1046,13 @@ static rg_status_t rg__mpi_open(void *ctx, rg_xport_t **xp_p, rg_err_t *err)
     mpi->head.super.attr.max_msg_size = SIZE_MAX;
     mpi->head.super.attr.inject_size  = 0;
     mpi->head.super.attr.can_get      = 0;
+    mpi->head.super.attr.why_not[RG_XPORT_OPT_LIST] =
+        "MPI has no call that posts several sends at once (MPI_Startall starts persistent "
+        "requests, which this transport does not use; its MPI_Isend per message is the "
+        "single mode)";
+    mpi->head.super.attr.why_not[RG_XPORT_OPT_INJECT] =
+        "MPI has no inline (request-free) send; MPI_Isend of a small message is already "
+        "eager, which is the single mode";
     mpi->head.super.rank              = boot->rank;
     mpi->head.super.size              = boot->size;
     mpi->boot                         = boot;
@@ -922,6 +1107,9 @@ static const rg_xport_ops_t rg__mpi_impl_ops = {
     .block       = rg__mpi_no_block,
     .info_json   = rg__mpi_info_json,
     .get         = rg__mpi_no_get,
+    .win_create  = rg__mpi_win_create,
+    .win_write   = rg__mpi_win_write,
+    .win_free    = rg__mpi_win_free,
 };
 
 /* ---- the plugin's one exported symbol ----------------------------------------- */

@@ -71,6 +71,31 @@ static rg_status_t rg__mpi_fwd_progress(rg_xport_t *xp)
     return rg__mpi_impl(xp)->progress(xp);
 }
 
+/* The optional operations: the plugin's slot, where it has one (attr.why_not,
+ * filled in by the plugin, says why not otherwise). */
+static rg_status_t rg__mpi_fwd_win_create(rg_xport_t *xp, void *base, size_t len,
+                                          rg_xwin_t **win_p)
+{
+    const rg_xport_ops_t *impl = rg__mpi_impl(xp);
+
+    if (impl->win_create == NULL) {
+        return rg_err_set(&xp->err, RG_ERR_UNSUPPORTED,
+                          "this MPI plugin has no memory windows; rebuild railgauge");
+    }
+    return impl->win_create(xp, base, len, win_p);
+}
+
+static rg_status_t rg__mpi_fwd_win_write(rg_xport_t *xp, rg_xwin_t *win, int peer, size_t off,
+                                         rg_xreq_t *req)
+{
+    return rg__mpi_impl(xp)->win_write(xp, win, peer, off, req);
+}
+
+static void rg__mpi_fwd_win_free(rg_xport_t *xp, rg_xwin_t *win)
+{
+    rg__mpi_impl(xp)->win_free(xp, win);
+}
+
 static rg_status_t rg__mpi_fwd_info_json(rg_xport_t *xp, char *buf, size_t cap)
 {
     return rg__mpi_impl(xp)->info_json(xp, buf, cap);
@@ -90,4 +115,7 @@ const rg_xport_ops_t rg_xport_mpi_ops = {
     .block       = rg_xport_no_block,
     .info_json   = rg__mpi_fwd_info_json,
     .get         = rg_xport_no_get,
+    .win_create  = rg__mpi_fwd_win_create,
+    .win_write   = rg__mpi_fwd_win_write,
+    .win_free    = rg__mpi_fwd_win_free,
 };

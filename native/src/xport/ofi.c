@@ -781,6 +781,351 @@ static rg_status_t rg__ofi_irecv(rg_xport_t *xp, rg_xreq_t *req)
     return rg__ofi_start(ofi, req, &ofi->rxq, &ofi->rxq_last, rg__ofi_recv_push);
 }
 
+/* Ends the requests reqs[from..n) of a list that were never posted. */
+static void rg__ofi_list_fail(rg_xreq_t *reqs, size_t from, size_t n, rg_status_t status)
+{
+    size_t i;
+
+    for (i = from; i < n; i++) {
+        reqs[i].status = status;
+    }
+}
+
+/* One message of a list: fi_tsendmsg with FI_MORE on all but the last, and
+ * FI_INJECT where isend would inject it (the buffer is free at return; the
+ * request still completes on its CQ entry). Returns the libfabric code. */
+static ssize_t rg__ofi_send_more(rg__ofi_t *ofi, rg_xreq_t *req, int more)
+{
+    struct fi_msg_tagged msg;
+    struct iovec         iov;
+    rg__ofi_op_t        *op;
+    uint64_t             flags = FI_REMOTE_CQ_DATA | FI_COMPLETION;
+    ssize_t              rc;
+
+    op = rg__ofi_op_get(ofi);
+    if (op == NULL) {
+        return -FI_ENOMEM;
+    }
+    op->req   = req;
+    op->index = 0;
+    op->len   = req->len;
+    iov.iov_base = req->buf;
+    iov.iov_len  = req->len;
+    memset(&msg, 0, sizeof(msg));
+    msg.msg_iov   = &iov;
+    msg.iov_count = 1;
+    msg.addr      = ofi->peers[req->peer].addr;
+    msg.tag       = RG__OFI_TAG_MSG;
+    msg.context   = &op->ctx;
+    msg.data      = (uint64_t)ofi->super.rank;
+    if (more) {
+        flags |= FI_MORE;
+    }
+    if (ofi->inject && req->len <= ofi->inject_size) {
+        flags |= FI_INJECT;
+    }
+    rc = fi_tsendmsg(ofi->ep, &msg, flags);
+    if (rc != 0) {
+        rg__ofi_op_put(ofi, op);
+    }
+    return rc;
+}
+
+/* A list post (ops->isend_list): the messages that are one libfabric
+ * message each go out as one FI_MORE chain, which lets the provider defer
+ * the work (a doorbell, a socket write) until the last post; trains and
+ * sends behind queued ones take the isend path, and a push-back queues the
+ * rest in order for progress, whose next post ends the chain. */
+static rg_status_t rg__ofi_isend_list(rg_xport_t *xp, rg_xreq_t *reqs, size_t n)
+{
+    rg__ofi_t  *ofi = rg__ofi(xp);
+    rg_xreq_t  *req;
+    rg_status_t status;
+    ssize_t     rc;
+    size_t      i;
+
+    for (i = 0; i < n; i++) {
+        req = &reqs[i];
+        if (ofi->failed != RG_OK) {
+            rg__ofi_list_fail(reqs, i, n, ofi->failed);
+            return ofi->failed;
+        }
+        RG__OFI_NFRAG(req) = rg__ofi_nfrag(ofi, req->len);
+        if (RG__OFI_NFRAG(req) > 1) {
+            RG__OFI_TRAIN(req) = ofi->peers[req->peer].train++;
+        }
+        if (RG__OFI_NFRAG(req) > 1 || ofi->txq != NULL) {
+            status = rg__ofi_start(ofi, req, &ofi->txq, &ofi->txq_last, rg__ofi_send_push);
+            if (status != RG_OK) {
+                rg__ofi_list_fail(reqs, i + 1, n, status);
+                return status;
+            }
+            continue;
+        }
+        rg__ofi_wait_add(ofi, req);
+        rc = rg__ofi_send_more(ofi, req, i + 1 < n);
+        if (rc == -FI_EAGAIN) {
+            rg__xreq_queue_push(&ofi->txq, &ofi->txq_last, req);
+            continue;
+        }
+        if (rc == -FI_ENOMEM) {
+            rg_err_set(&ofi->super.err, RG_ERR_NOMEM,
+                       "cannot allocate an ofi operation for a send to rank %d", req->peer);
+            status = rg__ofi_fail(ofi, RG_ERR_NOMEM);
+        } else if (rc != 0) {
+            status = rg__ofi_op_error(ofi, req->peer, (int)-rc, "sending (fi_tsendmsg) to",
+                                      "");
+        } else {
+            RG__OFI_NEXT(req)     = 1;
+            RG__OFI_INFLIGHT(req) = 1;
+            continue;
+        }
+        if (req->status == RG_INPROGRESS) {
+            rg__ofi_req_finish(ofi, req, status);
+        }
+        rg__ofi_list_fail(reqs, i + 1, n, status);
+        return status;
+    }
+    return RG_OK;
+}
+
+/* ---- inline sends (ops->inject) ------------------------------------------- */
+
+/* hdr and buf as one message with fi_tinjectdata, complete at return, where
+ * injects are on (attr.why_not says why not) and the message fits; header
+ * and payload are staged in one buffer of inject_size bytes. */
+static rg_status_t rg__ofi_inject(rg_xport_t *xp, int peer, const void *hdr, size_t hlen,
+                                  const void *buf, size_t len)
+{
+    rg__ofi_t  *ofi = rg__ofi(xp);
+    size_t      n   = hlen + len;
+    const void *msg = hdr;
+    rg_status_t status;
+    ssize_t     rc;
+    int         tries;
+
+    if (ofi->failed != RG_OK) {
+        return ofi->failed;
+    }
+    if (!ofi->inject || ofi->inject_buf == NULL) {
+        return RG_ERR_UNSUPPORTED;
+    }
+    if (ofi->txq != NULL || n > ofi->super.attr.inject_size) {
+        return RG_ERR_AGAIN;  /* a queued send goes first; a large one never fits */
+    }
+    if (hlen == 0) {
+        msg = buf;
+    } else if (len > 0) {
+        memcpy(ofi->inject_buf, hdr, hlen);
+        memcpy(ofi->inject_buf + hlen, buf, len);
+        msg = ofi->inject_buf;
+    }
+    for (tries = 0;; tries++) {
+        rc = fi_tinjectdata(ofi->ep, msg, n, (uint64_t)ofi->super.rank, ofi->peers[peer].addr,
+                            RG__OFI_TAG_MSG);
+        if (rc != -FI_EAGAIN || tries == 1) {
+            break;
+        }
+        status = rg__ofi_cq_poll(ofi);
+        if (status != RG_OK) {
+            return status;
+        }
+    }
+    if (rc == -FI_EAGAIN) {
+        return RG_ERR_AGAIN;
+    }
+    if (rc != 0) {
+        return rg__ofi_op_error(ofi, peer, (int)-rc, "sending (fi_tinjectdata) to", "");
+    }
+    return RG_OK;
+}
+
+/* ---- memory windows (ops->win_*) ------------------------------------------ */
+
+/* Every rank's registration of its window: the address a writer names (the
+ * virtual address under FI_MR_VIRT_ADDR, else an offset from 0), the key and
+ * the length. */
+struct rg_xwin {
+    struct fid_mr *mr;
+    uint64_t      *addr;
+    uint64_t      *key;
+    uint64_t      *len;
+};
+
+#define RG__OFI_WIN_REC 32u
+
+static void rg__ofi_win_release(rg_xwin_t *win)
+{
+    if (win == NULL) {
+        return;
+    }
+    if (win->mr != NULL) {
+        fi_close(&win->mr->fid);
+    }
+    free(win->addr);
+    free(win->key);
+    free(win->len);
+    free(win);
+}
+
+/* Registers [base, base+len) for remote writes (bound to the endpoint where
+ * the provider asks for FI_MR_ENDPOINT); RG_OK or the failure, in err. */
+static rg_status_t rg__ofi_win_register(rg__ofi_t *ofi, rg_xwin_t *win, void *base,
+                                        size_t len, uint64_t *addr_p, uint64_t *key_p)
+{
+    uint64_t mr_mode = (uint64_t)ofi->info->domain_attr->mr_mode;
+    int      rc;
+
+    rc = fi_mr_reg(ofi->domain, base, len, FI_REMOTE_WRITE, 0, ++ofi->mr_next, 0, &win->mr,
+                   NULL);
+    if (rc == 0 && (mr_mode & FI_MR_ENDPOINT)) {
+        rc = fi_mr_bind(win->mr, &ofi->ep->fid, 0);
+        if (rc == 0) {
+            rc = fi_mr_enable(win->mr);
+        }
+    }
+    if (rc != 0) {
+        return rg_err_set(&ofi->super.err, RG_ERR_IO,
+                          "registering a memory window of %zu bytes (fi_mr_reg, %s, provider "
+                          "%s) failed on rank %d: %s", len, ofi->name, rg__ofi_prov(ofi),
+                          ofi->super.rank, fi_strerror(-rc));
+    }
+    *key_p = fi_mr_key(win->mr);
+    if (*key_p == FI_KEY_NOTAVAIL) {
+        return rg_err_set(&ofi->super.err, RG_ERR_UNSUPPORTED,
+                          "provider %s gives no plain memory key (FI_MR_RAW) for a window",
+                          rg__ofi_prov(ofi));
+    }
+    *addr_p = (mr_mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)base : 0;
+    return RG_OK;
+}
+
+static rg_status_t rg__ofi_win_create(rg_xport_t *xp, void *base, size_t len,
+                                      rg_xwin_t **win_p)
+{
+    rg__ofi_t     *ofi = rg__ofi(xp);
+    rg_xwin_t     *win;
+    unsigned char  own[RG__OFI_WIN_REC], *all = NULL;
+    uint64_t       q, addr = 0, key = 0;
+    int32_t        code = RG_OK, other;
+    rg_status_t    status;
+    size_t         size = (size_t)xp->size;
+    int            i;
+
+    if (ofi->failed != RG_OK) {
+        code = ofi->failed;
+    }
+    win = calloc(1, sizeof(*win));
+    all = calloc(size, RG__OFI_WIN_REC);
+    if (win != NULL) {
+        win->addr = calloc(size, sizeof(uint64_t));
+        win->key  = calloc(size, sizeof(uint64_t));
+        win->len  = calloc(size, sizeof(uint64_t));
+    }
+    if (code == RG_OK &&
+        (win == NULL || all == NULL || win->addr == NULL || win->key == NULL ||
+         win->len == NULL)) {
+        code = rg_err_set(&xp->err, RG_ERR_NOMEM, "cannot allocate a memory window");
+    }
+    if (code == RG_OK && len > 0) {
+        code = rg__ofi_win_register(ofi, win, base, len, &addr, &key);
+    }
+    /* Every rank joins the exchange, with its status, so that a failure on
+     * one fails the creation on all instead of leaving them waiting. */
+    memset(own, 0, sizeof(own));
+    q = htole64((uint64_t)(int64_t)code);
+    memcpy(own, &q, 8);
+    q = htole64(addr);
+    memcpy(own + 8, &q, 8);
+    q = htole64(key);
+    memcpy(own + 16, &q, 8);
+    q = htole64((uint64_t)len);
+    memcpy(own + 24, &q, 8);
+    if (all == NULL) {
+        rg__ofi_win_release(win);
+        return (rg_status_t)code;
+    }
+    status = rg_boot_allgather(xp->boot, own, sizeof(own), all, &xp->err);
+    for (i = 0; i < xp->size && status == RG_OK && code == RG_OK; i++) {
+        memcpy(&q, all + (size_t)i * RG__OFI_WIN_REC, 8);
+        other = (int32_t)(int64_t)le64toh(q);
+        if (other != RG_OK) {
+            status = rg_err_set(&xp->err, RG_ERR_BOOTSTRAP,
+                                "rank %d could not register its memory window (%s)", i,
+                                rg_status_name((rg_status_t)other));
+            break;
+        }
+        memcpy(&q, all + (size_t)i * RG__OFI_WIN_REC + 8, 8);
+        win->addr[i] = le64toh(q);
+        memcpy(&q, all + (size_t)i * RG__OFI_WIN_REC + 16, 8);
+        win->key[i] = le64toh(q);
+        memcpy(&q, all + (size_t)i * RG__OFI_WIN_REC + 24, 8);
+        win->len[i] = le64toh(q);
+    }
+    free(all);
+    if (status == RG_OK && code != RG_OK) {
+        status = (rg_status_t)code;
+    }
+    if (status != RG_OK) {
+        rg__ofi_win_release(win);
+        return status;
+    }
+    *win_p = win;
+    return RG_OK;
+}
+
+/* fi_write of the request's buffer; it completes on its CQ entry. */
+static rg_status_t rg__ofi_win_write(rg_xport_t *xp, rg_xwin_t *win, int peer, size_t off,
+                                     rg_xreq_t *req)
+{
+    rg__ofi_t    *ofi = rg__ofi(xp);
+    rg__ofi_op_t *op;
+    ssize_t       rc;
+
+    if (ofi->failed != RG_OK) {
+        req->status = ofi->failed;
+        return ofi->failed;
+    }
+    if (off > win->len[peer] || req->len > win->len[peer] - off) {
+        req->status = RG_ERR_RANGE;
+        return rg_err_set(&xp->err, RG_ERR_RANGE,
+                          "one-sided write of %zu bytes at offset %zu into rank %d's window "
+                          "of %llu bytes", req->len, off, peer,
+                          (unsigned long long)win->len[peer]);
+    }
+    op = rg__ofi_op_get(ofi);
+    if (op == NULL) {
+        req->status = RG_ERR_NOMEM;
+        return rg_err_set(&xp->err, RG_ERR_NOMEM, "cannot allocate an ofi operation");
+    }
+    op->req   = req;
+    op->index = 0;
+    op->len   = req->len;
+    rc = fi_write(ofi->ep, req->buf, req->len, NULL, ofi->peers[peer].addr,
+                  win->addr[peer] + off, win->key[peer], &op->ctx);
+    if (rc != 0) {
+        rg__ofi_op_put(ofi, op);
+        if (rc == -FI_EAGAIN) {
+            /* Not posted: the caller progresses and tries again. */
+            return rg__ofi_cq_poll(ofi) == RG_OK ? RG_ERR_AGAIN : ofi->failed;
+        }
+        req->status = rg__ofi_op_error(ofi, peer, (int)-rc, "a one-sided write (fi_write) to",
+                                       "");
+        return req->status;
+    }
+    rg__ofi_wait_add(ofi, req);
+    RG__OFI_NFRAG(req)    = 1;
+    RG__OFI_NEXT(req)     = 1;
+    RG__OFI_INFLIGHT(req) = 1;
+    return RG_OK;
+}
+
+static void rg__ofi_win_free(rg_xport_t *xp, rg_xwin_t *win)
+{
+    (void)xp;
+    rg__ofi_win_release(win);
+}
+
 /* ---- blocking ------------------------------------------------------------- */
 
 static rg_status_t rg__ofi_block(rg_xport_t *xp, uint64_t timeout_ns)
@@ -876,4 +1221,9 @@ const rg_xport_ops_t rg_xport_ofi_ops = {
     .block       = rg__ofi_block,
     .info_json   = rg__ofi_info_json,
     .get         = rg_xport_no_get,
+    .inject      = rg__ofi_inject,
+    .isend_list  = rg__ofi_isend_list,
+    .win_create  = rg__ofi_win_create,
+    .win_write   = rg__ofi_win_write,
+    .win_free    = rg__ofi_win_free,
 };

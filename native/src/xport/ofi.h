@@ -15,6 +15,7 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 
 #include "xport/xport.h"
@@ -88,6 +89,11 @@ typedef struct rg__ofi {
     unsigned           tag_bits;
     int                greet_left;         /* greetings of open not complete */
     uint64_t           live_check_ns;
+    int                rma;                /* every rank's endpoint has FI_RMA */
+    uint64_t           mr_next;            /* the next requested memory key */
+    unsigned char     *inject_buf;         /* staging of ops->inject, inject_size bytes */
+    char               why_inject[240];    /* attr.why_not texts */
+    char               why_win[200];
 } rg__ofi_t;
 
 /* Request scratch: priv[0] = operations in flight; priv[1] = fragments

@@ -19,7 +19,8 @@
 
 #define RG__OFI_MIN_HEAD   ((size_t)64)
 #define RG__OFI_MIN_FRAG   ((size_t)64 << 10)
-#define RG__OFI_RECORD_LEN 40u
+#define RG__OFI_RECORD_LEN 48u
+#define RG__OFI_REC_RMA    1u   /* record flag: the endpoint has FI_RMA */
 
 typedef struct rg__ofi_config {
     int    inject;
@@ -31,6 +32,7 @@ typedef struct rg__ofi_config {
     char   subnet[RG_CONFIG_STRING_MAX];
     double connect_timeout_ns;
     int    send_safe;
+    int    rma;
 } rg__ofi_config_t;
 
 static const rg_config_field_t rg__ofi_config_fields[] = {
@@ -82,6 +84,12 @@ static const rg_config_field_t rg__ofi_config_fields[] = {
      "before it fails naming the peer and its address (an unreachable address, "
      "or a path that drops packets)",
      offsetof(rg__ofi_config_t, connect_timeout_ns), RG_CONFIG_TIME_NS},
+    {"RMA", "1",
+     "1: ask the chosen provider for one-sided writes (FI_RMA) too, for memory "
+     "windows (rg_xport_win_*: railgauge-bench onen's rma mode), keeping the "
+     "endpoint without them where the provider has none or some rank lacks them; "
+     "0: never ask (no windows)",
+     offsetof(rg__ofi_config_t, rma), RG_CONFIG_INT},
     {NULL, NULL, NULL, 0, 0}
 };
 
@@ -142,9 +150,10 @@ static struct fi_info *rg__ofi_hints(const char *provider, const char *domain, i
     hints->mode                   = FI_CONTEXT | FI_CONTEXT2;
     hints->ep_attr->type          = FI_EP_RDM;
     hints->domain_attr->threading = FI_THREAD_DOMAIN;
-    /* Modes that only matter for memory registration (which this transport
-     * never does) are accepted, so that providers asking for them qualify;
-     * FI_MR_LOCAL is not: no descriptors are passed. */
+    /* Modes that only matter for memory registration (done only for the
+     * memory windows of one-sided writes, which honour them) are accepted,
+     * so that providers asking for them qualify; FI_MR_LOCAL is not: no
+     * descriptors are passed. */
     hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY |
                                   FI_MR_ENDPOINT;
     if (strict) {
@@ -308,6 +317,50 @@ static rg_status_t rg__ofi_source(rg__ofi_t *ofi, const char *provider,
     return RG_OK;
 }
 
+/* With RG_OFI_RMA=1, asks again for the provider, fabric, domain and source
+ * address already chosen, now with FI_RMA, and keeps that answer where there
+ * is one: the choice of provider never depends on RMA. */
+static void rg__ofi_try_rma(rg__ofi_t *ofi)
+{
+    const struct fi_info *cur = ofi->info;
+    struct fi_info       *hints, *list = NULL, *i, *pick = NULL;
+
+    hints = rg__ofi_hints(cur->fabric_attr->prov_name, cur->domain_attr->name, 1);
+    if (hints == NULL) {
+        return;
+    }
+    hints->caps       |= FI_RMA;
+    hints->addr_format = cur->addr_format;
+    if (cur->src_addr != NULL && cur->src_addrlen > 0 &&
+        (hints->src_addr = malloc(cur->src_addrlen)) != NULL) {
+        memcpy(hints->src_addr, cur->src_addr, cur->src_addrlen);
+        hints->src_addrlen = cur->src_addrlen;
+    }
+    if (fi_getinfo(RG__OFI_API_VERSION, NULL, NULL, 0, hints, &list) == 0) {
+        for (i = list; i != NULL; i = i->next) {
+            if ((i->caps & FI_RMA) == FI_RMA &&
+                strcmp(i->fabric_attr->prov_name, cur->fabric_attr->prov_name) == 0 &&
+                (cur->fabric_attr->name == NULL ||
+                 (i->fabric_attr->name != NULL &&
+                  strcmp(i->fabric_attr->name, cur->fabric_attr->name) == 0)) &&
+                (cur->domain_attr->name == NULL ||
+                 (i->domain_attr->name != NULL &&
+                  strcmp(i->domain_attr->name, cur->domain_attr->name) == 0))) {
+                break;
+            }
+        }
+        if (i != NULL) {
+            pick = fi_dupinfo(i);
+        }
+    }
+    fi_freeinfo(list);
+    fi_freeinfo(hints);
+    if (pick != NULL) {
+        fi_freeinfo(ofi->info);
+        ofi->info = pick;
+    }
+}
+
 static rg_status_t rg__ofi_getinfo(rg__ofi_t *ofi, const char *provider,
                                    const rg__ofi_config_t *cfg, rg_err_t *err)
 {
@@ -326,7 +379,13 @@ static rg_status_t rg__ofi_getinfo(rg__ofi_t *ofi, const char *provider,
     fi_freeinfo(hints);
     if (rc == 0) {
         status = rg__ofi_source(ofi, provider, cfg, err);
-        return status != RG_OK ? status : rg__ofi_pick_domain(ofi, cfg, err);
+        if (status == RG_OK) {
+            status = rg__ofi_pick_domain(ofi, cfg, err);
+        }
+        if (status == RG_OK && cfg->rma) {
+            rg__ofi_try_rma(ofi);
+        }
+        return status;
     }
     ofi->info = NULL;
     /* Say which requirement failed: asked again with only RDM and tagged
@@ -462,6 +521,7 @@ typedef struct rg__ofi_record {
     uint32_t tag_bits;
     uint64_t host;
     uint64_t head;
+    uint32_t flags;    /* RG__OFI_REC_* */
 } rg__ofi_record_t;
 
 static void rg__ofi_record_put(unsigned char *b, const rg__ofi_record_t *r)
@@ -484,6 +544,8 @@ static void rg__ofi_record_put(unsigned char *b, const rg__ofi_record_t *r)
     memcpy(b + 24, &q, 8);
     q = htole64(r->head);
     memcpy(b + 32, &q, 8);
+    u = htole32(r->flags);
+    memcpy(b + 40, &u, 4);
 }
 
 static void rg__ofi_record_get(const unsigned char *b, rg__ofi_record_t *r)
@@ -505,6 +567,8 @@ static void rg__ofi_record_get(const unsigned char *b, rg__ofi_record_t *r)
     r->host = le64toh(q);
     memcpy(&q, b + 32, 8);
     r->head = le64toh(q);
+    memcpy(&u, b + 40, 4);
+    r->flags = le32toh(u);
 }
 
 /* The head and fragment sizes this rank proposes: the configured ones,
@@ -708,6 +772,7 @@ void rg__ofi_close(rg_xport_t *xp)
         memcpy(&ofi->bounces, b, sizeof(void *));
         free(b);
     }
+    free(ofi->inject_buf);
     free(ofi->peers);
     free(ofi->source);
     free(ofi->name);
@@ -755,8 +820,48 @@ static rg_status_t rg__ofi_setup(rg__ofi_t *ofi, const rg__ofi_config_t *cfg,
     rec->frag     = frag;
     rec->head     = head;
     rec->tag_bits = rg__ofi_tag_bits(ofi->info);
+    rec->flags    = (ofi->info->caps & FI_RMA) == FI_RMA ? RG__OFI_REC_RMA : 0;
     *name_p       = name;
     return RG_OK;
+}
+
+/* The reasons for the optional operations this handle lacks (xport.h):
+ * injects turned off or unsafe here, or no FI_RMA on some rank. */
+static void rg__ofi_why_not(rg__ofi_t *ofi, const rg__ofi_config_t *cfg, int no_rma_rank)
+{
+    const char *prov = rg__ofi_prov(ofi);
+
+    if (!ofi->inject || ofi->super.attr.inject_size == 0) {
+        if (cfg->inject == 0) {
+            snprintf(ofi->why_inject, sizeof(ofi->why_inject),
+                     "injects are off (RG_OFI_INJECT=0)");
+        } else if (ofi->inject) {
+            snprintf(ofi->why_inject, sizeof(ofi->why_inject),
+                     "provider %s has no inject (inject_size 0)", prov);
+        } else {
+            snprintf(ofi->why_inject, sizeof(ofi->why_inject),
+                     "provider %s may keep an injected message in this process until a "
+                     "later call into libfabric, so injects are off (RG_OFI_SEND_SAFE=1; "
+                     "RG_OFI_SEND_SAFE=0 allows them for callers that keep progressing)",
+                     prov);
+        }
+        ofi->super.attr.why_not[RG_XPORT_OPT_INJECT] = ofi->why_inject;
+    }
+    if (!ofi->rma) {
+        if (cfg->rma == 0) {
+            snprintf(ofi->why_win, sizeof(ofi->why_win),
+                     "one-sided writes were not asked for (RG_OFI_RMA=0)");
+        } else if (no_rma_rank == ofi->super.rank) {
+            snprintf(ofi->why_win, sizeof(ofi->why_win),
+                     "provider %s offers no one-sided writes (FI_RMA) with tagged messages "
+                     "on this endpoint", prov);
+        } else {
+            snprintf(ofi->why_win, sizeof(ofi->why_win),
+                     "rank %d's endpoint (provider %s) has no one-sided writes (FI_RMA)",
+                     no_rma_rank, prov);
+        }
+        ofi->super.attr.why_not[RG_XPORT_OPT_WIN] = ofi->why_win;
+    }
 }
 
 /* Inserts every rank's name into the AV, one at a time and each from a
@@ -805,6 +910,7 @@ rg_status_t rg__ofi_open(const char *name, rg_boot_t *boot, rg_xport_t **xp_p,
     uint64_t         host = rg__ofi_host_id();
     unsigned         tag_bits = 64;
     int              size = rg_boot_size(boot), rank = rg_boot_rank(boot), i;
+    int              no_rma_rank = -1;
 
     status = rg_config_load(&rg_xport_ofi_config_table, &cfg, err);
     if (status != RG_OK) {
@@ -882,6 +988,9 @@ rg_status_t rg__ofi_open(const char *name, rg_boot_t *boot, rg_xport_t **xp_p,
         ofi->frag = recs[i].frag < ofi->frag ? (size_t)recs[i].frag : ofi->frag;
         ofi->head = recs[i].head < ofi->head ? (size_t)recs[i].head : ofi->head;
         tag_bits  = recs[i].tag_bits < tag_bits ? recs[i].tag_bits : tag_bits;
+        if (!(recs[i].flags & RG__OFI_REC_RMA) && no_rma_rank < 0) {
+            no_rma_rank = i;
+        }
     }
     /* Continuation tags hold the train number above one flag bit. */
     ofi->tag_bits   = tag_bits;
@@ -925,12 +1034,19 @@ rg_status_t rg__ofi_open(const char *name, rg_boot_t *boot, rg_xport_t **xp_p,
                                      (ofi->info->ep_attr->protocol == FI_PROTO_RXD ||
                                       rg__ofi_is_tcp(rg__ofi_prov(ofi))));
     ofi->inject_size             = ofi->inject ? ofi->info->tx_attr->inject_size : 0;
+    ofi->rma                     = no_rma_rank < 0;
     ofi->super.attr.same_host    = (ofi->info->caps & FI_LOCAL_COMM) != 0 &&
                                    (ofi->info->caps & FI_REMOTE_COMM) == 0;
     ofi->super.attr.max_msg_size = SIZE_MAX;
     ofi->super.attr.inject_size  = ofi->inject_size < ofi->head ? ofi->inject_size
                                                                 : ofi->head - 1;
     ofi->live_check_ns           = rg_time_mono_ns();
+    rg__ofi_why_not(ofi, &cfg, no_rma_rank);
+    if (ofi->super.attr.inject_size > 0 &&
+        (ofi->inject_buf = malloc(ofi->super.attr.inject_size)) == NULL) {
+        status = rg_err_set(err, RG_ERR_NOMEM, "cannot allocate an inject buffer");
+        goto err_close;
+    }
     free(ep_name);
     free(mine);
     free(names);

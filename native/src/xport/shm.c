@@ -126,6 +126,7 @@ typedef struct rg__shm_peer {
     rg_xreq_t          *cur;           /* receive bound to the message in flight */
     rg__shm_rank_blk_t *blk;
     int                 dead;
+    int                 staged;        /* a list post wrote here, not yet published */
 } rg__shm_peer_t;
 
 typedef struct rg__shm {
@@ -144,8 +145,17 @@ typedef struct rg__shm {
     uint64_t            live_check_ns; /* time of the last liveness check */
     int                 cma_off_rank;  /* a rank that failed the CMA probe, or -1 */
     int                 asym_fence;    /* 1: sleepers fence by membarrier (see notify) */
+    int                *staged;        /* size entries: peers a list post wrote to */
+    unsigned            wins;          /* windows created, for their names in errors */
     rg_status_t         failed;        /* RG_OK, or the error that ended it */
 } rg__shm_t;
+
+/* A memory window (rg_xport_win_create): every rank's base address and
+ * length, exchanged at creation; writes are process_vm_writev calls. */
+struct rg_xwin {
+    uint64_t *base;
+    uint64_t *len;
+};
 
 /* Request scratch: priv[0] = bytes of the stream moved (send: header
  * included; receive: after the header); priv[1] = receive post order. */
@@ -355,6 +365,88 @@ static rg_status_t rg__shm_isend(rg_xport_t *xp, rg_xreq_t *req)
         return RG_OK;
     }
     rg__xreq_queue_push(&p->sendq, &p->sendq_last, req);
+    return RG_OK;
+}
+
+/* A list post (ops->isend_list): every message that fits its ring now is
+ * written there without moving the shared head; then one release fence, the
+ * heads of every ring written to, and one wake-up round (one full fence
+ * where the asymmetric fence is off, then each peer's sleeping flag). A peer
+ * sees none of the messages before all are written, as an RDMA adapter
+ * starts on a posted list only once the call returns. Sends that do not fit
+ * now, or that have an older send queued before them, are queued as isend
+ * queues them and pushed after the publication. */
+static rg_status_t rg__shm_isend_list(rg_xport_t *xp, rg_xreq_t *reqs, size_t n)
+{
+    rg__shm_t      *shm = rg__shm(xp);
+    rg__shm_peer_t *p;
+    rg_xreq_t      *req;
+    uint64_t        total, hdr;
+    size_t          i;
+    int             nstaged = 0, queued = 0, k;
+
+    if (shm->failed != RG_OK) {
+        for (i = 0; i < n; i++) {
+            reqs[i].status = shm->failed;
+        }
+        return shm->failed;
+    }
+    for (i = 0; i < n; i++) {
+        req   = &reqs[i];
+        p     = &shm->peers[req->peer];
+        total = RG__SHM_SLOT(req->len);
+        if (p->sendq == NULL && shm->ring_size - (p->tx_head - p->tx_tail_seen) < total) {
+            p->tx_tail_seen = atomic_load_explicit(&p->tx->tail, memory_order_acquire);
+        }
+        if (p->sendq != NULL || shm->ring_size - (p->tx_head - p->tx_tail_seen) < total) {
+            rg__xreq_queue_push(&p->sendq, &p->sendq_last, req);
+            queued = 1;
+            continue;
+        }
+        hdr = (uint64_t)req->len;
+        memcpy(p->tx_data + (p->tx_head & shm->mask), &hdr, sizeof(hdr));
+        if (req->len > 0) {
+            rg__shm_copy_in(shm, p->tx_data, p->tx_head + RG__SHM_HDR_LEN, req->buf, req->len);
+        }
+        p->tx_head  += total;
+        req->done    = req->len;
+        req->status  = RG_OK;
+        if (!p->staged) {
+            p->staged = 1;
+            shm->staged[nstaged++] = req->peer;
+        }
+    }
+    if (nstaged > 0) {
+        /* One release orders every entry before every head (fence-to-atomic
+         * synchronisation with the readers' acquire loads of the heads). */
+        atomic_thread_fence(memory_order_release);
+        for (k = 0; k < nstaged; k++) {
+            p = &shm->peers[shm->staged[k]];
+            atomic_store_explicit(&p->tx->head, p->tx_head, memory_order_relaxed);
+        }
+        if (shm->asym_fence) {
+            atomic_signal_fence(memory_order_seq_cst);
+        } else {
+            atomic_thread_fence(memory_order_seq_cst);
+        }
+        for (k = 0; k < nstaged; k++) {
+            p = &shm->peers[shm->staged[k]];
+            p->staged = 0;
+            if (atomic_load_explicit(&p->blk->sleeping, memory_order_relaxed)) {
+                atomic_fetch_add_explicit(&p->blk->doorbell, 1, memory_order_release);
+                rg__shm_futex(&p->blk->doorbell, FUTEX_WAKE, 1, NULL);
+            }
+        }
+        shm->events++;
+    }
+    if (queued) {
+        for (i = 0; i < n; i++) {
+            p = &shm->peers[reqs[i].peer];
+            if (p->sendq != NULL) {
+                rg__shm_progress_send(shm, p);
+            }
+        }
+    }
     return RG_OK;
 }
 
@@ -606,6 +698,121 @@ static rg_status_t rg__shm_put(rg_xport_t *xp, int peer, uint64_t raddr, const v
                                size_t len)
 {
     return rg__shm_rma(xp, peer, raddr, (void *)(uintptr_t)buf, len, 1);
+}
+
+/* ---- memory windows (ops->win_*) --------------------------------------- */
+
+static rg_status_t rg__shm_win_create(rg_xport_t *xp, void *base, size_t len,
+                                      rg_xwin_t **win_p)
+{
+    rg__shm_t  *shm = rg__shm(xp);
+    rg_xwin_t  *win;
+    uint64_t    mine[2] = {(uint64_t)(uintptr_t)base, (uint64_t)len};
+    uint64_t   *all;
+    rg_status_t status;
+    int         i;
+
+    win = calloc(1, sizeof(*win));
+    all = calloc((size_t)xp->size, sizeof(mine));
+    if (win != NULL) {
+        win->base = calloc((size_t)xp->size, sizeof(uint64_t));
+        win->len  = calloc((size_t)xp->size, sizeof(uint64_t));
+    }
+    if (win == NULL || all == NULL || win->base == NULL || win->len == NULL) {
+        /* Still joins the exchange, so that no other rank waits for it. */
+        mine[1] = UINT64_MAX;
+    }
+    status = all != NULL ? rg_boot_allgather(xp->boot, mine, sizeof(mine), all, &xp->err)
+                         : rg_err_set(&xp->err, RG_ERR_NOMEM, "cannot allocate a window");
+    for (i = 0; i < xp->size && status == RG_OK; i++) {
+        if (all[2 * i + 1] == UINT64_MAX) {
+            status = rg_err_set(&xp->err, RG_ERR_NOMEM,
+                                "rank %d could not allocate its memory window", i);
+        } else if (win != NULL && win->base != NULL && win->len != NULL) {
+            win->base[i] = all[2 * i];
+            win->len[i]  = all[2 * i + 1];
+        }
+    }
+    free(all);
+    if (status != RG_OK) {
+        if (win != NULL) {
+            free(win->base);
+            free(win->len);
+            free(win);
+        }
+        return status;
+    }
+    shm->wins++;
+    *win_p = win;
+    return RG_OK;
+}
+
+/* process_vm_writev with the last 8 bytes as a second remote iovec: the
+ * kernel copies the iovecs in order, so a reader polling that word sees
+ * it change only after the rest is there. */
+static rg_status_t rg__shm_win_write(rg_xport_t *xp, rg_xwin_t *win, int peer, size_t off,
+                                     rg_xreq_t *req)
+{
+    rg__shm_t   *shm = rg__shm(xp);
+    struct iovec local, remote[2];
+    uint64_t     raddr;
+    size_t       head;
+    ssize_t      n;
+    pid_t        pid;
+    int          e;
+
+    if (shm->failed != RG_OK) {
+        req->status = shm->failed;
+        return shm->failed;
+    }
+    if (off > win->len[peer] || req->len > win->len[peer] - off) {
+        req->status = RG_ERR_RANGE;
+        return rg_err_set(&xp->err, RG_ERR_RANGE,
+                          "one-sided write of %zu bytes at offset %zu into rank %d's window "
+                          "of %llu bytes", req->len, off, peer,
+                          (unsigned long long)win->len[peer]);
+    }
+    raddr = win->base[peer] + off;
+    pid   = (pid_t)atomic_load(&shm->peers[peer].blk->pid);
+    head  = req->len > 8 ? req->len - 8 : 0;
+    while (req->len > 0) {
+        local.iov_base     = req->buf;
+        local.iov_len      = req->len;
+        remote[0].iov_base = (void *)(uintptr_t)raddr;
+        remote[0].iov_len  = head > 0 ? head : req->len;
+        remote[1].iov_base = (void *)(uintptr_t)(raddr + head);
+        remote[1].iov_len  = req->len - head;
+        n = process_vm_writev(pid, &local, 1, remote, head > 0 ? 2 : 1, 0);
+        if (n == (ssize_t)req->len) {
+            break;
+        }
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        e = n < 0 ? errno : EFAULT;
+        req->status = e == ESRCH ? RG_ERR_PEER_DEAD : RG_ERR_SYSTEM;
+        if (e == ESRCH) {
+            rg_err_set(&xp->err, RG_ERR_PEER_DEAD,
+                       "rank %d (pid %d) died: a one-sided write to it failed (shm)", peer,
+                       (int)pid);
+            return rg__shm_fail(shm, RG_ERR_PEER_DEAD);
+        }
+        return rg_err_set(&xp->err, req->status,
+                          "one-sided write of %zu bytes into rank %d's window failed: %s%s",
+                          req->len, peer, strerror(e),
+                          n >= 0 ? " (a partial write)" : "");
+    }
+    req->done   = req->len;
+    req->status = RG_OK;
+    return RG_OK;
+}
+
+static void rg__shm_win_free(rg_xport_t *xp, rg_xwin_t *win)
+{
+    (void)xp;
+    free(win->base);
+    free(win->len);
+    free(win);
 }
 
 /* Every rank reads its right neighbour's probe word; the transport offers
@@ -934,6 +1141,7 @@ static void rg__shm_close(rg_xport_t *xp)
     if (shm->seg != NULL) {
         munmap(shm->seg, shm->seg_size);
     }
+    free(shm->staged);
     free(shm->peers);
     free(shm);
 }
@@ -970,8 +1178,9 @@ static rg_status_t rg__shm_open(const char *name, rg_boot_t *boot, rg_xport_t **
     if (shm == NULL) {
         return rg_err_set(err, RG_ERR_NOMEM, "cannot allocate the shm transport");
     }
-    shm->peers = calloc((size_t)size, sizeof(*shm->peers));
-    if (shm->peers == NULL) {
+    shm->peers  = calloc((size_t)size, sizeof(*shm->peers));
+    shm->staged = calloc((size_t)size, sizeof(*shm->staged));
+    if (shm->peers == NULL || shm->staged == NULL) {
         status = rg_err_set(err, RG_ERR_NOMEM, "cannot allocate %d shm peers", size);
         goto err_free;
     }
@@ -1053,6 +1262,16 @@ static rg_status_t rg__shm_open(const char *name, rg_boot_t *boot, rg_xport_t **
     /* A send of up to this many bytes completes at post when its ring has
      * room, which is the case unless the receiver lags. */
     shm->super.attr.inject_size = shm->ring_size - RG__SHM_HDR_LEN;
+    /* Windows are written with process_vm_writev: where the probe failed on
+     * some rank (ptrace rules, seccomp, RG_SHM_CMA=0), every rank lacks them. */
+    if (!shm->super.attr.can_get) {
+        shm->super.attr.why_not[RG_XPORT_OPT_WIN] =
+            cfg.cma == 0 ? "one-sided writes use cross-memory attach (process_vm_writev), "
+                           "which RG_SHM_CMA=0 turns off"
+                         : "one-sided writes use cross-memory attach (process_vm_writev), "
+                           "which a rank could not use here (ptrace rules or a seccomp "
+                           "filter; see single_copy_failed_rank in the transport info)";
+    }
     *xp_p = &shm->super;
     return RG_OK;
 
@@ -1065,6 +1284,7 @@ err_unmap:
         munmap(shm->seg, shm->seg_size);
     }
 err_free:
+    free(shm->staged);
     free(shm->peers);
     free(shm);
     return status;
@@ -1102,4 +1322,8 @@ const rg_xport_ops_t rg_xport_shm_ops = {
     .get         = rg__shm_get,
     .put         = rg__shm_put,
     .inject      = rg__shm_inject,
+    .isend_list  = rg__shm_isend_list,
+    .win_create  = rg__shm_win_create,
+    .win_write   = rg__shm_win_write,
+    .win_free    = rg__shm_win_free,
 };

@@ -992,6 +992,16 @@ static rg_status_t rg__tcp_open(const char *name, rg_boot_t *boot, rg_xport_t **
     tcp->super.attr.same_host    = 0;
     tcp->super.attr.max_msg_size = SIZE_MAX;
     tcp->super.attr.inject_size  = 0;
+    /* The optional operations tcp has no slot for, and why. */
+    tcp->super.attr.why_not[RG_XPORT_OPT_LIST] =
+        "one posting call writes to one socket and p peers are p sockets (sendmmsg and "
+        "writev batch only within one connection), so a list post would be the single "
+        "mode's loop of sendmsg calls";
+    tcp->super.attr.why_not[RG_XPORT_OPT_INJECT] =
+        "no inline send: every send already goes out with one sendmsg at post time and "
+        "completes when the socket takes it, which is the single mode";
+    tcp->super.attr.why_not[RG_XPORT_OPT_WIN] =
+        "TCP has no one-sided writes: every byte is taken by the receiver's own recv";
     tcp->super.boot              = boot;
     tcp->super.rank              = rank;
     tcp->super.size              = size;

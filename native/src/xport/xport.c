@@ -442,13 +442,146 @@ rg_status_t rg_xport_put(rg_xport_t *xp, int peer, uint64_t raddr, const void *b
 rg_status_t rg_xport_inject(rg_xport_t *xp, int peer, const void *hdr, size_t hlen,
                             const void *buf, size_t len)
 {
-    if (xp->ops->inject == NULL) {
+    if (xp->ops->inject == NULL || xp->attr.why_not[RG_XPORT_OPT_INJECT] != NULL) {
         return RG_ERR_UNSUPPORTED;
     }
     if (peer < 0 || peer >= xp->size || peer == xp->rank) {
         return rg_err_set(&xp->err, RG_ERR_RANGE, "send to rank %d of %d", peer, xp->size);
     }
     return xp->ops->inject(xp, peer, hdr, hlen, buf, len);
+}
+
+/* ---- optional operations ---------------------------------------------- */
+
+int rg_xport_has(const rg_xport_t *xp, rg_xport_opt_t opt, const char **why_p)
+{
+    static const char *const generic[RG_XPORT_OPT_COUNT] = {
+        "the transport has no inline (inject) send",
+        "the transport has no list post",
+        "the transport has no one-sided writes into memory windows",
+    };
+    const rg_xport_ops_t *ops = xp->ops;
+    int                   slot;
+    const char           *why;
+
+    if ((unsigned)opt >= RG_XPORT_OPT_COUNT) {
+        if (why_p != NULL) {
+            *why_p = "unknown optional operation";
+        }
+        return 0;
+    }
+    switch (opt) {
+    case RG_XPORT_OPT_INJECT:
+        slot = ops->inject != NULL;
+        break;
+    case RG_XPORT_OPT_LIST:
+        slot = ops->isend_list != NULL;
+        break;
+    default:
+        slot = ops->win_create != NULL && ops->win_write != NULL && ops->win_free != NULL;
+        break;
+    }
+    why = xp->attr.why_not[opt];
+    if (slot && why == NULL) {
+        return 1;
+    }
+    if (why_p != NULL) {
+        *why_p = why != NULL ? why : generic[opt];
+    }
+    return 0;
+}
+
+static rg_status_t rg__xport_lacks(rg_xport_t *xp, rg_xport_opt_t opt, const char *what)
+{
+    const char *why = "";
+
+    (void)rg_xport_has(xp, opt, &why);
+    return rg_err_set(&xp->err, RG_ERR_UNSUPPORTED, "%s: transport %s: %s", what,
+                      xp->attr.name, why);
+}
+
+rg_status_t rg_xport_isend_list(rg_xport_t *xp, const rg_xsend_t *sends, size_t n,
+                                rg_xreq_t *reqs)
+{
+    rg_status_t status = RG_OK;
+    size_t      i;
+
+    if (n == 0) {
+        return rg_xport_has(xp, RG_XPORT_OPT_LIST, NULL)
+                   ? RG_OK : rg__xport_lacks(xp, RG_XPORT_OPT_LIST, "list post");
+    }
+    if (reqs == NULL || sends == NULL) {
+        return rg_err_set(&xp->err, RG_ERR_INVALID, "rg_xport_isend_list: NULL argument");
+    }
+    for (i = 0; i < n; i++) {
+        rg__xport_req_init(&reqs[i], RG_XREQ_SEND, sends[i].peer,
+                           (void *)(uintptr_t)sends[i].buf, sends[i].len);
+    }
+    if (!rg_xport_has(xp, RG_XPORT_OPT_LIST, NULL)) {
+        status = rg__xport_lacks(xp, RG_XPORT_OPT_LIST, "list post");
+    }
+    for (i = 0; i < n && status == RG_OK; i++) {
+        if (sends[i].peer < 0 || sends[i].peer >= xp->size || sends[i].peer == xp->rank) {
+            status = rg_err_set(&xp->err, RG_ERR_RANGE,
+                                "send %zu of a list to rank %d: the peer must be another "
+                                "rank in [0, %d)", i, sends[i].peer, xp->size);
+        } else if (sends[i].buf == NULL && sends[i].len > 0) {
+            status = rg_err_set(&xp->err, RG_ERR_INVALID,
+                                "send %zu of a list: %zu bytes from a NULL buffer", i,
+                                sends[i].len);
+        }
+    }
+    if (status != RG_OK) {
+        for (i = 0; i < n; i++) {
+            reqs[i].status = status;
+        }
+        return status;
+    }
+    return xp->ops->isend_list(xp, reqs, n);
+}
+
+rg_status_t rg_xport_win_create(rg_xport_t *xp, void *base, size_t len, rg_xwin_t **win_p)
+{
+    if (win_p == NULL || (base == NULL && len > 0)) {
+        return rg_err_set(&xp->err, RG_ERR_INVALID, "rg_xport_win_create: NULL argument");
+    }
+    *win_p = NULL;
+    if (!rg_xport_has(xp, RG_XPORT_OPT_WIN, NULL)) {
+        return rg__xport_lacks(xp, RG_XPORT_OPT_WIN, "memory window");
+    }
+    return xp->ops->win_create(xp, base, len, win_p);
+}
+
+rg_status_t rg_xport_win_write(rg_xport_t *xp, rg_xwin_t *win, int peer, size_t off,
+                               const void *buf, size_t len, rg_xreq_t *req)
+{
+    if (req == NULL) {
+        return rg_err_set(&xp->err, RG_ERR_INVALID, "rg_xport_win_write: req is NULL");
+    }
+    rg__xport_req_init(req, RG_XREQ_SEND, peer, (void *)(uintptr_t)buf, len);
+    if (win == NULL || !rg_xport_has(xp, RG_XPORT_OPT_WIN, NULL)) {
+        rg__xport_lacks(xp, RG_XPORT_OPT_WIN, "one-sided write");
+        return rg__xport_post_fail(req, RG_ERR_UNSUPPORTED);
+    }
+    if (peer < 0 || peer >= xp->size || peer == xp->rank) {
+        rg_err_set(&xp->err, RG_ERR_RANGE,
+                   "one-sided write to rank %d: the peer must be another rank in [0, %d)",
+                   peer, xp->size);
+        return rg__xport_post_fail(req, RG_ERR_RANGE);
+    }
+    if (buf == NULL && len > 0) {
+        rg_err_set(&xp->err, RG_ERR_INVALID, "one-sided write of %zu bytes from a NULL buffer",
+                   len);
+        return rg__xport_post_fail(req, RG_ERR_INVALID);
+    }
+    return xp->ops->win_write(xp, win, peer, off, req);
+}
+
+void rg_xport_win_free(rg_xport_t *xp, rg_xwin_t *win)
+{
+    if (win != NULL && xp->ops->win_free != NULL) {
+        xp->ops->win_free(xp, win);
+    }
 }
 
 /* A pid is dead when it is gone or a zombie (exited, not yet reaped). */

@@ -13,9 +13,12 @@
  * receive, completed by rg_xport_progress() and observed with
  * rg_xport_test()/rg_xport_wait().
  *
- * Every transport fills every slot of rg_xport_ops_t: operations it lacks
- * point to the shared rg_xport_no_* stubs that return RG_ERR_UNSUPPORTED, so
- * callers never check for NULL (as libfabric's fi_no_* stubs).
+ * Every transport fills every mandatory slot of rg_xport_ops_t: operations it
+ * lacks point to the shared rg_xport_no_* stubs that return
+ * RG_ERR_UNSUPPORTED, so callers never check for NULL (as libfabric's fi_no_*
+ * stubs). The optional slots at the end (put, inject, isend_list, the
+ * window operations) may be NULL: their rg_xport_* wrappers check, and
+ * rg_xport_has() says whether a handle offers one and, if not, why.
  */
 #ifndef RG_XPORT_XPORT_H
 #define RG_XPORT_XPORT_H
@@ -33,6 +36,10 @@
 typedef struct rg_xport     rg_xport_t;
 typedef struct rg_xport_ops rg_xport_ops_t;
 typedef struct rg_xreq      rg_xreq_t;
+
+/* A registered memory window for one-sided writes (rg_xport_win_create);
+ * each transport defines it. */
+typedef struct rg_xwin rg_xwin_t;
 
 typedef enum rg_xreq_kind {
     RG_XREQ_SEND = 1,
@@ -57,6 +64,21 @@ struct rg_xreq {
     uint64_t       priv[4];    /* transport's scratch */
 };
 
+/* One send of a list (rg_xport_isend_list). */
+typedef struct rg_xsend {
+    int         peer;
+    const void *buf;
+    size_t      len;
+} rg_xsend_t;
+
+/* The optional operations a handle may lack (rg_xport_has). */
+typedef enum rg_xport_opt {
+    RG_XPORT_OPT_INJECT = 0,  /* ops->inject */
+    RG_XPORT_OPT_LIST   = 1,  /* ops->isend_list */
+    RG_XPORT_OPT_WIN    = 2,  /* ops->win_create, win_write, win_free */
+    RG_XPORT_OPT_COUNT  = 3
+} rg_xport_opt_t;
+
 /* Capabilities and limits a transport declares; they match its ops table. */
 typedef struct rg_xport_attr {
     const char *name;          /* the full name: "shm", "tcp", "ofi:shm", ... */
@@ -66,6 +88,14 @@ typedef struct rg_xport_attr {
     /* 1 if ops->get reads peers' memory (single-copy rendezvous); the value
      * is the same on every rank of the job (agreed at open). */
     int         can_get;
+    /* Per optional operation (rg_xport_opt_t): why this handle does not
+     * offer it (a sentence, static or owned by the handle), or NULL. A
+     * transport sets it where its slot is filled but this handle cannot
+     * (a provider without FI_RMA, injects turned off, no cross-memory
+     * attach), and may set it where the slot is NULL, to say why the
+     * transport has no such operation. The same on every rank (agreed at
+     * open), so that ranks never disagree on what they can do. */
+    const char *why_not[RG_XPORT_OPT_COUNT];
 } rg_xport_attr_t;
 
 struct rg_xport_ops {
@@ -97,8 +127,8 @@ struct rg_xport_ops {
     rg_status_t (*get)(rg_xport_t *xp, int peer, uint64_t raddr, void *buf, size_t len);
     /* One-sided write, the mirror of get: copies len bytes of buf to address
      * raddr of peer's process. Where can_get is 1; the protocol layer lets
-     * sender and receiver each move half of a large message at once. The
-     * one optional slot: NULL means unsupported (rg_xport_put checks). */
+     * sender and receiver each move half of a large message at once.
+     * Optional: NULL means unsupported (rg_xport_put checks). */
     rg_status_t (*put)(rg_xport_t *xp, int peer, uint64_t raddr, const void *buf, size_t len);
     /* Optional (NULL: unsupported, rg_xport_inject checks): sends the
      * message hdr (hlen bytes) followed by buf (len bytes) at once and
@@ -107,6 +137,42 @@ struct rg_xport_ops {
      * protocol layer sends small eager messages so, without staging. */
     rg_status_t (*inject)(rg_xport_t *xp, int peer, const void *hdr, size_t hlen,
                           const void *buf, size_t len);
+    /* Optional (NULL: unsupported, rg_xport_isend_list checks): posts the n
+     * sends reqs[0..n) at once. The result is that of n isend calls in this
+     * order (the same per-pair order, completion and error rules), but the
+     * transport may hold every message back until the last is posted and
+     * then make them visible together, with one release and one wake-up
+     * (shm), or chain the posts with FI_MORE on all but the last (ofi). The
+     * wrapper has filled in and checked every request (kind, peer, buf,
+     * len). Sends that cannot go now (a full ring, an older send queued) are
+     * queued, in order, as isend queues them. */
+    rg_status_t (*isend_list)(rg_xport_t *xp, rg_xreq_t *reqs, size_t n);
+    /* Optional, all three or none (rg_xport_win_* check): one-sided writes
+     * into registered memory windows.
+     * win_create is collective: every rank registers len bytes at base
+     * (len may differ between ranks, 0 included) and learns every other
+     * rank's window (addresses and keys travel over the bootstrap); a
+     * failure on one rank fails it on all.
+     * win_write starts a write of len bytes of buf to offset off of peer's
+     * window; req (filled in by the wrapper as a send to peer) completes
+     * when buf may be reused, which may be at once. RG_ERR_AGAIN: not
+     * posted now (the provider pushed back; call progress and try again).
+     * The target takes no part: it sees the bytes by reading its window,
+     * calling rg_xport_progress between reads (providers that carry writes
+     * in software place them there). Of one write of more than 8 bytes,
+     * the last 8 become visible only after all the bytes before them, so a
+     * target may poll a flag word at its end (8-aligned in the window)
+     * (shm: a second iovec of process_vm_writev; ofi's software providers
+     * place a write during the target's own progress; RDMA hardware is
+     * assumed to place one write in address order, as last-byte polling
+     * on InfiniBand does). Writes of one rank to one peer are not ordered
+     * with each other nor with its messages.
+     * win_free is collective too: every rank calls it after its own writes
+     * into the window are complete and no other rank writes any more. */
+    rg_status_t (*win_create)(rg_xport_t *xp, void *base, size_t len, rg_xwin_t **win_p);
+    rg_status_t (*win_write)(rg_xport_t *xp, rg_xwin_t *win, int peer, size_t off,
+                             rg_xreq_t *req);
+    void        (*win_free)(rg_xport_t *xp, rg_xwin_t *win);
 };
 
 /* How rg_xport_wait() waits (config table "XPORT", see xport.c). */
@@ -177,6 +243,25 @@ rg_status_t rg_xport_put(rg_xport_t *xp, int peer, uint64_t raddr, const void *b
 /* See ops->inject: RG_OK sent, RG_ERR_AGAIN not now, RG_ERR_UNSUPPORTED never. */
 rg_status_t rg_xport_inject(rg_xport_t *xp, int peer, const void *hdr, size_t hlen,
                             const void *buf, size_t len);
+
+/* 1 if the handle offers optional operation opt; else 0, and *why_p (when
+ * not NULL) is a sentence saying why, which names no transport. */
+int rg_xport_has(const rg_xport_t *xp, rg_xport_opt_t opt, const char **why_p);
+
+/* See ops->isend_list: posts sends[0..n) at once, each with its request
+ * reqs[i]. Every peer and buffer is checked first: on a bad one nothing is
+ * posted and every request ends with the error. RG_ERR_UNSUPPORTED where the
+ * handle has no list post (rg_xport_has). */
+rg_status_t rg_xport_isend_list(rg_xport_t *xp, const rg_xsend_t *sends, size_t n,
+                                rg_xreq_t *reqs);
+
+/* See ops->win_create, win_write, win_free. Where the handle has no windows
+ * (rg_xport_has), create gives RG_ERR_UNSUPPORTED on every rank without
+ * communicating. */
+rg_status_t rg_xport_win_create(rg_xport_t *xp, void *base, size_t len, rg_xwin_t **win_p);
+rg_status_t rg_xport_win_write(rg_xport_t *xp, rg_xwin_t *win, int peer, size_t off,
+                               const void *buf, size_t len, rg_xreq_t *req);
+void        rg_xport_win_free(rg_xport_t *xp, rg_xwin_t *win);
 
 /* Blocking helpers built on the above; *len_p is set on RG_OK and on
  * RG_ERR_TRUNCATED. */

@@ -21,11 +21,13 @@
 
 #define RG_BENCH_MAX_SIZES 512
 
+struct rg_json;
+
 /* Exit codes of the tool: user errors 2, failed measurements 1. */
 enum { RG_BENCH_EXIT_OK = 0, RG_BENCH_EXIT_FAIL = 1, RG_BENCH_EXIT_USAGE = 2 };
 
 typedef struct rg_bench_opts {
-    const char *pattern;        /* "prtt" or "pingpong" */
+    const char *pattern;        /* "prtt", "pingpong" or "onen" */
     char        transport[64];
     const char *out_path;       /* NULL: stdout */
     size_t      sizes[RG_BENCH_MAX_SIZES];
@@ -34,9 +36,18 @@ typedef struct rg_bench_opts {
     double      target_rel;     /* stop when the median's CI half-width is below this */
     int         min_reps, max_reps;
     double      point_budget_s; /* time budget of one measurement point */
+    double      point_min_s;    /* a point runs at least this long (onen) */
     double      budget_s;       /* time budget of the whole run (0: none) */
     double      warmup_s;       /* warm-up time before each size */
     int         force_monotonic;
+    int         sizes_given;    /* the sizes came from an option */
+    int         target_given;   /* --target-rel was given */
+    int         pbudget_given;  /* --point-budget was given */
+    int         pmin_given;     /* --point-min was given */
+    /* onen */
+    int         max_p;          /* --max-p: the largest p (0: ranks - 1) */
+    unsigned    modes;          /* --modes: mask of 1 << RG_ONEN_MODE_* (0: all) */
+    unsigned    directions;     /* --directions: mask of 1 << RG_ONEN_DIR_* (0: both) */
 } rg_bench_opts_t;
 
 /* One run: the context every pattern works in. */
@@ -71,12 +82,32 @@ enum {
                              * then send the mean receive time (a double) */
 };
 
+/* The onen pattern's modes and directions (onen.c), in the order of
+ * docs/lop.md. */
+enum { RG_ONEN_MODE_SINGLE = 0, RG_ONEN_MODE_LIST, RG_ONEN_MODE_INJECT, RG_ONEN_MODE_RMA,
+       RG_ONEN_NMODES };
+enum { RG_ONEN_DIR_1N = 0, RG_ONEN_DIR_N1, RG_ONEN_NDIRS };
+
 /* Patterns: each returns a tool exit code; the message is in bench->err. */
 int rg_bench_prtt_run(rg_bench_t *bench);
 int rg_bench_pingpong_run(rg_bench_t *bench);
+int rg_bench_onen_run(rg_bench_t *bench);
+
+/* Parses a comma-separated list of onen modes ("single,list") or
+ * directions ("1:n,n:1") into a mask; 0 on success, else -1 with the bad
+ * word in *bad_p (a pointer into a static copy). */
+int rg_bench_onen_parse_modes(const char *text, unsigned *mask_p, const char **bad_p);
+int rg_bench_onen_parse_directions(const char *text, unsigned *mask_p, const char **bad_p);
 
 /* Shared by patterns (prtt.c). */
 rg_status_t rg_bench_write_header(rg_bench_t *bench, size_t planned_points);
 rg_status_t rg_bench_write_footer(rg_bench_t *bench, size_t points, const char *status);
+/* The fields every header starts with (type .. timer), into an open object. */
+void        rg_bench_header_common(rg_bench_t *bench, struct rg_json *js);
+/* The same footer with more fields written by extra(js, ctx) before the end. */
+rg_status_t rg_bench_write_footer_with(rg_bench_t *bench, size_t points, const char *status,
+                                       void (*extra)(struct rg_json *js, void *ctx),
+                                       void *ctx);
+double      rg_bench_elapsed_s(const rg_bench_t *bench);
 
 #endif /* RG_TOOLS_BENCH_H */

@@ -23,24 +23,33 @@ static void rg__bench_usage(FILE *f)
         "Patterns:\n"
         "  prtt       PRTT(1,0,s), PRTT(n,0,s) and PRTT(n,d,s) over a size sweep (LogGP)\n"
         "  pingpong   round-trip time of one message of each size\n"
+        "  onen       1:n and n:1 round trips to p = 1 .. ranks-1 peers, with the posting\n"
+        "             overheads o_s(p), o_r(p), per posting mode (LoP; docs/lop.md)\n"
         "\n"
         "Options:\n"
         "  --transport T      shm, tcp, ofi:<provider> (ofi:tcp, ofi:shm, ofi:udp,\n"
         "                     ofi:verbs, ...) or mpi (ranks started by mpirun.openmpi\n"
         "                     or mpiexec.mpich) (default: $RG_TRANSPORT, else shm)\n"
         "  --out FILE         JSON Lines output (default: standard output)\n"
-        "  --sizes LIST       comma-separated sizes, units allowed (1,8,4KiB,1MiB)\n"
+        "  --sizes LIST       comma-separated sizes, units allowed (1,8,4KiB,1MiB);\n"
+        "                     onen's default is 8\n"
         "  --min-size S       smallest size of the sweep (default 1)\n"
         "  --max-size S       largest size of the sweep (default 1MiB)\n"
         "  --per-octave K     sizes per doubling in the sweep (default 2)\n"
         "  --n N              successive messages of PRTT(n,*,s) (default 16)\n"
         "  --target-rel X     stop a point when its median's 95%% CI half-width is\n"
-        "                     below X times the median (default 0.01)\n"
+        "                     below X times the median (default 0.01; onen 0.02)\n"
         "  --min-reps N       repetitions at least (default 20)\n"
         "  --max-reps N       repetitions at most (default 20000)\n"
         "  --point-budget S   seconds one point may take at most (default 0.25)\n"
+        "  --point-min S      onen: seconds a point runs at least, stable or not, so\n"
+        "                     that its rounds span many scheduler periods (default 0.1)\n"
         "  --budget S         seconds the whole run may take (default 0: no limit)\n"
         "  --warmup S         warm-up seconds before each size (default 0.002)\n"
+        "  --max-p P          onen: peers up to P (default: ranks - 1)\n"
+        "  --modes LIST       onen: of single, list, inject, rma (default: all that the\n"
+        "                     transport has; the others are reported as unsupported)\n"
+        "  --directions LIST  onen: of 1:n, n:1 (default: both)\n"
         "  --monotonic-timer  use clock_gettime instead of the TSC\n"
         "  --print-config     list every RG_* setting with its value and exit\n"
         "  -h, --help         this text\n");
@@ -180,7 +189,8 @@ static int rg__bench_make_sweep(rg_bench_opts_t *opts, size_t lo, size_t hi, int
 static int rg__bench_parse_args(int argc, char **argv, rg_bench_opts_t *opts)
 {
     enum { O_TRANSPORT = 256, O_OUT, O_SIZES, O_MIN, O_MAX, O_OCT, O_N, O_TARGET,
-           O_MINREPS, O_MAXREPS, O_PBUDGET, O_BUDGET, O_WARMUP, O_MONO };
+           O_MINREPS, O_MAXREPS, O_PBUDGET, O_BUDGET, O_WARMUP, O_MONO, O_MAXP, O_MODES,
+           O_DIRS, O_PMIN };
     static const struct option longopts[] = {
         {"transport", required_argument, NULL, O_TRANSPORT},
         {"out", required_argument, NULL, O_OUT},
@@ -196,13 +206,18 @@ static int rg__bench_parse_args(int argc, char **argv, rg_bench_opts_t *opts)
         {"budget", required_argument, NULL, O_BUDGET},
         {"warmup", required_argument, NULL, O_WARMUP},
         {"monotonic-timer", no_argument, NULL, O_MONO},
+        {"max-p", required_argument, NULL, O_MAXP},
+        {"modes", required_argument, NULL, O_MODES},
+        {"directions", required_argument, NULL, O_DIRS},
+        {"point-min", required_argument, NULL, O_PMIN},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}
     };
     const char *env;
     const char *sizes_arg = NULL;
     size_t      min_size = 1, max_size = (size_t)1 << 20;
-    int         per_octave = 2, c, rc;
+    int         per_octave = 2, c, rc, onen;
+    const char *bad;
     rg_err_t    err;
 
     memset(opts, 0, sizeof(*opts));
@@ -229,9 +244,12 @@ static int rg__bench_parse_args(int argc, char **argv, rg_bench_opts_t *opts)
         return RG_BENCH_EXIT_USAGE;
     }
     opts->pattern = argv[1];
-    if (strcmp(opts->pattern, "prtt") != 0 && strcmp(opts->pattern, "pingpong") != 0) {
-        return rg__bench_usage_error("unknown pattern '%s' (known: prtt, pingpong)", opts->pattern);
+    if (strcmp(opts->pattern, "prtt") != 0 && strcmp(opts->pattern, "pingpong") != 0 &&
+        strcmp(opts->pattern, "onen") != 0) {
+        return rg__bench_usage_error("unknown pattern '%s' (known: prtt, pingpong, onen)",
+                                     opts->pattern);
     }
+    onen = strcmp(opts->pattern, "onen") == 0;
 
     optind = 2;
     opterr = 0;
@@ -248,10 +266,13 @@ static int rg__bench_parse_args(int argc, char **argv, rg_bench_opts_t *opts)
             break;
         case O_SIZES:
             sizes_arg = optarg;
+            opts->sizes_given = 1;
             break;
         case O_MIN:
         case O_MAX: {
             size_t v;
+
+            opts->sizes_given = 1;
             if (rg_parse_size(optarg, &v, &err) != RG_OK) {
                 return rg__bench_usage_error("%s", rg_err_message(&err));
             }
@@ -262,6 +283,7 @@ static int rg__bench_parse_args(int argc, char **argv, rg_bench_opts_t *opts)
             break;
         }
         case O_OCT:
+            opts->sizes_given = 1;
             if (rg__bench_parse_int(optarg, 1, 16, &per_octave) != 0) {
                 return rg__bench_usage_error("--per-octave must be an integer 1..16, not '%s'", optarg);
             }
@@ -272,6 +294,7 @@ static int rg__bench_parse_args(int argc, char **argv, rg_bench_opts_t *opts)
             }
             break;
         case O_TARGET:
+            opts->target_given = 1;
             if (rg__bench_parse_double(optarg, 1e-4, 1.0, &opts->target_rel) != 0) {
                 return rg__bench_usage_error("--target-rel must be in [0.0001, 1], not '%s'", optarg);
             }
@@ -287,9 +310,17 @@ static int rg__bench_parse_args(int argc, char **argv, rg_bench_opts_t *opts)
             }
             break;
         case O_PBUDGET:
+            opts->pbudget_given = 1;
             if (rg__bench_parse_double(optarg, 1e-4, 3600, &opts->point_budget_s) != 0) {
                 return rg__bench_usage_error("--point-budget must be seconds in (0, 3600], not '%s'", optarg);
             }
+            break;
+        case O_PMIN:
+            if (rg__bench_parse_double(optarg, 0, 3600, &opts->point_min_s) != 0) {
+                return rg__bench_usage_error("--point-min must be seconds in [0, 3600], not '%s'",
+                                             optarg);
+            }
+            opts->pmin_given = 1;
             break;
         case O_BUDGET:
             if (rg__bench_parse_double(optarg, 0, 86400, &opts->budget_s) != 0) {
@@ -303,6 +334,26 @@ static int rg__bench_parse_args(int argc, char **argv, rg_bench_opts_t *opts)
             break;
         case O_MONO:
             opts->force_monotonic = 1;
+            break;
+        case O_MAXP:
+            if (rg__bench_parse_int(optarg, 1, 1 << 20, &opts->max_p) != 0) {
+                return rg__bench_usage_error("--max-p must be a positive integer, not '%s'",
+                                             optarg);
+            }
+            break;
+        case O_MODES:
+            if (rg_bench_onen_parse_modes(optarg, &opts->modes, &bad) != 0) {
+                fprintf(stderr, "railgauge-bench: --modes: unknown mode '%s' in '%s' (known: "
+                        "single, list, inject, rma)\n", bad, optarg);
+                return RG_BENCH_EXIT_USAGE;
+            }
+            break;
+        case O_DIRS:
+            if (rg_bench_onen_parse_directions(optarg, &opts->directions, &bad) != 0) {
+                fprintf(stderr, "railgauge-bench: --directions: unknown direction '%s' in '%s' "
+                        "(known: 1:n, n:1)\n", bad, optarg);
+                return RG_BENCH_EXIT_USAGE;
+            }
             break;
         case 'h':
             rg__bench_usage(stdout);
@@ -318,6 +369,32 @@ static int rg__bench_parse_args(int argc, char **argv, rg_bench_opts_t *opts)
     }
     if (opts->min_reps > opts->max_reps) {
         return rg__bench_usage_error("--min-reps is above --max-reps%s", "");
+    }
+    if (!onen && (opts->max_p != 0 || opts->modes != 0 || opts->directions != 0 ||
+                  opts->pmin_given)) {
+        return rg__bench_usage_error("--max-p, --modes, --directions and --point-min are "
+                                     "options of the onen pattern, not of %s", opts->pattern);
+    }
+    if (onen) {
+        /* A round of onen is one small message per peer: 8 bytes unless told,
+         * and a looser target, since rounds of many peers on few cores spread
+         * more than a ping-pong. */
+        if (!opts->target_given) {
+            opts->target_rel = 0.02;
+        }
+        if (!opts->pmin_given) {
+            opts->point_min_s = 0.1;
+        }
+        if (opts->point_min_s > opts->point_budget_s) {
+            return rg__bench_usage_error("--point-min is above --point-budget%s",
+                                         opts->pbudget_given || opts->pmin_given ? ""
+                                         : " (0.25 s by default)");
+        }
+        if (!opts->sizes_given) {
+            opts->sizes[0] = 8;
+            opts->nsizes   = 1;
+            return 0;
+        }
     }
     if (sizes_arg != NULL) {
         return rg__bench_parse_sizes(sizes_arg, opts);
@@ -391,12 +468,19 @@ int main(int argc, char **argv)
     }
     if (strcmp(bench.opts.pattern, "prtt") == 0) {
         rc = rg_bench_prtt_run(&bench);
+    } else if (strcmp(bench.opts.pattern, "onen") == 0) {
+        rc = rg_bench_onen_run(&bench);
     } else {
         rc = rg_bench_pingpong_run(&bench);
     }
 
 out:
-    if (rc != RG_BENCH_EXIT_OK) {
+    /* A user error found after the start (--max-p above the ranks) is the
+     * same on every rank: one line, from rank 0. */
+    if (rc == RG_BENCH_EXIT_USAGE && bench.rank != 0) {
+        rc = -rc;
+    }
+    if (rc > RG_BENCH_EXIT_OK) {
         fprintf(stderr, "railgauge-bench: rank %d: %s\n", bench.rank, rg_err_message(&bench.err));
     }
     if (bench.out != NULL && bench.out != stdout) {
@@ -407,5 +491,5 @@ out:
     free(bench.samples);
     rg_xport_close(bench.xp);
     rg_boot_fini(bench.boot);
-    return rc;
+    return rc < 0 ? -rc : rc;
 }

@@ -52,10 +52,11 @@ typedef struct rg_bench_point {
     int         stable;
 } rg_bench_point_t;
 
-static double rg__bench_elapsed_s(const rg_bench_t *bench)
+double rg_bench_elapsed_s(const rg_bench_t *bench)
 {
     return (double)(rg_time_mono_ns() - bench->start_ns) * 1e-9;
 }
+
 
 static rg_status_t rg__bench_alloc(rg_bench_t *bench)
 {
@@ -254,7 +255,7 @@ static rg_status_t rg__bench_measure(rg_bench_t *bench, rg_bench_point_t *pt)
         if (spent_s >= o->point_budget_s || count >= (size_t)o->max_reps) {
             break;
         }
-        if (o->budget_s > 0 && rg__bench_elapsed_s(bench) >= o->budget_s) {
+        if (o->budget_s > 0 && rg_bench_elapsed_s(bench) >= o->budget_s) {
             break;
         }
         /* The next batch: about RG_BENCH_BATCH_NS of work, at least the
@@ -315,49 +316,55 @@ static rg_status_t rg__bench_warmup(rg_bench_t *bench, size_t size, double secon
     return RG_OK;
 }
 
+void rg_bench_header_common(rg_bench_t *bench, rg_json_t *js)
+{
+    char host[256], info[4096];
+
+    if (gethostname(host, sizeof(host)) != 0) {
+        snprintf(host, sizeof(host), "unknown");
+    }
+    host[sizeof(host) - 1] = '\0';
+    if (bench->xp->ops->info_json(bench->xp, info, sizeof(info)) != RG_OK) {
+        snprintf(info, sizeof(info), "{}");
+    }
+    rg_json_kv_string(js, "type", "header");
+    rg_json_kv_string(js, "tool", "railgauge-bench");
+    rg_json_kv_string(js, "version", RG_VERSION);
+    rg_json_kv_string(js, "pattern", bench->opts.pattern);
+    rg_json_kv_string(js, "transport", bench->xp->attr.name);
+    rg_json_key(js, "transport_info");
+    rg_json_raw(js, info);
+    rg_json_kv_string(js, "host", host);
+    rg_json_kv_int(js, "ranks", bench->size);
+    /* Who started the ranks: "launcher" (railgauge run) or "mpi" (mpirun/mpiexec). */
+    rg_json_kv_string(js, "bootstrap", rg_boot_kind(bench->boot));
+    rg_json_key(js, "timer");
+    rg_json_object_begin(js);
+    rg_json_kv_string(js, "source", bench->timer.source == RG_TIMER_TSC ? "tsc" : "monotonic");
+    rg_json_kv_double(js, "resolution_ns", bench->timer.resolution_ns);
+    rg_json_kv_double(js, "overhead_ns", bench->timer.overhead_ns);
+    rg_json_kv_double(js, "ticks_per_ns", bench->timer.ticks_per_ns);
+    rg_json_kv_bool(js, "tsc_invariant", bench->timer.tsc_invariant);
+    if (bench->timer.why_fallback[0] != '\0') {
+        rg_json_kv_string(js, "why_fallback", bench->timer.why_fallback);
+    }
+    rg_json_object_end(js);
+}
+
 rg_status_t rg_bench_write_header(rg_bench_t *bench, size_t planned_points)
 {
-    char        buf[16384], info[4096], host[256];
+    char        buf[16384];
     rg_json_t   js;
     time_t      now = time(NULL);
     struct tm   tm;
     char        when[64];
     size_t      i;
 
-    if (gethostname(host, sizeof(host)) != 0) {
-        snprintf(host, sizeof(host), "unknown");
-    }
-    host[sizeof(host) - 1] = '\0';
     gmtime_r(&now, &tm);
     strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    if (bench->xp->ops->info_json(bench->xp, info, sizeof(info)) != RG_OK) {
-        snprintf(info, sizeof(info), "{}");
-    }
-
     rg_json_init(&js, buf, sizeof(buf));
     rg_json_object_begin(&js);
-    rg_json_kv_string(&js, "type", "header");
-    rg_json_kv_string(&js, "tool", "railgauge-bench");
-    rg_json_kv_string(&js, "version", RG_VERSION);
-    rg_json_kv_string(&js, "pattern", bench->opts.pattern);
-    rg_json_kv_string(&js, "transport", bench->xp->attr.name);
-    rg_json_key(&js, "transport_info");
-    rg_json_raw(&js, info);
-    rg_json_kv_string(&js, "host", host);
-    rg_json_kv_int(&js, "ranks", bench->size);
-    /* Who started the ranks: "launcher" (railgauge run) or "mpi" (mpirun/mpiexec). */
-    rg_json_kv_string(&js, "bootstrap", rg_boot_kind(bench->boot));
-    rg_json_key(&js, "timer");
-    rg_json_object_begin(&js);
-    rg_json_kv_string(&js, "source", bench->timer.source == RG_TIMER_TSC ? "tsc" : "monotonic");
-    rg_json_kv_double(&js, "resolution_ns", bench->timer.resolution_ns);
-    rg_json_kv_double(&js, "overhead_ns", bench->timer.overhead_ns);
-    rg_json_kv_double(&js, "ticks_per_ns", bench->timer.ticks_per_ns);
-    rg_json_kv_bool(&js, "tsc_invariant", bench->timer.tsc_invariant);
-    if (bench->timer.why_fallback[0] != '\0') {
-        rg_json_kv_string(&js, "why_fallback", bench->timer.why_fallback);
-    }
-    rg_json_object_end(&js);
+    rg_bench_header_common(bench, &js);
     rg_json_key(&js, "params");
     rg_json_object_begin(&js);
     rg_json_kv_int(&js, "n", bench->opts.n);
@@ -379,19 +386,28 @@ rg_status_t rg_bench_write_header(rg_bench_t *bench, size_t planned_points)
     return rg_json_write_line(&js, bench->out, &bench->err);
 }
 
-rg_status_t rg_bench_write_footer(rg_bench_t *bench, size_t points, const char *status)
+rg_status_t rg_bench_write_footer_with(rg_bench_t *bench, size_t points, const char *status,
+                                       void (*extra)(rg_json_t *js, void *ctx), void *ctx)
 {
-    char      buf[512];
+    char      buf[8192];
     rg_json_t js;
 
     rg_json_init(&js, buf, sizeof(buf));
     rg_json_object_begin(&js);
     rg_json_kv_string(&js, "type", "footer");
-    rg_json_kv_double(&js, "wall_s", rg__bench_elapsed_s(bench));
+    rg_json_kv_double(&js, "wall_s", rg_bench_elapsed_s(bench));
     rg_json_kv_uint(&js, "points", points);
     rg_json_kv_string(&js, "status", status);
+    if (extra != NULL) {
+        extra(&js, ctx);
+    }
     rg_json_object_end(&js);
     return rg_json_write_line(&js, bench->out, &bench->err);
+}
+
+rg_status_t rg_bench_write_footer(rg_bench_t *bench, size_t points, const char *status)
+{
+    return rg_bench_write_footer_with(bench, points, status, NULL, NULL);
 }
 
 static rg_status_t rg__bench_write_point(rg_bench_t *bench, const rg_bench_point_t *pt)
@@ -565,7 +581,7 @@ static int rg__bench_drive(rg_bench_t *bench, int prtt)
     for (i = 0; i < o->nsizes; i++) {
         size_t s = o->sizes[i];
 
-        if (o->budget_s > 0 && rg__bench_elapsed_s(bench) >= o->budget_s) {
+        if (o->budget_s > 0 && rg_bench_elapsed_s(bench) >= o->budget_s) {
             status = "budget";
             break;
         }

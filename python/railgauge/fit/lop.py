@@ -77,6 +77,7 @@ __all__ = [
     "latency_formula",
     "latency_list",
     "load_lop_model",
+    "logp_prediction",
     "logp_rtt_per_peer",
     "lop_from_json",
     "overhead_function",
@@ -1153,6 +1154,8 @@ def _logp_block(fit_primary: LopSeriesFit, loggp: Any, stat: str) -> dict[str, A
         # LogP calibrated on the two smallest p (a ping-pong and the next round): A = 4o + 2L
         # is the round at p_1, B = max{g, o} the growth of the round per extra peer; the
         # rest of the curve is predicted, as the slides predict it from LogP's parameters.
+        if ps.size < 2:
+            raise LopInputError("LogP calibrated on the data needs two p (or a LogGP model)")
         tot = per * ps
         order = np.argsort(ps)
         p1, p2 = ps[order[0]], ps[order[1]]
@@ -1173,6 +1176,25 @@ def _logp_block(fit_primary: LopSeriesFit, loggp: Any, stat: str) -> dict[str, A
     ]
     return {"formula": "(4o + 2L + (P-1) max{g, o})/P", "source": source, **params,
             "stat": stat, "table": table}
+
+
+def logp_prediction(points: Sequence[OnenPoint], stat: str, loggp: Any = None,
+                    rtt: CurveFit | None = None) -> dict[str, Any]:
+    """The slides' LogP prediction beside the measured RTT(P)/P of one series, as the
+    ``logp`` block of the model file (:func:`fit_lop`), also where there is no LoP fit.
+
+    ``points`` are one series' points; ``loggp`` a LogGP model (fit, document or path) whose
+    L, o, g give the prediction at the series' size, None: LogP calibrated on the two
+    smallest p; ``rtt`` the series' LoP fit for the table's ``lop_us`` (None: null).
+
+    Raises LopInputError without points with the statistic, or with one p and no LogGP
+    model."""
+    pts = sorted((pt for pt in points if pt.rtt(stat) is not None), key=lambda q: q.p)
+    if not pts:
+        raise LopInputError(f"no points with a {stat} round time")
+    first = pts[0]
+    sf = LopSeriesFit(first.direction, first.mode, first.s, stat, rtt, None, None, pts)
+    return _logp_block(sf, _as_loggp(loggp), stat)
 
 
 def fit_lop(

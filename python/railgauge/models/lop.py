@@ -95,7 +95,8 @@ class LopModel:
             except LopInputError as exc:
                 skipped[key] = str(exc)
         if not curves:
-            raise NotApplicable("LoP has 6 parameters per series: " + "; ".join(skipped.values()))
+            why = dict.fromkeys(skipped.values())
+            raise NotApplicable("LoP has 6 parameters per series: " + "; ".join(why))
         params = {f"{d} {m} s={s}": {"form": c.form, "lambda": c.lam}
                   for (d, m, s), c in curves.items()}
         notes = [f"{d} {m} s={s}: {c.message}" for (d, m, s), c in curves.items() if c.fallback]

@@ -213,6 +213,7 @@ table.facts td { text-align: left; }
 .muted { color: #777; font-size: 0.9em; }
 figure { margin: 1em 0; }
 figure img { max-width: 100%; border: 1px solid #eee; }
+details summary { cursor: pointer; color: #333; margin: 0.6em 0; }
 figcaption { color: #555; font-size: 0.9em; }
 code { background: #f5f5f5; padding: 0 0.2em; }
 """
@@ -438,6 +439,8 @@ def write_report(
     meas: Measurements,
     fit: LoggpFit,
     extra: Mapping[str, Any] | None = None,
+    *,
+    lop: Any = None,
 ) -> Path:
     """Writes ``report.html`` (self-contained) and the figures as PNGs into ``out_dir``.
 
@@ -451,6 +454,10 @@ def write_report(
         The fit (from :func:`railgauge.fit.loggp.fit_loggp` or ``load_loggp_model``).
     extra
         Further facts shown in a table (for example the wall time of the run).
+    lop
+        The LoP part of a gauge run (:class:`railgauge.gauge_lop.LopPart`): adds the LoP
+        section (RTT(p), the fit, L(p), t_1:n, LogP beside the measured RTT(P)/P) and the
+        model comparison, with their figures ``lop.png`` and ``compare-models.png``.
 
     Returns
     -------
@@ -478,6 +485,13 @@ def write_report(
         reader_warn = (
             "<ul>" + "".join(f"<li class='warn'>{_e(w)}</li>" for w in meas.warnings) + "</ul>"
         )
+    lop_html = lop_intro = ""
+    if lop is not None:
+        from railgauge.report.lop import lop_html as render_lop
+        from railgauge.report.lop import lop_intro as render_intro
+
+        lop_html = render_lop(lop, out, _figure)
+        lop_intro = render_intro(lop)
     now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     doc = f"""<!DOCTYPE html>
 <html lang="en">
@@ -492,6 +506,7 @@ def write_report(
 <p class="muted">railgauge {_e(__version__)}: LogGP by parametrised round-trip times
 (Hoefler, Lichei, Rehm 2007), protocol ranges found by penalised segmented least squares.
 {_e(fit.message)}.</p>
+{lop_intro}
 <h2>Measurement</h2>
 <table class="facts">{facts}</table>
 {reader_warn}
@@ -499,6 +514,7 @@ def write_report(
 {_ranges_table(fit)}
 <h2>Figures</h2>
 {"".join(figures)}
+{lop_html}
 <h2>Protocol-range criterion and fit</h2>
 {_criterion(fit)}
 {extra_html}
