@@ -331,8 +331,12 @@ static void rg__ofi_try_rma(rg__ofi_t *ofi)
     }
     hints->caps       |= FI_RMA;
     hints->addr_format = cur->addr_format;
-    if (cur->src_addr != NULL && cur->src_addrlen > 0 &&
-        (hints->src_addr = malloc(cur->src_addrlen)) != NULL) {
+    /* The source address pins the interface chosen (ofi:tcp on a rail). Not
+     * for shm: its addresses are names made up per fi_getinfo, and asking for
+     * the same name again gave a second endpoint of this process (the data
+     * channel) a name in use: fi_enable failed with EBUSY now and then. */
+    if (strcmp(cur->fabric_attr->prov_name, "shm") != 0 && cur->src_addr != NULL &&
+        cur->src_addrlen > 0 && (hints->src_addr = malloc(cur->src_addrlen)) != NULL) {
         memcpy(hints->src_addr, cur->src_addr, cur->src_addrlen);
         hints->src_addrlen = cur->src_addrlen;
     }
