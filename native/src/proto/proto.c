@@ -1179,23 +1179,10 @@ static size_t rg__default_eager(const rg_proto_config_t *cfg, const char *name)
 
 /* Every rank must use the same eager limit, pool and rendezvous mode: a
  * mismatch is found here rather than as truncated messages later. */
-static uint64_t rg__host_hash(void)
-{
-    char     host[256] = "";
-    uint64_t h = 1469598103934665603ull;
-    size_t   i;
-
-    (void)gethostname(host, sizeof(host) - 1);
-    for (i = 0; host[i] != '\0'; i++) {
-        h = (h ^ (unsigned char)host[i]) * 1099511628211ull;
-    }
-    return h;
-}
-
 static rg_status_t rg__agree(rg_proto_t *proto, rg_boot_t *boot, rg_err_t *err)
 {
     uint64_t    mine[4] = {proto->eager_limit, (uint64_t)proto->cfg.use_get,
-                           (uint64_t)getpid(), rg__host_hash()};
+                           (uint64_t)getpid(), rg_xport_host_id()};
     uint64_t   *all;
     rg_status_t status;
     int         i;

@@ -468,38 +468,6 @@ static rg_status_t rg__ofi_endpoint(rg__ofi_t *ofi, const rg__ofi_config_t *cfg,
     return RG_OK;
 }
 
-/* An identity of this host and pid namespace: ranks that share it can check
- * each other's pids. */
-static uint64_t rg__ofi_host_id(void)
-{
-    char        text[512];
-    struct stat st;
-    uint64_t    h = 1469598103934665603ull;
-    size_t      i, n;
-    FILE       *f;
-
-    memset(text, 0, sizeof(text));
-    if (gethostname(text, 255) != 0) {
-        text[0] = '\0';
-    }
-    n = strlen(text);
-    f = fopen("/proc/sys/kernel/random/boot_id", "r");
-    if (f != NULL) {
-        if (fgets(text + n, (int)(sizeof(text) - n - 32), f) == NULL) {
-            text[n] = '\0';
-        }
-        fclose(f);
-    }
-    n = strlen(text);
-    if (stat("/proc/self/ns/pid", &st) == 0) {
-        snprintf(text + n, sizeof(text) - n, "/%llu", (unsigned long long)st.st_ino);
-    }
-    for (i = 0; text[i] != '\0'; i++) {
-        h = (h ^ (unsigned char)text[i]) * 1099511628211ull;
-    }
-    return h;
-}
-
 /* The tag width: mem_tag_format starts with the bits the provider ignores. */
 static unsigned rg__ofi_tag_bits(const struct fi_info *info)
 {
@@ -911,7 +879,7 @@ rg_status_t rg__ofi_open(const char *name, rg_boot_t *boot, rg_xport_t **xp_p,
     size_t           name_max = 1;
     rg_status_t      status, setup;
     rg_err_t         setup_err;
-    uint64_t         host = rg__ofi_host_id();
+    uint64_t         host = rg_xport_host_id();
     unsigned         tag_bits = 64;
     int              size = rg_boot_size(boot), rank = rg_boot_rank(boot), i;
     int              no_rma_rank = -1;

@@ -281,6 +281,10 @@ const char *rg_xport_strerror(const rg_xport_t *xp);
  * which is how peers on this host are found dead while a rank waits. */
 int rg_xport_pid_dead(pid_t pid);
 
+/* An identity of this host and pid namespace: ranks whose ids are equal can
+ * check each other's pids with rg_xport_pid_dead(). */
+uint64_t rg_xport_host_id(void);
+
 /* Stubs for slots a transport does not offer. */
 rg_status_t rg_xport_no_block(rg_xport_t *xp, uint64_t timeout_ns);
 rg_status_t rg_xport_no_info_json(rg_xport_t *xp, char *buf, size_t cap);

@@ -1298,38 +1298,6 @@ static void rg__onen_free(rg_onen_t *on)
     free(on->times);
 }
 
-/* An identity of this host and pid namespace (ranks that share it can
- * check each other's pids): the host name, the boot id and the namespace. */
-static uint64_t rg__onen_host_id(void)
-{
-    char        text[512];
-    struct stat st;
-    uint64_t    h = 1469598103934665603ull;
-    size_t      i, n;
-    FILE       *f;
-
-    memset(text, 0, sizeof(text));
-    if (gethostname(text, 255) != 0) {
-        text[0] = '\0';
-    }
-    n = strlen(text);
-    f = fopen("/proc/sys/kernel/random/boot_id", "r");
-    if (f != NULL) {
-        if (fgets(text + n, (int)(sizeof(text) - n - 32), f) == NULL) {
-            text[n] = '\0';
-        }
-        fclose(f);
-    }
-    n = strlen(text);
-    if (stat("/proc/self/ns/pid", &st) == 0) {
-        snprintf(text + n, sizeof(text) - n, "/%llu", (unsigned long long)st.st_ino);
-    }
-    for (i = 0; text[i] != '\0'; i++) {
-        h = (h ^ (unsigned char)text[i]) * 1099511628211ull;
-    }
-    return h;
-}
-
 /* Every rank's pid and host (collective). */
 static rg_status_t rg__onen_exchange_ids(rg_onen_t *on)
 {
@@ -1338,7 +1306,7 @@ static rg_status_t rg__onen_exchange_ids(rg_onen_t *on)
     int         i;
 
     mine[0] = (uint64_t)getpid();
-    mine[1] = rg__onen_host_id();
+    mine[1] = rg_xport_host_id();
     all       = calloc((size_t)on->size, sizeof(mine));
     on->pids  = calloc((size_t)on->size, sizeof(*on->pids));
     on->hosts = calloc((size_t)on->size, sizeof(*on->hosts));
