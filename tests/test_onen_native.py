@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from conftest import ROOT, procs_with_marker
-from mpi_util import needs_flavour, run_native_mpi
+from mpi_util import MPI_FLAVOURS, run_native_mpi
 from railgauge.launcher import LaunchResult, launch
 from railgauge.onen import MODES, read_onen
 
@@ -104,8 +104,8 @@ def _check_file(path: Path, transport: str, nranks: int, modes: set[str],
     [
         ("shm", 2, {"single", "list", "inject", "rma"}),
         ("shm", 4, {"single", "list", "inject", "rma"}),
-        ("tcp", 2, {"single"}),
-        ("tcp", 4, {"single"}),
+        ("tcp", 2, {"single", "list"}),
+        ("tcp", 4, {"single", "list"}),
         pytest.param("ofi:tcp", 3, {"single", "list", "rma"}, marks=needs_ofi),
         pytest.param("ofi:shm", 2, {"single", "list", "inject", "rma"}, marks=needs_ofi),
     ],
@@ -144,15 +144,30 @@ def test_onen_fit_lop(native_tool: Callable[[str], str], tmp_path: Path) -> None
     assert fit["list"] is not None
 
 
-@needs_flavour("openmpi")
-def test_onen_mpi(tmp_path: Path) -> None:
-    """The mpi transport under Open MPI: single and rma (MPI_Put), no list, no inject."""
+@pytest.mark.parametrize("flavour", MPI_FLAVOURS)
+def test_onen_mpi(tmp_path: Path, flavour: str) -> None:
+    """The mpi transport under both MPIs: single, list (MPI_Startall of persistent sends)
+    and rma (MPI_Put); no inject."""
     out = tmp_path / "onen.jsonl"
     res = run_native_mpi(TOOL, ["onen", "--transport", "mpi", "--out", str(out), *FAST], 3,
-                         "openmpi", timeout_s=120)
+                         flavour, timeout_s=120)
     assert res.returncode == 0, f"{res.failure}\n{res.stderr[-3000:]}"
-    _check_file(out, "mpi", 3, {"single", "rma"}, {"list", "inject"})
-    assert "MPI has no" in _records(out)[0]["modes_unsupported"]["list"]
+    _check_file(out, "mpi", 3, {"single", "list", "rma"}, {"inject"})
+    header = _records(out)[0]
+    assert "MPI has no" in header["modes_unsupported"]["inject"]
+    assert "MPI_Startall" in header["transport_info"]["list_post"]
+
+
+def test_onen_tcp_list_without_uring(native_tool: Callable[[str], str],
+                                     monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """RG_TCP_URING=0: list posts are one sendmsg per peer, and the header says so."""
+    monkeypatch.setenv("RG_TCP_URING", "0")
+    out = tmp_path / "onen.jsonl"
+    res = _run(native_tool(TOOL), ["--out", str(out), "--modes", "list", *FAST], 3,
+               transport="tcp")
+    assert res.returncode == 0, res.failure
+    _check_file(out, "tcp", 3, {"list"}, set())
+    assert "RG_TCP_URING=0" in _records(out)[0]["transport_info"]["list_post"]
 
 
 def test_onen_unsupported_mode_asked(native_tool: Callable[[str], str],
@@ -167,14 +182,14 @@ def test_onen_unsupported_mode_asked(native_tool: Callable[[str], str],
     _check_file(out, "tcp", 2, {"single"}, {"rma"})
     assert "one-sided" in _records(out)[0]["modes_unsupported"]["rma"]
     assert err.count("onen: mode rma is not measured over tcp") == 1
-    assert "mode list" not in err  # not asked for, not reported
+    assert "mode inject" not in err  # not asked for, not reported
 
-    res = _run(native_tool(TOOL), ["--out", str(out), "--modes", "rma,list"], 3,
+    res = _run(native_tool(TOOL), ["--out", str(out), "--modes", "rma,inject"], 3,
                transport="tcp", kill_on_failure=False)
     err = capfd.readouterr().err
     assert res.returncodes == [2, 2, 2], f"{res}\n{err}"
     lines = [ln for ln in err.splitlines() if ln.startswith("railgauge-bench")]
-    assert len(lines) == 1 and "none of the modes asked for (list, rma)" in lines[0]
+    assert len(lines) == 1 and "none of the modes asked for (inject, rma)" in lines[0]
 
 
 @pytest.mark.parametrize(

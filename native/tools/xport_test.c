@@ -699,6 +699,44 @@ static void rg_xt_test_peer_exits(rg_xt_t *t)
  * after it to the right neighbour; every message arrives whole and in order.
  * A bad peer anywhere in a list posts nothing. Without one, the wrapper says
  * RG_ERR_UNSUPPORTED and rg_xport_has gives a reason. */
+/* A list of more bytes to one peer than its path buffers (16 MiB in 8
+ * messages, then a small one): the transport sends part at post time and
+ * the rest as the receiver drains, in order. */
+static void rg_xt_opt_list_burst(rg_xt_t *t)
+{
+    enum { NB = 9 };
+    const size_t   mib = (size_t)2 << 20;
+    rg_xsend_t     sends[NB];
+    rg_xreq_t      sreqs[NB], rreqs[NB];
+    unsigned char *sbuf = rg_xt_alloc(t, NB * mib), *rbuf = rg_xt_alloc(t, NB * mib);
+    rg_status_t    status;
+    size_t         len;
+    int            i;
+
+    for (i = 0; i < NB; i++) {
+        len           = i + 1 < NB ? mib : 24;
+        sends[i].peer = rg_xt_right(t);
+        sends[i].buf  = sbuf + (size_t)i * mib;
+        sends[i].len  = len;
+        rg_xt_fill(sbuf + (size_t)i * mib, len, rg_xt_seed(t->rank, sends[i].peer, 100 + (size_t)i));
+        rg_xt_irecv(t, rg_xt_left(t), rbuf + (size_t)i * mib, mib, &rreqs[i]);
+    }
+    status = rg_xport_isend_list(t->xp, sends, NB, sreqs);
+    if (status != RG_OK) {
+        rg_xt_fatal(t, status, "isend_list of a burst");
+    }
+    for (i = 0; i < NB; i++) {
+        status = rg_xt_wait(t, &rreqs[i]);
+        rg_xt_expect(t, &rreqs[i], status, rg_xt_left(t), i + 1 < NB ? mib : 24,
+                     rg_xt_seed(rg_xt_left(t), t->rank, 100 + (size_t)i), "burst list message");
+    }
+    for (i = 0; i < NB; i++) {
+        rg_xt_wait(t, &sreqs[i]);
+    }
+    free(sbuf);
+    free(rbuf);
+}
+
 static void rg_xt_opt_list(rg_xt_t *t)
 {
     const size_t big = (size_t)192 << 10, small = 40;
@@ -793,6 +831,7 @@ static void rg_xt_opt_list(rg_xt_t *t)
     status = rg_xt_wait(t, &rreqs[k + 1]);
     rg_xt_expect(t, &rreqs[k + 1], status, rg_xt_left(t), small,
                  rg_xt_seed(rg_xt_left(t), t->rank, (size_t)t->size), "small message after it");
+    rg_xt_opt_list_burst(t);
 out:
     free(sends);
     free(sreqs);

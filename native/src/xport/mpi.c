@@ -35,6 +35,15 @@
  * eager in both MPIs, completes at once. Progress tests the requests in
  * flight (MPI_Test for one, MPI_Testsome for more).
  *
+ * List posts (ops->isend_list) start persistent sends with one MPI_Startall,
+ * MPI's only call that posts several operations at once. The persistent
+ * requests (MPI_Send_init of a short message: peer, buffer, length) are kept
+ * in a small hash table and reused by later lists that send the same buffer
+ * to the same peer again, as a program with a fixed communication pattern
+ * does; a request still active, a long message, or a full probe window
+ * takes MPI_Isend instead, in list order (the run of starts before it goes
+ * first), so per-peer order is that of the list.
+ *
  * Memory windows (ops->win_*, railgauge-bench onen's rma mode) are MPI
  * windows over the caller's memory (MPI_Win_create, a passive-target epoch
  * opened with MPI_Win_lock_all for the window's life). A write is MPI_Put
@@ -82,6 +91,15 @@ struct rg_xwin {
     rg_xwin_t *next;       /* the transport's open windows */
 };
 
+typedef struct rg__mpi_pers {
+    MPI_Request r;        /* MPI_REQUEST_NULL: an empty slot */
+    const void *buf;
+    size_t      len;
+    int         peer;
+    int         active;   /* started and not complete */
+    uint64_t    used;     /* list post that used it last */
+} rg__mpi_pers_t;
+
 /* A completed MPI request, kept between MPI_Testsome and its handling. */
 typedef struct rg__mpi_done {
     rg_xreq_t *req;
@@ -107,6 +125,12 @@ typedef struct rg__mpi {
     rg__mpi_done_t      *fl_done;
     int                  nflight, flight_cap;
     rg_xwin_t           *wins;       /* open memory windows */
+    rg__mpi_pers_t      *pers;       /* list posts' persistent sends, pers_cap slots */
+    size_t               pers_cap;
+    uint64_t             lists;      /* list posts so far */
+    MPI_Request         *lst_req;    /* scratch of one MPI_Startall */
+    rg_xreq_t          **lst_own;
+    size_t               lst_cap;
     unsigned             completions;  /* requests completed since progress looked */
     rg_status_t          failed;
     const rg_boot_mpi_t *boot;
@@ -129,6 +153,12 @@ typedef struct rg__mpi {
 #define RG__MPI_F_DTYPE      1u   /* priv[2] holds a derived datatype */
 #define RG__MPI_F_PAYLOAD    2u   /* a receive waits for a long message's payload */
 #define RG__MPI_F_CTL        4u   /* a receive waits on ctl (cancelled at close) */
+#define RG__MPI_F_PERS       8u   /* a send on a cached persistent request; priv[2] its slot */
+
+/* The cache of persistent short sends of list posts: open addressing over
+ * (peer, buf, len), RG__MPI_PERS_PROBE slots probed, least recently used
+ * inactive slot replaced. */
+#define RG__MPI_PERS_PROBE   8
 
 /* The functions the forwarding table in the tools calls (defined below). */
 static const rg_xport_ops_t rg__mpi_impl_ops;
@@ -354,6 +384,10 @@ static rg_status_t rg__mpi_send_done(rg__mpi_t *mpi, rg_xreq_t *req, int code)
     }
     mpi->completions++;
     if (--RG__MPI_PENDING(req) == 0) {
+        if (RG__MPI_FLAGS(req) & RG__MPI_F_PERS) {
+            mpi->pers[RG__MPI_DTYPE(req)].active = 0;
+            RG__MPI_FLAGS(req) &= ~(uint64_t)RG__MPI_F_PERS;
+        }
         rg__mpi_free_type(req);
         req->done   = req->len;
         req->status = RG_OK;
@@ -598,6 +632,182 @@ static rg_status_t rg__mpi_isend(rg_xport_t *xp, rg_xreq_t *req)
         return status;
     }
     return rg__mpi_track(mpi, req, r[1]);
+}
+
+/* ---- list posts ------------------------------------------------------------ */
+
+/* The slot of a persistent send of (peer, buf, len), made now if needed;
+ * NULL where every probed slot is active (the caller sends with MPI_Isend). */
+static rg__mpi_pers_t *rg__mpi_pers_get(rg__mpi_t *mpi, int peer, const void *buf, size_t len,
+                                        rg_status_t *status)
+{
+    rg__mpi_pers_t *e, *victim = NULL;
+    uint64_t        h;
+    size_t          i;
+    int             rc;
+
+    h  = (uint64_t)(uintptr_t)buf * 0x9e3779b97f4a7c15ull;
+    h ^= ((uint64_t)(unsigned)peer << 32 | (uint64_t)len) * 0xc2b2ae3d27d4eb4full;
+    h ^= h >> 29;
+    for (i = 0; i < RG__MPI_PERS_PROBE; i++) {
+        e = &mpi->pers[(h + i) & (mpi->pers_cap - 1)];
+        if (e->r != MPI_REQUEST_NULL && e->peer == peer && e->buf == buf && e->len == len) {
+            return e->active ? NULL : e;
+        }
+        if (!e->active && (victim == NULL || e->r == MPI_REQUEST_NULL ||
+                           (victim->r != MPI_REQUEST_NULL && e->used < victim->used))) {
+            victim = e;
+        }
+    }
+    if (victim == NULL) {
+        return NULL;
+    }
+    if (victim->r != MPI_REQUEST_NULL) {
+        MPI_Request_free(&victim->r);
+    }
+    rc = MPI_Send_init(buf, (int)len, MPI_BYTE, peer, RG__MPI_TAG_SHORT, mpi->ctl, &victim->r);
+    if (rc != MPI_SUCCESS) {
+        victim->r = MPI_REQUEST_NULL;
+        *status   = rg__mpi_error(mpi, rc, "MPI_Send_init", peer);
+        return NULL;
+    }
+    victim->peer = peer;
+    victim->buf  = buf;
+    victim->len  = len;
+    return victim;
+}
+
+static rg_status_t rg__mpi_list_room(rg__mpi_t *mpi, size_t n)
+{
+    MPI_Request *r;
+    rg_xreq_t  **o;
+    size_t       i, cap;
+
+    if (mpi->pers == NULL) {
+        cap = 64;
+        while (cap < 4 * (size_t)mpi->head.super.size) {
+            cap *= 2;
+        }
+        mpi->pers = calloc(cap, sizeof(*mpi->pers));
+        if (mpi->pers == NULL) {
+            return rg_err_set(&mpi->head.super.err, RG_ERR_NOMEM,
+                              "cannot allocate %zu persistent-send slots", cap);
+        }
+        for (i = 0; i < cap; i++) {
+            mpi->pers[i].r = MPI_REQUEST_NULL;
+        }
+        mpi->pers_cap = cap;
+    }
+    if (n <= mpi->lst_cap) {
+        return RG_OK;
+    }
+    if ((r = realloc(mpi->lst_req, n * sizeof(*r))) != NULL) {
+        mpi->lst_req = r;
+    }
+    if ((o = realloc(mpi->lst_own, n * sizeof(*o))) != NULL) {
+        mpi->lst_own = o;
+    }
+    if (r == NULL || o == NULL) {
+        return rg_err_set(&mpi->head.super.err, RG_ERR_NOMEM,
+                          "cannot grow the list-post scratch to %zu sends", n);
+    }
+    mpi->lst_cap = n;
+    return RG_OK;
+}
+
+/* Starts the m persistent sends gathered so far with one MPI_Startall. */
+static rg_status_t rg__mpi_list_start(rg__mpi_t *mpi, size_t m)
+{
+    rg_status_t status;
+    size_t      i;
+    int         rc;
+
+    if (m == 0) {
+        return RG_OK;
+    }
+    rc = MPI_Startall((int)m, mpi->lst_req);
+    if (rc != MPI_SUCCESS) {
+        for (i = 0; i < m; i++) {
+            mpi->pers[RG__MPI_DTYPE(mpi->lst_own[i])].active = 0;
+            mpi->lst_own[i]->status = RG_ERR_IO;
+        }
+        return rg__mpi_error(mpi, rc, "MPI_Startall", mpi->lst_own[0]->peer);
+    }
+    for (i = 0; i < m; i++) {
+        status = rg__mpi_track(mpi, mpi->lst_own[i], mpi->lst_req[i]);
+        if (status != RG_OK) {
+            return status;
+        }
+    }
+    return RG_OK;
+}
+
+static rg_status_t rg__mpi_isend_list(rg_xport_t *xp, rg_xreq_t *reqs, size_t n)
+{
+    rg__mpi_t      *mpi = rg__mpi(xp);
+    rg__mpi_pers_t *e;
+    rg_status_t     status = RG_OK;
+    size_t          i, m = 0;
+
+    if (mpi->failed != RG_OK) {
+        for (i = 0; i < n; i++) {
+            reqs[i].status = mpi->failed;
+        }
+        return mpi->failed;
+    }
+    if (n > (size_t)INT_MAX / 2) {
+        return rg_err_set(&xp->err, RG_ERR_RANGE, "a list of %zu sends is too long for MPI", n);
+    }
+    status = rg__mpi_list_room(mpi, n);
+    if (status == RG_OK) {
+        status = rg__mpi_reserve(mpi, 2 * (int)n);
+    }
+    if (status != RG_OK) {
+        for (i = 0; i < n; i++) {
+            reqs[i].status = status;
+        }
+        return status;
+    }
+    mpi->lists++;
+    for (i = 0; i < n; i++) {
+        e = NULL;
+        if (reqs[i].len <= mpi->short_max) {
+            e = rg__mpi_pers_get(mpi, reqs[i].peer, reqs[i].buf, reqs[i].len, &status);
+            if (status != RG_OK) {
+                break;
+            }
+        }
+        if (e != NULL) {
+            e->active                = 1;
+            e->used                  = mpi->lists;
+            RG__MPI_FLAGS(&reqs[i])   = RG__MPI_F_PERS;
+            RG__MPI_PENDING(&reqs[i]) = 1;
+            RG__MPI_DTYPE(&reqs[i])   = (uint64_t)(e - mpi->pers);
+            mpi->lst_req[m]          = e->r;
+            mpi->lst_own[m]          = &reqs[i];
+            m++;
+            continue;
+        }
+        /* MPI_Isend, after the starts before it. */
+        status = rg__mpi_list_start(mpi, m);
+        m      = 0;
+        if (status == RG_OK) {
+            status = rg__mpi_isend(xp, &reqs[i]);
+        }
+        if (status != RG_OK) {
+            break;
+        }
+    }
+    if (status == RG_OK) {
+        return rg__mpi_list_start(mpi, m);
+    }
+    /* The transport has failed: what was not posted ends with the error. */
+    for (; i < n; i++) {
+        if (reqs[i].status == RG_INPROGRESS) {
+            reqs[i].status = status;
+        }
+    }
+    return status;
 }
 
 static rg_status_t rg__mpi_irecv(rg_xport_t *xp, rg_xreq_t *req)
@@ -907,6 +1117,7 @@ static void rg__mpi_close(rg_xport_t *xp)
     rg__mpi_t  *mpi = rg__mpi(xp);
     rg_xreq_t  *req;
     void       *b;
+    size_t      k;
     int         i, finalized = 0, cancelled;
 
     MPI_Finalized(&finalized);
@@ -926,12 +1137,22 @@ static void rg__mpi_close(rg_xport_t *xp)
             free(rg__mpi_ptr(RG__MPI_BOUNCE(req)));
             RG__MPI_BOUNCE(req) = 0;
         }
-        if (!cancelled && mpi->fl_req[i] != MPI_REQUEST_NULL) {
+        if (!cancelled && mpi->fl_req[i] != MPI_REQUEST_NULL &&
+            !(RG__MPI_FLAGS(req) & RG__MPI_F_PERS)) {
             MPI_Request_free(&mpi->fl_req[i]);
         }
         /* Freeing a datatype that a pending operation uses is allowed. */
         rg__mpi_free_type(req);
     }
+    /* Persistent sends: an active one is freed once it completes. */
+    for (k = 0; k < mpi->pers_cap && !finalized; k++) {
+        if (mpi->pers[k].r != MPI_REQUEST_NULL) {
+            MPI_Request_free(&mpi->pers[k].r);
+        }
+    }
+    free(mpi->pers);
+    free(mpi->lst_req);
+    free(mpi->lst_own);
     while ((b = mpi->bounces) != NULL) {
         memcpy(&mpi->bounces, b, sizeof(void *));
         free(b);
@@ -1046,10 +1267,6 @@ static rg_status_t rg__mpi_open(void *ctx, rg_xport_t **xp_p, rg_err_t *err)
     mpi->head.super.attr.max_msg_size = SIZE_MAX;
     mpi->head.super.attr.inject_size  = 0;
     mpi->head.super.attr.can_get      = 0;
-    mpi->head.super.attr.why_not[RG_XPORT_OPT_LIST] =
-        "MPI has no call that posts several sends at once (MPI_Startall starts persistent "
-        "requests, which this transport does not use; its MPI_Isend per message is the "
-        "single mode)";
     mpi->head.super.attr.why_not[RG_XPORT_OPT_INJECT] =
         "MPI has no inline (request-free) send; MPI_Isend of a small message is already "
         "eager, which is the single mode";
@@ -1079,6 +1296,7 @@ static rg_status_t rg__mpi_info_json(rg_xport_t *xp, char *buf, size_t cap)
     }
     rg_json_kv_string(&js, "library_version", mpi->version_line);
     rg_json_kv_uint(&js, "short_max", mpi->short_max);
+    rg_json_kv_string(&js, "list_post", "MPI_Startall of cached persistent sends (MPI_Send_init)");
     rg_json_kv_string(&js, "launcher", mpi->boot->launcher);
     rg_json_kv_string(&js, "plugin", mpi->boot->plugin_path);
     rg_json_object_end(&js);
@@ -1110,6 +1328,7 @@ static const rg_xport_ops_t rg__mpi_impl_ops = {
     .win_create  = rg__mpi_win_create,
     .win_write   = rg__mpi_win_write,
     .win_free    = rg__mpi_win_free,
+    .isend_list  = rg__mpi_isend_list,
 };
 
 /* ---- the plugin's one exported symbol ----------------------------------------- */

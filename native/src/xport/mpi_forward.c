@@ -85,6 +85,21 @@ static rg_status_t rg__mpi_fwd_win_create(rg_xport_t *xp, void *base, size_t len
     return impl->win_create(xp, base, len, win_p);
 }
 
+static rg_status_t rg__mpi_fwd_isend_list(rg_xport_t *xp, rg_xreq_t *reqs, size_t n)
+{
+    const rg_xport_ops_t *impl = rg__mpi_impl(xp);
+    size_t                i;
+
+    if (impl->isend_list == NULL) {
+        for (i = 0; i < n; i++) {
+            reqs[i].status = RG_ERR_UNSUPPORTED;
+        }
+        return rg_err_set(&xp->err, RG_ERR_UNSUPPORTED,
+                          "this MPI plugin has no list post; rebuild railgauge");
+    }
+    return impl->isend_list(xp, reqs, n);
+}
+
 static rg_status_t rg__mpi_fwd_win_write(rg_xport_t *xp, rg_xwin_t *win, int peer, size_t off,
                                          rg_xreq_t *req)
 {
@@ -118,4 +133,5 @@ const rg_xport_ops_t rg_xport_mpi_ops = {
     .win_create  = rg__mpi_fwd_win_create,
     .win_write   = rg__mpi_fwd_win_write,
     .win_free    = rg__mpi_fwd_win_free,
+    .isend_list  = rg__mpi_fwd_isend_list,
 };

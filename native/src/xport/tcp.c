@@ -37,6 +37,7 @@
 #include "base/json.h"
 #include "base/timer.h"
 #include "xport/netaddr.h"
+#include "xport/uring.h"
 #include "xport/xport.h"
 #include "xport/xreq_queue.h"
 
@@ -55,6 +56,7 @@ typedef struct rg__tcp_config {
     int    port;
     size_t sndbuf;
     size_t rcvbuf;
+    int    uring;
 } rg__tcp_config_t;
 
 static const rg_config_field_t rg__tcp_config_fields[] = {
@@ -86,6 +88,11 @@ static const rg_config_field_t rg__tcp_config_fields[] = {
     {"RCVBUF", "0",
      "socket receive buffer (SO_RCVBUF); 0 keeps the system default and autotuning",
      offsetof(rg__tcp_config_t, rcvbuf), RG_CONFIG_SIZE},
+    {"URING", "1",
+     "list posts (rg_xport_isend_list) hand the sends for all their peers to the "
+     "kernel with one io_uring_enter, each peer's messages gathered into one "
+     "sendmsg; 0, or a kernel without io_uring: one sendmsg per peer",
+     offsetof(rg__tcp_config_t, uring), RG_CONFIG_INT},
     {NULL, NULL, NULL, 0, 0}
 };
 
@@ -127,6 +134,16 @@ typedef struct rg__tcp {
     char            addr_from[2 * RG_CONFIG_STRING_MAX + 48]; /* the setting that chose it */
     uint64_t        connect_timeout_ns;
     int             sndbuf, rcvbuf; /* as the kernel reports them */
+    /* List posts: the ring (fd -1 where unused or unavailable, and why), and
+     * scratch for one gathered sendmsg per peer, grown to the most peers one
+     * list has addressed. */
+    rg__uring_t     ring;
+    char            list_how[200];
+    struct msghdr  *lmsg;
+    struct iovec   *liov;
+    int32_t        *lres;
+    int            *lpeer;
+    size_t          lcap;
 } rg__tcp_t;
 
 /* Request scratch: priv[0] = bytes moved (send: header included; receive:
@@ -259,6 +276,178 @@ static rg_status_t rg__tcp_isend(rg_xport_t *xp, rg_xreq_t *req)
      * takes it whole, completing it at post time. */
     if (p->sendq == req) {
         return rg__tcp_progress_send(tcp, req->peer, p);
+    }
+    return RG_OK;
+}
+
+/* ---- list posts --------------------------------------------------------- */
+
+/* iovecs of one peer's gathered sendmsg: a header and a payload a message. */
+#define RG__TCP_LIST_IOV 64
+
+/* Advances p's send queue by n bytes that a gathered sendmsg wrote,
+ * completing the messages it wrote whole. */
+static void rg__tcp_sent(rg__tcp_peer_t *p, size_t n)
+{
+    rg_xreq_t *req;
+    uint64_t   total, pos, take;
+
+    while (n > 0 && (req = p->sendq) != NULL) {
+        total = RG__TCP_HDR_LEN + (uint64_t)req->len;
+        pos   = RG__TCP_POS(req);
+        take  = total - pos < n ? total - pos : n;
+        pos  += take;
+        n    -= (size_t)take;
+        RG__TCP_POS(req) = pos;
+        req->done        = pos > RG__TCP_HDR_LEN ? pos - RG__TCP_HDR_LEN : 0;
+        if (pos < total) {
+            return;
+        }
+        rg__xreq_queue_pop(&p->sendq, &p->sendq_last);
+        req->status = RG_OK;
+    }
+}
+
+/* Describes the messages queued for p, from the head (none of them started:
+ * p's queue was empty before the list), in one msghdr over iov. */
+static void rg__tcp_gather(rg__tcp_peer_t *p, struct msghdr *msg, struct iovec *iov)
+{
+    rg_xreq_t *req;
+    size_t     k = 0;
+
+    memset(msg, 0, sizeof(*msg));
+    for (req = p->sendq; req != NULL && k + 2 <= RG__TCP_LIST_IOV; req = req->next) {
+        iov[k].iov_base = &RG__TCP_AUX(req);
+        iov[k].iov_len  = RG__TCP_HDR_LEN;
+        k++;
+        if (req->len > 0) {
+            iov[k].iov_base = req->buf;
+            iov[k].iov_len  = req->len;
+            k++;
+        }
+    }
+    msg->msg_iov    = iov;
+    msg->msg_iovlen = k;
+}
+
+static void rg__tcp_list_done(void *ctx, uint64_t user_data, int32_t res)
+{
+    rg__tcp_t *tcp = ctx;
+
+    tcp->lres[user_data] = res;
+}
+
+static rg_status_t rg__tcp_list_room(rg__tcp_t *tcp, size_t n)
+{
+    struct msghdr *m;
+    struct iovec  *v;
+    int32_t       *r;
+    int           *q;
+
+    if (n <= tcp->lcap) {
+        return RG_OK;
+    }
+    m = realloc(tcp->lmsg, n * sizeof(*m));
+    if (m != NULL) {
+        tcp->lmsg = m;
+    }
+    v = realloc(tcp->liov, n * RG__TCP_LIST_IOV * sizeof(*v));
+    if (v != NULL) {
+        tcp->liov = v;
+    }
+    r = realloc(tcp->lres, n * sizeof(*r));
+    if (r != NULL) {
+        tcp->lres = r;
+    }
+    q = realloc(tcp->lpeer, n * sizeof(*q));
+    if (q != NULL) {
+        tcp->lpeer = q;
+    }
+    if (m == NULL || v == NULL || r == NULL || q == NULL) {
+        return rg_err_set(&tcp->super.err, RG_ERR_NOMEM,
+                          "cannot grow the list-post scratch to %zu peers", n);
+    }
+    tcp->lcap = n;
+    return RG_OK;
+}
+
+/*
+ * A list post (ops->isend_list). Every message is queued first, in order;
+ * then each peer whose queue was empty gets one sendmsg gathering all its
+ * messages of the list (header, payload, header, ...), and the sendmsg calls
+ * of all those peers go to the kernel together: one io_uring_enter that
+ * submits them and reaps their completions (MSG_DONTWAIT: each completes at
+ * once, with the bytes the socket took or EAGAIN). Without a ring, one
+ * sendmsg per peer. Whatever a socket did not take stays queued, as isend
+ * leaves it, for progress to send.
+ */
+static rg_status_t rg__tcp_isend_list(rg_xport_t *xp, rg_xreq_t *reqs, size_t n)
+{
+    rg__tcp_t      *tcp = rg__tcp(xp);
+    rg__tcp_peer_t *p;
+    rg_status_t     status;
+    uint64_t        hdr;
+    size_t          i, k, nfresh = 0;
+    ssize_t         sent;
+
+    if (tcp->failed != RG_OK) {
+        for (i = 0; i < n; i++) {
+            reqs[i].status = tcp->failed;
+        }
+        return tcp->failed;
+    }
+    status = rg__tcp_list_room(tcp, n);
+    if (status != RG_OK) {
+        for (i = 0; i < n; i++) {
+            reqs[i].status = status;
+        }
+        return status;
+    }
+    for (i = 0; i < n; i++) {
+        p   = &tcp->peers[reqs[i].peer];
+        hdr = htole64((uint64_t)reqs[i].len);
+        memcpy(&RG__TCP_AUX(&reqs[i]), &hdr, sizeof(hdr));
+        if (p->sendq == NULL) {
+            tcp->lpeer[nfresh++] = reqs[i].peer;
+        }
+        rg__xreq_queue_push(&p->sendq, &p->sendq_last, &reqs[i]);
+    }
+    for (k = 0; k < nfresh; k++) {
+        rg__tcp_gather(&tcp->peers[tcp->lpeer[k]], &tcp->lmsg[k],
+                       &tcp->liov[k * RG__TCP_LIST_IOV]);
+        tcp->lres[k] = -EAGAIN;
+    }
+    if (tcp->ring.fd >= 0 && nfresh > 1) {
+        for (k = 0; k < nfresh; k++) {
+            if (rg__uring_sendmsg(&tcp->ring, tcp->peers[tcp->lpeer[k]].fd, &tcp->lmsg[k],
+                                  MSG_NOSIGNAL | MSG_DONTWAIT, k) != 0) {
+                status = rg__uring_run(&tcp->ring, rg__tcp_list_done, tcp, &tcp->super.err);
+                if (status != RG_OK) {
+                    return rg__tcp_fail(tcp, status);
+                }
+                k--;    /* the ring is empty now: this one again */
+            }
+        }
+        status = rg__uring_run(&tcp->ring, rg__tcp_list_done, tcp, &tcp->super.err);
+        if (status != RG_OK) {
+            return rg__tcp_fail(tcp, status);
+        }
+    } else {
+        for (k = 0; k < nfresh; k++) {
+            do {
+                sent = sendmsg(tcp->peers[tcp->lpeer[k]].fd, &tcp->lmsg[k],
+                               MSG_NOSIGNAL | MSG_DONTWAIT);
+            } while (sent < 0 && errno == EINTR);
+            tcp->lres[k] = sent >= 0 ? (int32_t)sent : -errno;
+        }
+    }
+    for (k = 0; k < nfresh; k++) {
+        if (tcp->lres[k] >= 0) {
+            rg__tcp_sent(&tcp->peers[tcp->lpeer[k]], (size_t)tcp->lres[k]);
+        } else if (tcp->lres[k] != -EAGAIN && tcp->lres[k] != -EWOULDBLOCK &&
+                   tcp->lres[k] != -EINTR) {
+            return rg__tcp_io_error(tcp, tcp->lpeer[k], -tcp->lres[k], "sending to");
+        }
     }
     return RG_OK;
 }
@@ -940,6 +1129,11 @@ static void rg__tcp_close(rg_xport_t *xp)
             close(tcp->peers[i].fd);
         }
     }
+    rg__uring_close(&tcp->ring);
+    free(tcp->lmsg);
+    free(tcp->liov);
+    free(tcp->lres);
+    free(tcp->lpeer);
     free(tcp->discard);
     free(tcp->pfds);
     free(tcp->peers);
@@ -974,6 +1168,7 @@ static rg_status_t rg__tcp_open(const char *name, rg_boot_t *boot, rg_xport_t **
     if (tcp == NULL) {
         return rg_err_set(err, RG_ERR_NOMEM, "cannot allocate the tcp transport");
     }
+    tcp->ring.fd = -1;
     tcp->peers = calloc((size_t)size, sizeof(*tcp->peers));
     tcp->pfds  = calloc((size_t)size, sizeof(*tcp->pfds));
     all        = calloc((size_t)size, RG__TCP_BLOB_LEN);
@@ -993,10 +1188,6 @@ static rg_status_t rg__tcp_open(const char *name, rg_boot_t *boot, rg_xport_t **
     tcp->super.attr.max_msg_size = SIZE_MAX;
     tcp->super.attr.inject_size  = 0;
     /* The optional operations tcp has no slot for, and why. */
-    tcp->super.attr.why_not[RG_XPORT_OPT_LIST] =
-        "one posting call writes to one socket and p peers are p sockets (sendmmsg and "
-        "writev batch only within one connection), so a list post would be the single "
-        "mode's loop of sendmsg calls";
     tcp->super.attr.why_not[RG_XPORT_OPT_INJECT] =
         "no inline send: every send already goes out with one sendmsg at post time and "
         "completes when the socket takes it, which is the single mode";
@@ -1006,6 +1197,19 @@ static rg_status_t rg__tcp_open(const char *name, rg_boot_t *boot, rg_xport_t **
     tcp->super.rank              = rank;
     tcp->super.size              = size;
     tcp->connect_timeout_ns      = (uint64_t)cfg.connect_timeout_ns;
+    if (cfg.uring != 0) {
+        rg_err_clear(&setup_err);
+        if (rg__uring_open(&tcp->ring, 64, &setup_err) == RG_OK) {
+            snprintf(tcp->list_how, sizeof(tcp->list_how),
+                     "io_uring: one io_uring_enter for all peers, a gathered sendmsg each");
+        } else {
+            snprintf(tcp->list_how, sizeof(tcp->list_how), "a gathered sendmsg per peer (%s)",
+                     rg_err_message(&setup_err));
+        }
+    } else {
+        snprintf(tcp->list_how, sizeof(tcp->list_how),
+                 "a gathered sendmsg per peer (RG_TCP_URING=0)");
+    }
 
     /* A rank that cannot listen still joins the exchange, with its status,
      * so that every rank fails the open instead of waiting for it. */
@@ -1101,6 +1305,7 @@ static rg_status_t rg__tcp_info_json(rg_xport_t *xp, char *buf, size_t cap)
     rg_json_kv_uint(&js, "port", tcp->me.port);
     rg_json_kv_int(&js, "sndbuf", tcp->sndbuf);
     rg_json_kv_int(&js, "rcvbuf", tcp->rcvbuf);
+    rg_json_kv_string(&js, "list_post", tcp->list_how);
     rg_json_object_end(&js);
     return js.status;
 }
@@ -1116,4 +1321,5 @@ const rg_xport_ops_t rg_xport_tcp_ops = {
     .block       = rg__tcp_block,
     .info_json   = rg__tcp_info_json,
     .get         = rg_xport_no_get,
+    .isend_list  = rg__tcp_isend_list,
 };
