@@ -121,7 +121,13 @@ def analyse(transport: str, prtt: Path, onen: Path, out: Path, plot: Path) -> di
 def section_md(section: str, facts: dict[str, Any], runs: dict[str, dict[str, Any]],
                results: dict[str, dict[str, Any]], ranks: int, command: str) -> str:
     lines = [f"## LoP: RTT(p), its fit, and LogP beside it ({section})", ""]
-    lines.append(f"Command: `{command}` ({facts.get('date', '?')}; {facts.get('machine', '')})")
+    if facts.get("measured_with"):
+        lines.append(f"Measured on {facts.get('machine', '?')} ({facts.get('date', '?')}) with "
+                     f"`{facts['measured_with']}`; analysed here with `{command}` (the raw files "
+                     "are kept beside the document).")
+    else:
+        lines.append(f"Command: `{command}` ({facts.get('date', '?')}; "
+                     f"{facts.get('machine', '')})")
     lines.append("")
     lines.append(
         "Per transport: the onen run's 1:n rounds (one message of 8 B to each of p peers, all "
@@ -206,6 +212,16 @@ def section_md(section: str, facts: dict[str, Any], runs: dict[str, dict[str, An
                 f"{_fmt(row.get('lop_us'), 3)} | {_fmt(logp_v, 3)} | {_fmt(ratio, 2)} | "
                 f"{_fmt(d['o_s_us'][i], 3)} | {_fmt(d['L_us'][i], 3)} |")
         lines.append("")
+        fit_err = [abs(r["lop_us"] / r["measured_us"] - 1.0) for r in logp_rows.values()
+                   if r.get("lop_us") is not None and r.get("measured_us")]
+        ratios = [r["logp_us"] / r["measured_us"] for r in logp_rows.values()
+                  if r.get("logp_us") is not None and r.get("measured_us")]
+        if fit_err and ratios:
+            lines.append(f"Over p = 1..{max(logp_rows)}: the LoP fit is within "
+                         f"{100 * max(fit_err):.1f}% of the measured RTT(p)/p (median "
+                         f"{100 * sorted(fit_err)[len(fit_err) // 2]:.1f}%); LogP's prediction "
+                         f"is {min(ratios):.2f} to {max(ratios):.2f} times the measurement.")
+            lines.append("")
         if res.get("plot") is not None:
             plot_path = Path(res["plot"])
             docs = REPO / "docs"
@@ -260,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
             log(f"cannot read {facts_path}: {exc}")
             return 2
         facts = {"date": given.get("date", "?"), "machine": given.get("machine", "?"),
-                 "nproc": given.get("nproc")}
+                 "nproc": given.get("nproc"), "measured_with": given.get("measured_with")}
         for t in args.transport_list:
             runs[t] = {"commands": given.get("commands", {}).get(t, []),
                        "onen_wall_s": given.get("onen_wall_s", {}).get(t),
@@ -283,6 +299,8 @@ def main(argv: list[str] | None = None) -> int:
         ok = {t: r for t, r in runs.items() if "error" not in r}
         (out / "facts.json").write_text(json.dumps({
             **facts, "ranks": ranks,
+            "measured_with": "python3 bench/onen_bench.py " + shlex.join(
+                sys.argv[1:] if argv is None else argv),
             "commands": {t: r["commands"] for t, r in ok.items()},
             "onen_wall_s": {t: r["onen_wall_s"] for t, r in ok.items()}}, indent=2) + "\n")
     results: dict[str, dict[str, Any]] = {}
