@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import subprocess
 import threading
 import time
@@ -20,7 +21,19 @@ from railgauge.native import find_tool
 
 #: Transports a run can use: ofi:* is libfabric over its tcp (tcp;ofi_rxm), shm and udp
 #: (udp;ofi_rxd) providers; mpi is MPI point-to-point, for ranks an MPI launcher starts.
-TRANSPORTS = ("shm", "tcp", "ofi:tcp", "ofi:shm", "ofi:udp", "mpi")
+TRANSPORTS = ("shm", "tcp", "ofi:tcp", "ofi:shm", "ofi:udp", "mpi", "rails")
+
+#: Names with a variant part: tcp:<interface|address|subnet> (one tcp instance bound
+#: there) and ofi:<provider> (any libfabric provider, verbs, efa, cxi, ...).
+_VARIANT = re.compile(r"(tcp:[A-Za-z0-9_.:/%-]+|ofi:[a-z0-9_]+(;[a-z0-9_]+)?)")
+
+
+def transport_error(name: str) -> str | None:
+    """None where ``name`` is a transport name the native tools take, else why not."""
+    if name in TRANSPORTS or _VARIANT.fullmatch(name):
+        return None
+    return (f"unknown transport '{name}' (known: {', '.join(TRANSPORTS)}, "
+            "tcp:<interface|address|subnet>, ofi:<provider>)")
 
 #: Who starts the ranks: railgauge's own launcher, or an MPI one (railgauge.mpilaunch).
 LAUNCHERS = ("local", "openmpi", "mpich")
@@ -80,9 +93,9 @@ class MeasurePlan:
 
     def validate(self) -> None:
         """Raises ValueError naming the bad setting."""
-        if self.transport not in TRANSPORTS:
-            raise ValueError(
-                f"unknown transport '{self.transport}' (known: {', '.join(TRANSPORTS)})")
+        bad = transport_error(self.transport)
+        if bad is not None:
+            raise ValueError(bad)
         if self.nranks < 2:
             raise ValueError(f"PRTT needs at least 2 ranks, not {self.nranks}")
         if not 0 <= self.min_size <= SIZE_LIMIT or not 1 <= self.max_size <= SIZE_LIMIT:

@@ -134,6 +134,7 @@ typedef struct rg__tcp {
     char            addr_from[2 * RG_CONFIG_STRING_MAX + 48]; /* the setting that chose it */
     uint64_t        connect_timeout_ns;
     int             sndbuf, rcvbuf; /* as the kernel reports them */
+    char            name[4 + RG_CONFIG_STRING_MAX];  /* "tcp" or "tcp:<where>" */
     /* List posts: the ring (fd -1 where unused or unavailable, and why), and
      * scratch for one gathered sendmsg per peer, grown to the most peers one
      * list has addressed. */
@@ -670,21 +671,21 @@ static rg_status_t rg__tcp_progress(rg_xport_t *xp)
     return RG_OK;
 }
 
-static rg_status_t rg__tcp_block(rg_xport_t *xp, uint64_t timeout_ns)
+/* The sockets something waits on, with their events (ops->wait_fds). Only
+ * those are watched: an idle socket whose peer has gone would otherwise
+ * report POLLHUP at once and turn the sleep into a spin. */
+static rg_status_t rg__tcp_wait_fds(rg_xport_t *xp, struct pollfd *pfds, size_t cap,
+                                    size_t *n_p)
 {
     rg__tcp_t      *tcp = rg__tcp(xp);
     rg__tcp_peer_t *p;
-    struct timespec ts;
-    nfds_t          n = 0;
+    size_t          n = 0;
     int             peer;
     short           events;
 
     if (tcp->failed != RG_OK) {
         return tcp->failed;
     }
-    /* Only sockets something waits on are watched: an idle socket whose peer
-     * has gone would otherwise report POLLHUP at once and turn the sleep into
-     * a spin. */
     for (peer = 0; peer < xp->size; peer++) {
         p      = &tcp->peers[peer];
         events = 0;
@@ -698,15 +699,32 @@ static rg_status_t rg__tcp_block(rg_xport_t *xp, uint64_t timeout_ns)
             events |= POLLIN;
         }
         if (events != 0) {
-            tcp->pfds[n].fd      = p->fd;
-            tcp->pfds[n].events  = events;
-            tcp->pfds[n].revents = 0;
+            if (n < cap) {
+                pfds[n].fd      = p->fd;
+                pfds[n].events  = events;
+                pfds[n].revents = 0;
+            }
             n++;
         }
     }
+    *n_p = n;
+    return n <= cap ? RG_OK : RG_ERR_RANGE;
+}
+
+static rg_status_t rg__tcp_block(rg_xport_t *xp, uint64_t timeout_ns)
+{
+    rg__tcp_t      *tcp = rg__tcp(xp);
+    struct timespec ts;
+    size_t          n = 0;
+    rg_status_t     status;
+
+    status = rg__tcp_wait_fds(xp, tcp->pfds, (size_t)xp->size, &n);
+    if (status != RG_OK) {
+        return status;
+    }
     ts.tv_sec  = (time_t)(timeout_ns / 1000000000ull);
     ts.tv_nsec = (long)(timeout_ns % 1000000000ull);
-    if (ppoll(tcp->pfds, n, &ts, NULL) < 0 && errno != EINTR) {
+    if (ppoll(tcp->pfds, (nfds_t)n, &ts, NULL) < 0 && errno != EINTR) {
         rg_err_set_errno(&xp->err, RG_ERR_SYSTEM, errno, "ppoll on %d sockets failed",
                          (int)n);
         return rg__tcp_fail(tcp, RG_ERR_SYSTEM);
@@ -852,6 +870,35 @@ static rg_status_t rg__tcp_choose_addr(rg__tcp_t *tcp, const rg__tcp_config_t *c
     }
     snprintf(tcp->addr_from, sizeof(tcp->addr_from), "%s",
              cfg->addr[0] != '\0' ? "RG_TCP_ADDR" : "the default, loopback");
+    return RG_OK;
+}
+
+/* "tcp:<where>" (several tcp instances side by side, one per rail): <where>
+ * replaces RG_TCP_ADDR, IFACE and SUBNET for this instance: a CIDR subnet
+ * (contains '/'), a numeric address, or else an interface name. */
+static rg_status_t rg__tcp_variant(const char *name, rg__tcp_config_t *cfg, rg_err_t *err)
+{
+    const char     *where;
+    unsigned char   ip[16];
+    size_t          n;
+
+    if (strcmp(name, "tcp") == 0) {
+        return RG_OK;
+    }
+    where = name + 4;
+    n     = strlen(where);
+    if (strncmp(name, "tcp:", 4) != 0 || n == 0 || n >= RG_CONFIG_STRING_MAX) {
+        return rg_err_set(err, RG_ERR_INVALID,
+                          "transport '%s': expected tcp or tcp:<interface|address|subnet>", name);
+    }
+    cfg->addr[0] = cfg->iface[0] = cfg->subnet[0] = '\0';
+    if (strchr(where, '/') != NULL) {
+        memcpy(cfg->subnet, where, n + 1);
+    } else if (inet_pton(AF_INET, where, ip) == 1 || inet_pton(AF_INET6, where, ip) == 1) {
+        memcpy(cfg->addr, where, n + 1);
+    } else {
+        memcpy(cfg->iface, where, n + 1);
+    }
     return RG_OK;
 }
 
@@ -1154,8 +1201,11 @@ static rg_status_t rg__tcp_open(const char *name, rg_boot_t *boot, rg_xport_t **
     int              size = rg_boot_size(boot), rank = rg_boot_rank(boot);
     int              lfd = -1, one = 1, i;
 
-    (void)name;  /* Always "tcp": the transport has no variants. */
     status = rg_config_load(&rg_xport_tcp_config_table, &cfg, err);
+    if (status != RG_OK) {
+        return status;
+    }
+    status = rg__tcp_variant(name, &cfg, err);
     if (status != RG_OK) {
         return status;
     }
@@ -1183,7 +1233,8 @@ static rg_status_t rg__tcp_open(const char *name, rg_boot_t *boot, rg_xport_t **
         tcp->peers[i].fd = -1;
     }
     tcp->super.ops               = &rg_xport_tcp_ops;
-    tcp->super.attr.name         = "tcp";
+    snprintf(tcp->name, sizeof(tcp->name), "%s", name);
+    tcp->super.attr.name         = tcp->name;
     tcp->super.attr.same_host    = 0;
     tcp->super.attr.max_msg_size = SIZE_MAX;
     tcp->super.attr.inject_size  = 0;
@@ -1312,7 +1363,9 @@ static rg_status_t rg__tcp_info_json(rg_xport_t *xp, char *buf, size_t cap)
 
 const rg_xport_ops_t rg_xport_tcp_ops = {
     .name        = "tcp",
-    .description = "TCP sockets, bindable to one local address (one rail, one path)",
+    .description = "TCP sockets, bindable to one local address (one rail, one path); "
+                   "tcp:<interface|address|subnet> picks the address per instance",
+    .variants    = 1,
     .open        = rg__tcp_open,
     .close       = rg__tcp_close,
     .isend       = rg__tcp_isend,
@@ -1322,4 +1375,5 @@ const rg_xport_ops_t rg_xport_tcp_ops = {
     .info_json   = rg__tcp_info_json,
     .get         = rg_xport_no_get,
     .isend_list  = rg__tcp_isend_list,
+    .wait_fds    = rg__tcp_wait_fds,
 };

@@ -23,6 +23,7 @@ static const rg_xport_ops_t *const rg__xport_registry[] = {
     &rg_xport_ofi_ops,
 #endif
     &rg_xport_mpi_ops,
+    &rg_xport_rails_ops,
     NULL
 };
 
@@ -56,6 +57,7 @@ static const rg_config_table_t rg__xport_wait_table = {
 /* The transports' tables live in their files. */
 extern const rg_config_table_t rg_xport_shm_config_table;
 extern const rg_config_table_t rg_xport_tcp_config_table;
+extern const rg_config_table_t rg_xport_rails_config_table;
 #ifdef RG_HAVE_OFI
 extern const rg_config_table_t rg_xport_ofi_config_table;
 #endif
@@ -68,6 +70,7 @@ static const rg_config_table_t *const rg__xport_tables[] = {
     &rg_xport_ofi_config_table,
 #endif
     &rg_boot_mpi_config_table,  /* the mpi transport's plugin (boot/mpi_load.c) */
+    &rg_xport_rails_config_table,
     NULL
 };
 

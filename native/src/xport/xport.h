@@ -25,6 +25,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <poll.h>
 #include <sys/types.h>
 
 #include "base/config.h"
@@ -173,6 +174,12 @@ struct rg_xport_ops {
     rg_status_t (*win_write)(rg_xport_t *xp, rg_xwin_t *win, int peer, size_t off,
                              rg_xreq_t *req);
     void        (*win_free)(rg_xport_t *xp, rg_xwin_t *win);
+    /* Optional (NULL: the handle cannot say): the file descriptors, with
+     * poll events, that ops->block would sleep on now, so that a layer over
+     * several handles (the rails transport) can sleep on all of them in one
+     * ppoll. Fills at most cap entries and sets *n; RG_ERR_RANGE when cap is
+     * too small (*n then says how many are needed). */
+    rg_status_t (*wait_fds)(rg_xport_t *xp, struct pollfd *pfds, size_t cap, size_t *n);
 };
 
 /* How rg_xport_wait() waits (config table "XPORT", see xport.c). */
@@ -294,6 +301,7 @@ rg_status_t rg_xport_no_get(rg_xport_t *xp, int peer, uint64_t raddr, void *buf,
 /* The transports (one registry line each, see xport.c). */
 extern const rg_xport_ops_t rg_xport_shm_ops;
 extern const rg_xport_ops_t rg_xport_tcp_ops;
+extern const rg_xport_ops_t rg_xport_rails_ops;
 #ifdef RG_HAVE_OFI
 extern const rg_xport_ops_t rg_xport_ofi_ops;
 #endif

@@ -25,6 +25,8 @@ static void rg__bench_usage(FILE *f)
         "  pingpong   round-trip time of one message of each size\n"
         "  onen       1:n and n:1 round trips to p = 1 .. ranks-1 peers, with the posting\n"
         "             overheads o_s(p), o_r(p), per posting mode (LoP; docs/lop.md)\n"
+        "  bw         streaming bandwidth between ranks 0 and 1, one way or both (--bidir;\n"
+        "             railgauge-bench bw --help)\n"
         "\n"
         "Options:\n"
         "  --transport T      shm, tcp, ofi:<provider> (ofi:tcp, ofi:shm, ofi:udp,\n"
@@ -406,10 +408,17 @@ static int rg__bench_parse_args(int argc, char **argv, rg_bench_opts_t *opts)
     return rc;
 }
 
+/* Streaming bandwidth (bw.c): its own options and set-up. */
+int rg_bench_bw_main(int argc, char **argv);
+
 int main(int argc, char **argv)
 {
     rg_bench_t bench;
     int        rc;
+
+    if (argc >= 2 && strcmp(argv[1], "bw") == 0) {
+        return rg_bench_bw_main(argc, argv);
+    }
 
     memset(&bench, 0, sizeof(bench));
     rc = rg__bench_parse_args(argc, argv, &bench.opts);

@@ -31,12 +31,34 @@ def verbosity(verbose: int, quiet: int) -> int:
     return verbose - quiet
 
 
+class TransportType(click.ParamType):
+    """A transport name: one of railgauge.measure.TRANSPORTS, tcp:<where> or
+    ofi:<provider>."""
+
+    name = "transport"
+
+    def get_metavar(self, param: click.Parameter, *args: Any) -> str:
+        from railgauge.measure import TRANSPORTS
+
+        return "[" + "|".join(TRANSPORTS) + "|tcp:WHERE|ofi:PROV]"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> str:
+        from railgauge.measure import transport_error
+
+        bad = transport_error(str(value))
+        if bad is not None:
+            self.fail(bad, param, ctx)
+        return str(value)
+
+
+TRANSPORT = TransportType()
+
+
 def measure_options(f: Any) -> Any:
     """The options `gauge` and `measure` share."""
-    from railgauge.measure import TRANSPORTS
-
     opts = [
-        click.option("--transport", type=click.Choice(TRANSPORTS), default="shm",
+        click.option("--transport", type=TRANSPORT, default="shm",
                      show_default=True, help="Transport to measure."),
         click.option("--quick", is_flag=True,
                      help="Trade precision for time (one size per octave, looser targets)."),

@@ -31,7 +31,9 @@ def _register() -> None:
     cli.add_command(report.report)
     cli.add_command(run.run)
 
-    from railgauge.cli import testbed
+    from railgauge.cli import rails, testbed
+
+    cli.add_command(rails.rails)
 
     cli.add_command(testbed.testbed)
 

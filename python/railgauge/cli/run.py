@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import click
 
-from railgauge.cli.common import FailError, UserError, netns_option
-from railgauge.measure import TRANSPORTS
+from railgauge.cli.common import TRANSPORT, FailError, UserError, netns_option
 from railgauge.terminal import Terminal
 
 
@@ -13,7 +12,7 @@ from railgauge.terminal import Terminal
                                  "allow_interspersed_args": False})
 @click.option("-n", "--ranks", "nranks", type=click.IntRange(1, 1024), required=True,
               help="Number of ranks.")
-@click.option("--transport", type=click.Choice(TRANSPORTS), default=None,
+@click.option("--transport", type=TRANSPORT, default=None,
               help="Transport the ranks use (passed as RG_TRANSPORT).")
 @click.option("--timeout", type=click.FloatRange(0.1, None), default=None,
               help="End every rank after this many seconds.")

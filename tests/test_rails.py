@@ -1,0 +1,161 @@
+"""The rails transport (issue 8): the conformance suite under every policy (two rails on
+loopback, 127.0.0.1 and 127.0.0.2), every byte checked in the bandwidth pattern under every
+policy, where each policy puts the bytes, the runtime over rails, bad settings, and on a
+testbed with rails shaped 200 and 800 Mbit/s: the weights railgauge measures and the
+adaptive policy find the fast rail."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import netns_testbed
+from railgauge.launcher import launch
+from railgauge.rails import POLICIES, parse_weights, rails_env
+
+LOOP = "127.0.0.1,127.0.0.2"
+
+
+def _env(policy: str, **extra: str) -> dict[str, str]:
+    return {"RG_RAILS_LIST": LOOP, "RG_RAILS_POLICY": policy, **extra}
+
+
+@pytest.mark.native
+@pytest.mark.parametrize("nranks", [2, 3])
+@pytest.mark.parametrize("policy", POLICIES)
+def test_conformance(native_tool: Callable[[str], str], policy: str, nranks: int) -> None:
+    """Ordering per pair, any-source matching, truncation, 0 B to 64 MiB: the transport
+    contract holds whatever the policy (stripes from 64 KiB, weights 1:3)."""
+    env = _env(policy, RG_RAILS_WEIGHTS="1,3", RG_RAILS_STRIPE_MIN="64KiB")
+    res = launch([native_tool("railgauge-xport-test")], nranks, transport="rails", env=env,
+                 timeout_s=240)
+    assert res.returncode == 0, res.failure
+
+
+@pytest.mark.native
+def test_runtime_over_rails(native_tool: Callable[[str], str]) -> None:
+    """proto/ (tags, eager pool of any-source receives, rendezvous on a second rails
+    instance) over rails."""
+    res = launch([native_tool("railgauge-proto-test")], 3, transport="rails",
+                 env=_env("adaptive", RG_RAILS_STRIPE_MIN="64KiB"), timeout_s=240)
+    assert res.returncode == 0, res.failure
+
+
+def _bw(native_tool: Callable[[str], str], tmp_path: Path, env: dict[str, str],
+        *args: str) -> dict[str, Any]:
+    out = tmp_path / "bw.json"
+    res = launch([native_tool("railgauge-bench"), "bw", "--size", "1MiB", "--time", "0.3",
+                  "--warmup", "0", "--window", "8", "--verify", "--out", str(out), *args],
+                 2, transport="rails", env=env, timeout_s=120)
+    assert res.returncode == 0, res.failure
+    rec: dict[str, Any] = json.loads(out.read_text())
+    assert rec["type"] == "bw" and rec["verified"] is True and rec["bad_bytes"] == 0
+    assert rec["bandwidth_MBps"] > 0 and rec["batches"] >= 1
+    return rec
+
+
+@pytest.mark.native
+@pytest.mark.parametrize("policy", POLICIES)
+def test_bw_bytes_checked_and_placed(native_tool: Callable[[str], str], tmp_path: Path,
+                                     policy: str) -> None:
+    """Every byte of every message checked; the bytes each rail carried follow the
+    policy: stripes 1:1 (even) and 1:3 (weighted), one rail (binding), whole messages
+    alternating (round-robin), both rails (adaptive)."""
+    rec = _bw(native_tool, tmp_path, _env(policy, RG_RAILS_WEIGHTS="1,3"))
+    rails = rec["transport_info"]["rails"]
+    assert [r["name"] for r in rails] == ["tcp:127.0.0.1", "tcp:127.0.0.2"]
+    sent = [r["bytes_sent"] for r in rails]
+    if policy == "even":
+        assert sent[0] == pytest.approx(sent[1], rel=0.01)
+    elif policy == "weighted":
+        assert sent[1] / sent[0] == pytest.approx(3.0, rel=0.02)
+    elif policy == "binding":
+        assert sorted(sent)[0] < 1024 and max(sent) > 1 << 20
+    elif policy == "round-robin":
+        assert sent[0] == pytest.approx(sent[1], rel=0.15)
+    else:
+        assert min(sent) > 0
+
+
+@pytest.mark.native
+def test_bw_bidir_small_messages(native_tool: Callable[[str], str], tmp_path: Path) -> None:
+    """Both ways at once, with messages below the inline size and above it."""
+    for size in ("100", "20KiB"):
+        out = tmp_path / f"bw-{size}.json"
+        res = launch([native_tool("railgauge-bench"), "bw", "--size", size, "--time", "0.2",
+                      "--warmup", "0", "--bidir", "--verify", "--out", str(out)], 2,
+                     transport="rails", env=_env("even"), timeout_s=120)
+        assert res.returncode == 0, res.failure
+        assert json.loads(out.read_text())["verified"] is True
+
+
+@pytest.mark.native
+@pytest.mark.parametrize(
+    ("env", "says"),
+    [
+        ({"RG_RAILS_POLICY": "even"}, "needs RG_RAILS_LIST"),
+        ({"RG_RAILS_LIST": "127.0.0.1,127.0.0.1"}, "names rail '127.0.0.1' twice"),
+        ({"RG_RAILS_LIST": LOOP, "RG_RAILS_WEIGHTS": "0,1"}, "not a weight above zero"),
+        ({"RG_RAILS_LIST": LOOP, "RG_RAILS_WEIGHTS": "-2,1"}, "not a weight above zero"),
+        ({"RG_RAILS_LIST": LOOP, "RG_RAILS_WEIGHTS": "1"}, "1 weights for 2 rails"),
+        ({"RG_RAILS_LIST": LOOP, "RG_RAILS_POLICY": "fastest"}, "is not a policy"),
+        ({"RG_RAILS_LIST": "127.0.0.1,198.18.250.77"}, "198.18.250.77"),
+        ({"RG_RAILS_LIST": "127.0.0.1,norail9"}, "norail9"),
+    ],
+)
+def test_bad_settings(native_tool: Callable[[str], str], env: dict[str, str],
+                      says: str) -> None:
+    """A bad rail list, weight or policy, or an address on no interface: every rank
+    fails with one line that names it; nothing hangs."""
+    full = {k: v for k, v in os.environ.items() if not k.startswith("RG_RAILS_")}
+    full.update(env)
+    full["RG_TRANSPORT"] = "rails"
+    proc = subprocess.run(
+        [sys.executable, "-m", "railgauge.cli.main", "run", "-n", "2",
+         "--timeout", "60", "--", native_tool("railgauge-bench"), "bw", "--time", "0.1"],
+        capture_output=True, text=True, env=full, timeout=120, check=False)
+    assert proc.returncode != 0
+    assert says in proc.stderr, proc.stderr[-2000:]
+
+
+def test_settings_checked_in_python() -> None:
+    assert rails_env(["rail0", "rail1"], "weighted", [1.0, 2.0]) == {
+        "RG_RAILS_LIST": "rail0,rail1", "RG_RAILS_POLICY": "weighted",
+        "RG_RAILS_WEIGHTS": "1,2"}
+    with pytest.raises(ValueError, match="more than once"):
+        rails_env(["rail0", "rail0"], "even")
+    with pytest.raises(ValueError, match="does not exist"):
+        rails_env(["rail0", "rail1"], "fastest")
+    with pytest.raises(ValueError, match="above zero"):
+        rails_env(["rail0", "rail1"], "weighted", [1.0, 0.0])
+    assert parse_weights("1, 2.5", 2) == [1.0, 2.5]
+    for bad, says in (("1,0", "not above zero"), ("1,x", "not a number"),
+                      ("1", "1 weights for 2 rails")):
+        with pytest.raises(ValueError, match=says):
+            parse_weights(bad, 2)
+
+
+@pytest.mark.native
+def test_testbed_weights_and_adaptive(native_tool: Callable[[str], str]) -> None:
+    """Rails shaped 200 and 800 Mbit/s: each rail measured alone gives weights near 1:4,
+    and the adaptive policy, started at 1:1, moves most of the bytes to the fast rail."""
+    from railgauge import rails as rl
+
+    with netns_testbed(2, 2, "200mbit,800mbit") as tb:
+        weights = rl.measure_rail_weights(tb, 1 << 20, time_s=0.8)
+        assert 2.5 < weights[1] / weights[0] < 6.0, weights
+        rec = rl.bench(tb, "weighted", 1 << 20, time_s=1.0, warmup_s=0.2, weights=weights)
+        assert rec["verified"] is True
+        by = [r["bytes"] for r in rec["rails"]]
+        assert by[1] / sum(by) == pytest.approx(weights[1] / sum(weights), abs=0.03)
+        rec = rl.bench(tb, "adaptive", 1 << 20, time_s=1.5, warmup_s=1.0)
+        assert rec["verified"] is True
+        w = [r["weight"] for r in rec["rails"]]
+        assert w[1] > 0.65, rec
