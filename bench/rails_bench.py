@@ -1,0 +1,241 @@
+#!/usr/bin/env python3
+"""Multirail bandwidth on the testbed, side by side in one run: iperf3 per rail and over both
+rails at once (one stream per rail, the aggregate the rails can carry), railgauge over one
+rail, and railgauge's rails transport under each policy; then the same with a greedy
+background iperf3 stream on the fast rail and on the slow rail, where only adaptive striping
+can follow; and the 8-byte round trip with rails on against one rail.
+
+Needs root, iproute2 and tc, and iperf3 (apt-get install iperf3). Builds its own testbed
+(2 hosts, rails shaped as --rates, default 1gbit,2gbit) and removes it on every exit.
+
+    python3 bench/rails_bench.py                  # 3 rounds, 3 s per row
+    python3 bench/rails_bench.py --rounds 1 --time 2 --no-write
+
+Writes the section ``bench:rails`` of docs/BENCHMARKS.md and the raw results under
+build/bench/. Exit status: 0 done, 1 a run failed, 2 bad usage or a missing tool.
+Benchmarks are not tests and never run in CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import json
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
+
+from railgauge import netns
+from railgauge import rails as rl
+from railgauge.launcher import launch
+from railgauge.native import find_tool
+from run_bench import BUILD, REPO, machine_facts, write_sections
+
+DOC = REPO / "docs" / "BENCHMARKS.md"
+MB = 1e6
+
+
+def log(msg: str) -> None:
+    print(f"rails_bench: {msg}", file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def iperf3_server(tb: netns.Testbed, rail: int, port: int) -> Iterator[None]:
+    addr = tb.address(1, rail)
+    proc = subprocess.Popen(tb.exec_argv(1, ["iperf3", "-s", "-B", addr, "-p", str(port)]),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.3)
+    try:
+        yield
+    finally:
+        proc.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=5)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def iperf3_clients(tb: netns.Testbed, rails: list[int], secs: float,
+                   port0: int = 5201) -> list[subprocess.Popen[str]]:
+    procs = []
+    for r in rails:
+        argv = ["iperf3", "-c", tb.address(1, r), "-B", tb.address(0, r), "-p", str(port0 + r),
+                "-t", f"{secs:g}", "-J"]
+        procs.append(subprocess.Popen(tb.exec_argv(0, argv), stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))
+    return procs
+
+
+def iperf3_result(proc: subprocess.Popen[str]) -> float:
+    out, err = proc.communicate(timeout=120)
+    if proc.returncode != 0:
+        raise RuntimeError(f"iperf3 failed: {err.strip() or out[-300:]}")
+    doc = json.loads(out)
+    return float(doc["end"]["sum_received"]["bits_per_second"]) / 8 / MB
+
+
+def bw_one_rail(tb: netns.Testbed, rail: int, size: int, secs: float) -> float:
+    tool = find_tool("railgauge-bench")
+    out = BUILD / "rails-bw-one.json"
+    res = launch([tool, "bw", "--size", str(size), "--time", f"{secs:g}", "--warmup", "0.3",
+                  "--out", str(out)], 2, transport=f"tcp:{tb.rails[rail].ifname}",
+                 netns=tb.hosts[:2], timeout_s=secs + 120)
+    if res.returncode != 0:
+        raise RuntimeError(f"bw over rail {rail}: {res.failure}")
+    return float(json.loads(out.read_text())["bandwidth_MBps"])
+
+
+def pingpong_8(tb: netns.Testbed, transport: str, env: dict[str, str]) -> float:
+    tool = find_tool("railgauge-bench")
+    out = BUILD / "rails-pp.jsonl"
+    res = launch([tool, "pingpong", "--sizes", "8", "--out", str(out), "--point-budget", "2"],
+                 2, transport=transport, env=env, netns=tb.hosts[:2], timeout_s=120)
+    if res.returncode != 0:
+        raise RuntimeError(f"pingpong over {transport}: {res.failure}")
+    for line in out.read_text().splitlines():
+        rec = json.loads(line)
+        if rec.get("type") in ("pingpong", "point") and rec.get("size", rec.get("s")) == 8:
+            for key in ("rtt_median_us", "median_us", "rtt_us"):
+                if key in rec:
+                    return float(rec[key])
+    raise RuntimeError(f"pingpong over {transport}: no 8-byte record in {out}")
+
+
+def one_round(tb: netns.Testbed, size: int, secs: float, weights: list[float]) -> dict[str, Any]:
+    row: dict[str, Any] = {}
+    nr = len(tb.rails)
+    with contextlib.ExitStack() as st:
+        for r in range(nr):
+            st.enter_context(iperf3_server(tb, r, 5201 + r))
+        for r in range(nr):
+            row[f"iperf3 rail{r}"] = iperf3_result(iperf3_clients(tb, [r], secs)[0])
+        procs = iperf3_clients(tb, list(range(nr)), secs)
+        row["iperf3 aggregate"] = sum(iperf3_result(p) for p in procs)
+    for r in range(nr):
+        row[f"railgauge rail{r}"] = bw_one_rail(tb, r, size, secs)
+    for pol in rl.POLICIES:
+        w = weights if pol == "weighted" else None
+        rec = rl.bench(tb, pol, size, time_s=secs, warmup_s=0.5, weights=w, verify=False)
+        row[f"rails {pol}"] = rec["bandwidth_MBps"]
+        row[f"rails {pol} split"] = [r["bytes"] for r in rec["rails"]]
+    # A greedy stream on one rail (the fast one, then the slow one), started before the
+    # railgauge run and lasting beyond it.
+    for loaded in (nr - 1, 0):
+        for pol in ("even", "weighted", "adaptive"):
+            with iperf3_server(tb, loaded, 5301):
+                bg = subprocess.Popen(
+                    tb.exec_argv(0, ["iperf3", "-c", tb.address(1, loaded), "-B",
+                                     tb.address(0, loaded), "-p", "5301",
+                                     "-t", f"{secs + 4:g}", "-J"]),
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                time.sleep(1.0)
+                w = weights if pol == "weighted" else None
+                rec = rl.bench(tb, pol, size, time_s=secs, warmup_s=1.0, weights=w,
+                               verify=False)
+                bg.communicate(timeout=120)
+            row[f"bg rail{loaded} {pol}"] = rec["bandwidth_MBps"]
+    env_even = rl.rails_env([r.ifname for r in tb.rails], "even")
+    row["rtt8 rails"] = pingpong_8(tb, "rails", env_even)
+    row["rtt8 rail0"] = pingpong_8(tb, f"tcp:{tb.rails[0].ifname}", {})
+    return row
+
+
+def med(rows: list[dict[str, Any]], key: str) -> float:
+    return statistics.median(float(r[key]) for r in rows)
+
+
+def section(rows: list[dict[str, Any]], facts: dict[str, Any], rates: str, size: int,
+            secs: float, weights: list[float], command: str) -> str:
+    nr = sum(1 for k in rows[0] if k.startswith("iperf3 rail"))
+    agg = med(rows, "iperf3 aggregate")
+    lines = ["## Multirail: two rails shaped " + rates + " (rails)", "",
+             f"Command: `{command}` ({facts['date']}; {facts['cpu']}, {facts['nproc']} CPUs). "
+             f"{len(rows)} round(s), every row measured in each round, medians shown; "
+             f"{size} B messages, {secs:g} s per row, window 16, one way. The weighted policy "
+             "uses the weights railgauge measured (each rail alone, MB/s): "
+             + ", ".join(f"{w:.1f}" for w in weights) + ".", "",
+             "| run | MB/s | Gbit/s | of the iperf3 aggregate |", "|---|---:|---:|---:|"]
+    keys = [f"iperf3 rail{r}" for r in range(nr)] + ["iperf3 aggregate"] + \
+        [f"railgauge rail{r}" for r in range(nr)] + [f"rails {p}" for p in rl.POLICIES]
+    for k in keys:
+        v = med(rows, k)
+        lines.append(f"| {k} | {v:.1f} | {v * 8e-3:.3f} | {100 * v / agg:.1f}% |")
+    even, wtd, ada = med(rows, "rails even"), med(rows, "rails weighted"), \
+        med(rows, "rails adaptive")
+    lines += ["", f"Weighted striping with the measured weights: {100 * wtd / agg:.1f}% of the "
+              f"iperf3 aggregate (target 99%: {'PASS' if wtd >= 0.99 * agg else 'not met'}), "
+              f"{wtd / even:.2f}x the even 50/50 split (target 1.45x: "
+              f"{'PASS' if wtd >= 1.45 * even else 'not met'}). Adaptive, started at equal "
+              f"weights: {100 * ada / agg:.1f}% of the aggregate.", "",
+              "With a greedy iperf3 stream on one rail during the run:", "",
+              "| background stream on | even | weighted (static) | adaptive | adaptive / "
+              "weighted | adaptive / even |", "|---|---:|---:|---:|---:|---:|"]
+    for loaded in (nr - 1, 0):
+        e = med(rows, f"bg rail{loaded} even")
+        w = med(rows, f"bg rail{loaded} weighted")
+        a = med(rows, f"bg rail{loaded} adaptive")
+        name = f"rail{loaded} ({'fast' if loaded == nr - 1 else 'slow'})"
+        lines.append(f"| {name} | {e:.1f} | {w:.1f} | {a:.1f} | {a / w:.2f} | {a / e:.2f} |")
+    r1, r0 = med(rows, "rtt8 rails"), med(rows, "rtt8 rail0")
+    lines += ["", f"8-byte round trip (median): rails on (even) {r1:.2f} us, one rail "
+              f"{r0:.2f} us ({100 * (r1 / r0 - 1):+.1f}%; small messages stay on one rail).",
+              "", "Not in this run yet: Open MPI's ob1 over two TCP BTLs and UCX's "
+              "ucx_perftest on the same testbed, and failover."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rates", default="1gbit,2gbit")
+    ap.add_argument("--size", default="4MiB")
+    ap.add_argument("--time", type=float, default=3.0)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--no-write", action="store_true")
+    args = ap.parse_args(argv)
+    if shutil.which("iperf3") is None:
+        log("iperf3 is missing (apt-get install iperf3)")
+        return 2
+    from railgauge.units import parse_size
+
+    size = parse_size(args.size)
+    BUILD.mkdir(parents=True, exist_ok=True)
+    facts = machine_facts(None)
+    nr = len(args.rates.split(","))
+    rows: list[dict[str, Any]] = []
+    try:
+        with netns.testbed(hosts=2, rails=nr, rates=args.rates) as tb:
+            weights = rl.measure_rail_weights(tb, size, time_s=args.time)
+            log("measured weights: " + ", ".join(f"{w:.1f}" for w in weights))
+            for k in range(args.rounds):
+                log(f"round {k + 1}/{args.rounds}")
+                rows.append(one_round(tb, size, args.time, weights))
+    except (RuntimeError, rl.RailsError, netns.TestbedError) as exc:
+        log(str(exc))
+        return 1
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
+    raw = BUILD / f"rails-{stamp}.json"
+    raw.write_text(json.dumps({"facts": facts, "weights": weights, "rows": rows}, indent=1))
+    command = "python3 bench/rails_bench.py " + shlex.join(sys.argv[1:] if argv is None else argv)
+    md = section(rows, facts, args.rates, size, args.time, weights, command.strip())
+    if args.no_write:
+        print(md)
+    else:
+        write_sections(DOC, {"rails": md})
+        log(f"wrote section rails of {DOC}")
+    log(f"raw results in {raw}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
