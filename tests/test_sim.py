@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -73,7 +74,15 @@ def test_pingpong(tmp_path: Path) -> None:
     doc = sim_json("goal", write(tmp_path, PINGPONG), "--L", "10", "--o", "2", "--g", "3")
     assert doc["finish_us"] == [28.0, 16.0]
     assert doc["makespan_us"] == 28.0
-    assert list(doc) == ["makespan_us", "finish_us", "events", "wall_s"]
+    assert list(doc)[:4] == ["makespan_us", "finish_us", "events", "wall_s"]
+    # Per rank (one CPU each: overhead + wait + calc = finish): rank 0 sends 0..2 and
+    # handles the answer 26..28; rank 1 handles 12..14 and answers 14..16.
+    assert doc["overhead_us"] == [4.0, 4.0]
+    assert doc["wait_us"] == [24.0, 12.0]
+    assert doc["calc_us"] == [0.0, 0.0]
+    assert doc["stats"] == {"overhead_us": {"min": 4.0, "mean": 4.0, "max": 4.0},
+                            "wait_us": {"min": 12.0, "mean": 18.0, "max": 24.0},
+                            "calc_us": {"min": 0.0, "mean": 0.0, "max": 0.0}}
 
 
 def test_goal_spellings(tmp_path: Path) -> None:
@@ -209,6 +218,11 @@ def test_dissemination_large(P: int) -> None:
                    "--L", "1.5", "--o", "0.25", "--g", "0.5")
     assert doc["makespan_us"] == pytest.approx(closed_form(P, 1.5, 0.25), rel=1e-12)
     assert "finish_us" not in doc
+    # Without --per-rank only the summaries: every rank spends 2o per round in overhead.
+    assert "overhead_us" not in doc
+    rounds = math.ceil(math.log2(P))
+    assert doc["stats"]["overhead_us"]["max"] == pytest.approx(rounds * 0.5, rel=1e-12)
+    assert doc["stats"]["wait_us"]["min"] == pytest.approx(rounds * 1.5, rel=1e-12)
 
 
 def dissemination_goal(P: int) -> str:
@@ -272,3 +286,189 @@ def test_trace_of_an_8_rank_barrier(tmp_path: Path) -> None:
     proc = cli("sim", "barrier", "-P", "8", "--trace", str(trace), "--trace-max-ranks", "4")
     assert proc.returncode == 2
     assert "more than --trace-max-ranks 4" in proc.stderr
+
+
+ONE_TO_N = """\
+num_ranks 5
+rank 0 { send 1b to 1
+ send 1b to 2
+ send 1b to 3
+ send 1b to 4 }
+rank 1 { recv 1b from 0 }
+rank 2 { recv 1b from 0 }
+rank 3 { recv 1b from 0 }
+rank 4 { recv 1b from 0 }
+"""
+
+N_TO_ONE = """\
+num_ranks 5
+rank 0 { recv 1b from -1
+ recv 1b from -1
+ recv 1b from -1
+ recv 1b from -1 }
+rank 1 { send 1b to 0 }
+rank 2 { send 1b to 0 }
+rank 3 { send 1b to 0 }
+rank 4 { send 1b to 0 }
+"""
+
+
+def lop_model(tmp_path: Path, *, with_list: bool = True) -> Path:
+    """A model-lop.json as `railgauge fit --model lop` writes it (the keys the simulator
+    reads): RTT(p) = 12/p + 10 per peer, o_s(p) = 0.5 + 1/p, so L(p) = 5/p + 3; the list
+    series RTT(p) = 12/p + 10, o_s(p) = 0.25 (L_list(p) = 6/p + 4.75 - p/4)."""
+    lst = {"mode": "list", "rtt": {"lambda": [12.0, 0.0, 10.0, 0.0, 0.0, 1.0]},
+           "overhead_send": {"lambda": [0.25, 0.0, 0.0]}}
+    doc = {"model": "lop", "primary": {"direction": "1:n", "mode": "single", "s": 8},
+           "rtt": {"lambda": [12.0, 0.0, 10.0, 0.0, 0.0, 1.0]},
+           "overhead_send": {"lambda": [0.5, 1.0, 0.0]}, "overhead_recv": None,
+           "list": lst if with_list else None}
+    path = tmp_path / "model-lop.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_lop_one_to_n_and_n_to_one(tmp_path: Path) -> None:
+    # docs/sim.md, LoP: 1:n with n = 4 delivers at o_s(4) + k L(4) = 0.75 + 4.25 k (the
+    # last at t_1:n = 17.75), each receiver handling its message for o_s(1) = 1.5.
+    model = lop_model(tmp_path)
+    proc = cli("sim", "goal", write(tmp_path, ONE_TO_N), "--model", str(model), "--json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["finish_us"] == [3.0, 6.5, 10.75, 15.0, 19.25]
+    # List posting (the list series: o_s = 0.25): the NIC starts after 4 o_s(4) = 1 and
+    # delivers every L_list(4) = 5.25, the last at t_1:n^list = 4 o_s(4) + 4 L_list(4) = 22;
+    # each receiver handles its message for that series' o_s(1) = 0.25.
+    proc = cli("sim", "goal", write(tmp_path, ONE_TO_N), "--model", str(model), "--lop-list",
+               "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["finish_us"] == [1.0, 6.5, 11.75, 17.0, 22.25]
+    # n:1: four senders, rank 0's receiving batch of 4: L(4) each on its NIC.
+    proc = cli("sim", "goal", write(tmp_path, N_TO_ONE, "n1.goal"), "--model", str(model),
+               "--json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["finish_us"] == [20.0, 1.5, 1.5, 1.5, 1.5]
+    assert doc["overhead_us"][0] == 6.0 and doc["wait_us"][0] == 14.0
+    # Barrier (batches of 1): ceil(log2 P) (2 o_s(1) + L(1)) = 10 * 11.
+    proc = cli("sim", "barrier", "-P", "1000", "--model", str(model), "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["makespan_us"] == pytest.approx(110.0, rel=1e-12)
+    # The 3-way dissemination barrier on 64 ranks: 3 rounds, each a send batch of 3 and a
+    # receive batch of 3: the sends leave at o_s(3) + k L(3) (each receiver's three messages
+    # come from different senders' slots k = 1, 2, 3, so no NIC waits), the last is handled
+    # for o_s(1): a round is o_s(3) + 3 L(3) + o_s(1) = 5/6 + 14 + 1.5.
+    proc = cli("sim", "barrier", "--algorithm", "nway", "--n", "3", "-P", "64", "--model",
+               str(model), "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["makespan_us"] == pytest.approx(3 * (5 / 6 + 14 + 1.5),
+                                                                   rel=1e-12)
+
+
+def test_lop_bad_input(tmp_path: Path) -> None:
+    path = write(tmp_path, ONE_TO_N)
+    model = lop_model(tmp_path, with_list=False)
+    proc = cli("sim", "goal", path, "--model", str(model), "--lop-list")
+    assert proc.returncode == 2
+    assert "the model has no list-mode fits" in proc.stderr
+    proc = cli("sim", "goal", path, "--model", str(model), "--S", "64")
+    assert proc.returncode == 2
+    assert "no rendezvous" in proc.stderr
+    proc = cli("sim", "goal", path, "--lop-list")
+    assert proc.returncode == 2
+    doc = json.loads(model.read_text())
+    doc["overhead_send"] = {"lambda": [4.0, 0.0, 0.0]}  # L(1) = 11 - 8, L(3) = 7 - 8
+    model.write_text(json.dumps(doc))
+    proc = cli("sim", "goal", path, "--model", str(model))
+    assert proc.returncode == 2
+    assert "L(3) = -1 us is negative" in proc.stderr
+    proc = sim_tool("goal", path, "--lop-rtt", "1,2,3", "--lop-os", "1,1,1")
+    assert proc.returncode == 2
+    assert "expected 6 comma-separated numbers" in proc.stderr
+
+
+def test_text_summary_and_progress(tmp_path: Path) -> None:
+    proc = sim_tool("goal", write(tmp_path, PINGPONG), "--L", "10", "--o", "2", "--g", "3")
+    assert proc.returncode == 0, proc.stderr
+    assert "wait       min 12  mean 18  max 24 us" in proc.stdout
+    assert "rank 0 finish 28.000000 overhead 4.000000 wait 24.000000 calc 0.000000 us" \
+        in proc.stdout
+    # --progress writes to stderr only (here the run is too short for an update); --json
+    # stdout stays one JSON object. A long run shows updates ending in an erase sequence.
+    proc = sim_tool("barrier", "-P", "65536", "--algorithm", "dissemination", "--L", "1",
+                    "--progress", "--json")
+    assert proc.returncode == 0, proc.stderr
+    json.loads(proc.stdout)
+    assert "\r" not in proc.stdout
+    proc = cli("sim", "barrier", "-P", "1048576", "--L", "1", "--progress", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["makespan_us"] == 20.0
+    assert "railgauge-sim: " in proc.stderr and "% of 41943040 operations" in proc.stderr
+    proc = cli("sim", "barrier", "-P", "1048576", "--L", "1", "--json")
+    assert proc.returncode == 0 and proc.stderr == ""
+
+
+FUZZ_DIR = ROOT / "native" / "tests" / "fuzz"
+
+
+@pytest.mark.slow
+def test_goal_fuzzer(tmp_path: Path) -> None:
+    # libFuzzer on the GOAL parser and the simulator behind it, from the corpus kept in
+    # git, for RG_FUZZ_SECONDS (default 60): a crash, a sanitizer report or an input that
+    # fails without a message ends the run with a non-zero status. New inputs go to
+    # tmp_path, never into the corpus. Needs clang (scripts/install.sh --dev installs it).
+    clang = shutil.which("clang")
+    if clang is None:
+        pytest.skip("clang (libFuzzer) is not installed: scripts/install.sh --dev")
+    build = ROOT / "build" / "fuzz"
+    env = dict(os.environ, CC=clang)
+    for cmd in (["cmake", "-S", str(ROOT / "native"), "-B", str(build), "-DRG_FUZZ=ON",
+                 "-DRG_BUILD_TESTS=OFF", "-DCMAKE_BUILD_TYPE=RelWithDebInfo"],
+                ["cmake", "--build", str(build), "--target", "railgauge-goal-fuzz", "-j2"]):
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600,
+                              check=False)
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    seconds = int(os.environ.get("RG_FUZZ_SECONDS", "60"))
+    corpus = FUZZ_DIR / "corpus"
+    assert len(list(corpus.glob("*.goal"))) >= 8
+    proc = subprocess.run([str(build / "railgauge-goal-fuzz"), str(tmp_path), str(corpus),
+                           f"-max_total_time={seconds}", "-max_len=4096",
+                           "-rss_limit_mb=2048", f"-artifact_prefix={tmp_path}/",
+                           "-print_final_stats=1"],
+                          capture_output=True, text=True, timeout=seconds + 120, check=False)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    runs = [ln for ln in proc.stderr.splitlines() if ln.startswith("stat::number_of_executed")]
+    assert runs and int(runs[0].split(":")[-1]) > 1000, proc.stderr[-2000:]
+
+
+def test_lop_from_a_fitted_model(tmp_path: Path) -> None:
+    # End to end: `railgauge fit --model lop` on synthetic 1:n data, then the simulator on a
+    # 1:8 schedule with that model file: the k-th peer is reached at o_s(8) + k L(8) and
+    # the last at the paper's t_1:n = o_s(8) + 8 L(8) (here o_s(8) <= L(8)), each handled
+    # for o_s(1); every value is computed by railgauge.fit.lop from the fitted lambdas.
+    from railgauge.fit.lop import latency, overhead_function, t_1n
+    from railgauge.onen import synth_onen, write_onen_jsonl
+
+    data = synth_onen(lambda p: 12.0 / p + 10.0, range(1, 9),
+                      overhead_send=lambda p: 0.5 + 1.0 / p, seed=0)
+    onen = write_onen_jsonl(data, tmp_path / "onen.jsonl")
+    model = tmp_path / "model-lop.json"
+    proc = cli("fit", "--model", "lop", str(onen), "--out", str(model))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(model.read_text())
+    rtt, os_ = doc["rtt"]["lambda"], doc["overhead_send"]["lambda"]
+    n = 8
+    o1, on, ln = (float(overhead_function(os_, 1)), float(overhead_function(os_, n)),
+                  float(latency(rtt, os_, n)))
+    assert 0 < on <= ln
+    text = f"num_ranks {n + 1}\nrank 0 {{\n" + "".join(
+        f"send 1b to {k}\n" for k in range(1, n + 1)) + "}\n" + "".join(
+        f"rank {k} {{ recv 1b from 0 }}\n" for k in range(1, n + 1))
+    proc = cli("sim", "goal", write(tmp_path, text, "onen8.goal"), "--model", str(model),
+               "--json")
+    assert proc.returncode == 0, proc.stderr
+    fin = json.loads(proc.stdout)["finish_us"]
+    assert fin[0] == pytest.approx(n * on, rel=1e-12)
+    for k in range(1, n + 1):
+        assert fin[k] == pytest.approx(on + k * ln + o1, rel=1e-9)
+    assert fin[n] == pytest.approx(float(t_1n(rtt, os_, n)) + o1, rel=1e-9)

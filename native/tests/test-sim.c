@@ -33,7 +33,7 @@ static rg_status_t sim_text(const char *text, const rg_sim_params_t *p, double *
         for (i = 0; i < n && i < s.nranks; i++) {
             fin[i] = res.finish[i];
         }
-        free(res.finish);
+        rg_sim_result_free(&res);
     }
     rg_sim_sched_free(&s);
     return st;
@@ -260,7 +260,7 @@ TEST_IMPL(sim_barrier_logp)
         for (r = 0; r < P; r++) {
             ASSERT_DBL_NEAR(res.finish[r], res.makespan, 1e-9);
         }
-        free(res.finish);
+        rg_sim_result_free(&res);
         rg_sim_sched_free(&s);
     }
     return 0;
@@ -314,8 +314,8 @@ TEST_IMPL(sim_queue_order)
  * insertions of keywords and numbers, and deletions applied to small valid
  * schedules; every result must be parsed or rejected with a message, and
  * what parses must simulate to completion or report a deadlock. The
- * sanitizer build runs it too. (No libFuzzer/AFL++ here: no clang on the
- * build machine; the seeds below are the corpus.) */
+ * sanitizer build runs it too. It needs no clang; the coverage-guided
+ * libFuzzer target is native/tests/fuzz/goal_fuzz.c (tests/test_sim.py). */
 static const char *const fuzz_seeds[] = {
     "num_ranks 2\nrank 0 {\n l1: send 8b to 1 tag 0\n l2: recv 8b from 1 tag 0\n"
     " l2 requires l1\n}\nrank 1 {\n l1: recv 8b from 0 tag 0\n l2: send 8b to 0 tag 0\n"
@@ -407,7 +407,7 @@ TEST_IMPL(sim_fuzz_goal)
                 if (st == RG_OK) {
                     ran++;
                     ASSERT(res.makespan >= 0 && isfinite(res.makespan));
-                    free(res.finish);
+                    rg_sim_result_free(&res);
                 } else {
                     ASSERT(err.msg[0] != '\0');
                 }
@@ -444,5 +444,255 @@ TEST_IMPL(sim_piecewise)
         p.ranges = bad;
         ASSERT_INT_EQ(rg_sim_params_check(&p, &err), RG_ERR_RANGE);
     }
+    return 0;
+}
+
+/* Like sim_text, keeping the whole result (free with rg_sim_result_free). */
+static rg_status_t sim_text_res(const char *text, const rg_sim_params_t *p,
+                                rg_sim_result_t *res, rg_err_t *err)
+{
+    rg_sim_sched_t s;
+    rg_status_t    st;
+    FILE          *f = fmemopen((void *)text, strlen(text), "r");
+
+    if (f == NULL) {
+        return rg_err_set(err, RG_ERR_IO, "fmemopen");
+    }
+    st = rg_sim_goal_parse(f, "test.goal", 1.0, &s, err);
+    fclose(f);
+    if (st == RG_OK) {
+        st = rg_sim_run(&s, p, res, NULL, err);
+    }
+    rg_sim_sched_free(&s);
+    return st;
+}
+
+static const char *const lop_1n =
+    "num_ranks 5\n"
+    "rank 0 { send 1b to 1\n send 1b to 2\n send 1b to 3\n send 1b to 4 }\n"
+    "rank 1 { recv 1b from 0 }\nrank 2 { recv 1b from 0 }\n"
+    "rank 3 { recv 1b from 0 }\nrank 4 { recv 1b from 0 }\n";
+
+static const char *const lop_n1 =
+    "num_ranks 5\n"
+    "rank 0 { recv 1b from -1\n recv 1b from -1\n recv 1b from -1\n recv 1b from -1 }\n"
+    "rank 1 { send 1b to 0 }\nrank 2 { send 1b to 0 }\n"
+    "rank 3 { send 1b to 0 }\nrank 4 { send 1b to 0 }\n";
+
+TEST_IMPL(sim_lop)
+{
+    /* RTT(p) = 12/p + 10, o_s(p) = 0.5 + 1/p: o_s(1) = 1.5, o_s(4) = 0.75,
+     * L(p) = RTT(p)/2 - o_s(p) - o_s(1) = 5/p + 3: L(1) = 8, L(4) = 4.25;
+     * L_list(p) = RTT(p)/2 - p o_s(p) - o_s(1) = 6/p + 2.5 - p/2: L_list(4) = 2. */
+    rg_sim_lop_t    m = {{12, 0, 10, 0, 0, 1}, {0.5, 1, 0}, 0};
+    rg_sim_params_t p = {.S = INFINITY, .lop = &m};
+    double          fin[5];
+    rg_err_t        err;
+
+    ASSERT_DBL_NEAR(rg_sim_lop_latency(&m, 4), 4.25, 1e-12);
+    /* 1:n, n = 4: rank 0 posts at 0, .75, 1.5, 2.25 (CPU to 3); the NIC
+     * delivers each L(4) after the previous: 5, 9.25, 13.5, 17.75 = t_1:n =
+     * o_s(4) + 4 L(4); each receiver handles its message for o_s(1). */
+    ASSERT_OK(sim_text(lop_1n, &p, fin, 5, &err), &err);
+    ASSERT_DBL_NEAR(fin[0], 3.0, 1e-12);
+    ASSERT_DBL_NEAR(fin[1], 6.5, 1e-12);
+    ASSERT_DBL_NEAR(fin[2], 10.75, 1e-12);
+    ASSERT_DBL_NEAR(fin[4], 17.75 + 1.5, 1e-12);
+    /* List posting: the NIC starts once all 4 are posted (4 o_s(4) = 3) and
+     * delivers at 3 + 2k, the last at t_1:n^list = 4 o_s(4) + 4 L_list(4) = 11. */
+    m.list = 1;
+    ASSERT_OK(sim_text(lop_1n, &p, fin, 5, &err), &err);
+    ASSERT_DBL_NEAR(fin[1], 5 + 1.5, 1e-12);
+    ASSERT_DBL_NEAR(fin[4], 11 + 1.5, 1e-12);
+    m.list = 0;
+    /* n:1: each sender posts one message (batch 1, o_s(1) = 1.5); rank 0's
+     * receiving batch has 4, so each takes L(max(1, 4)) = 4.25 on its NIC:
+     * arrivals 5.75, 10, 14.25, 18.5 = o_s(1) + 4 L(4), handled for 1.5. */
+    ASSERT_OK(sim_text(lop_n1, &p, fin, 5, &err), &err);
+    ASSERT_DBL_NEAR(fin[0], 18.5 + 1.5, 1e-12);
+    ASSERT_DBL_NEAR(fin[1], 1.5, 1e-12);
+    /* A ping-pong is RTT(1) = 2 (o_s(1) + L(1) + o_s(1)) = 22 exactly. */
+    ASSERT_OK(sim_text("num_ranks 2\n"
+                       "rank 0 { a: send 1b to 1\n b: recv 1b from 1\n b requires a }\n"
+                       "rank 1 { a: recv 1b from 0\n b: send 1b to 0\n b requires a }\n",
+                       &p, fin, 2, &err), &err);
+    ASSERT_DBL_NEAR(fin[0], 22.0, 1e-12);
+    /* L(p) < 0 is outside the model: refused, naming p. RTT(p) = 12/p + 2,
+     * o_s = 3: L(1) = 7 - 6 = 1, L(2) = 4 - 6 = -2. */
+    {
+        rg_sim_lop_t    bad = {{12, 0, 2, 0, 0, 1}, {3, 0, 0}, 0};
+        rg_sim_params_t pb = {.S = INFINITY, .lop = &bad};
+        ASSERT_INT_EQ(sim_text(lop_1n, &pb, fin, 5, &err), RG_ERR_RANGE);
+        ASSERT(strstr(rg_err_message(&err), "L(2) = -2 us is negative") != NULL);
+        pb.S = 64;
+        ASSERT_INT_EQ(rg_sim_params_check(&pb, &err), RG_ERR_RANGE);
+    }
+    /* The dissemination barrier (batches of 1) under LoP: ceil(log2 P)
+     * (2 o_s(1) + L(1)) = 3 * 11 for P = 8. */
+    {
+        rg_sim_sched_t  s;
+        rg_sim_result_t res;
+        ASSERT_OK(rg_sim_barrier_dissemination(&s, 8, &err), &err);
+        ASSERT_OK(rg_sim_run(&s, &p, &res, NULL, &err), &err);
+        ASSERT_DBL_NEAR(res.makespan, 33.0, 1e-12);
+        rg_sim_result_free(&res);
+        rg_sim_sched_free(&s);
+    }
+    return 0;
+}
+
+TEST_IMPL(sim_batches)
+{
+    /* Runs of sends and of receives in a rank's program order, broken by any
+     * other kind; ranks interleaved in the operation array. */
+    rg_sim_sched_t s;
+    rg_sim_op_t    op;
+    rg_err_t       err;
+    const uint8_t  kinds[] = {RG_SIM_SEND, RG_SIM_SEND, RG_SIM_RECV, RG_SIM_SEND,
+                              RG_SIM_SEND, RG_SIM_SEND, RG_SIM_CALC, RG_SIM_RECV,
+                              RG_SIM_RECV};
+    const uint16_t want[] = {2, 2, 1, 3, 3, 3, 0, 2, 2};
+    size_t         i;
+
+    rg_sim_sched_init(&s, 2);
+    for (i = 0; i < sizeof(kinds); i++) {
+        memset(&op, 0, sizeof(op));
+        op.kind = kinds[i];
+        op.peer = 1;
+        op.rank = 0;
+        ASSERT_OK(rg_sim_sched_add(&s, &op, &err), &err);
+        /* Rank 1 interleaved: one send between each of rank 0's. */
+        op.rank = 1;
+        op.kind = RG_SIM_SEND;
+        op.peer = 0;
+        ASSERT_OK(rg_sim_sched_add(&s, &op, &err), &err);
+    }
+    ASSERT_OK(rg_sim_sched_finish(&s, &err), &err);
+    for (i = 0; i < sizeof(kinds); i++) {
+        ASSERT_INT_EQ(s.ops[2 * i].batch, want[i]);
+        ASSERT_INT_EQ(s.ops[2 * i + 1].batch, sizeof(kinds));
+    }
+    ASSERT(s.ops[0].flags & RG_SIM_OPF_FIRST);
+    ASSERT(!(s.ops[2].flags & RG_SIM_OPF_FIRST));
+    ASSERT(s.ops[6].flags & RG_SIM_OPF_FIRST);
+    ASSERT(s.ops[14].flags & RG_SIM_OPF_FIRST);
+    rg_sim_sched_free(&s);
+    return 0;
+}
+
+TEST_IMPL(sim_stats)
+{
+    /* L=10 o=2 g=0, calc in us. Rank 0: calc 0..5, send 5..7 (its message
+     * arrives at 17). Rank 1: handles it 17..19, computes 19..22, answers
+     * 22..24; the answer arrives at 34 and rank 0 handles it 34..36.
+     * Rank 0: overhead 2 + 2, calc 5, wait 36 - 9 = 27. Rank 1: overhead 4,
+     * calc 3 + 1 (a calc of 1 on its CPU 1 at 0..1), busy 8, wait 24 - 8. */
+    rg_sim_params_t p = {.L = 10, .o = 2, .S = INFINITY};
+    rg_sim_result_t res;
+    rg_err_t        err;
+
+    ASSERT_OK(sim_text_res("num_ranks 2\n"
+                           "rank 0 { a: calc 5\n b: send 1b to 1\n c: recv 1b from 1\n"
+                           " b requires a\n c requires b }\n"
+                           "rank 1 { a: recv 1b from 0\n b: calc 3\n c: send 1b to 0\n"
+                           " d: calc 1 cpu 1\n b requires a\n c requires b }\n",
+                           &p, &res, &err), &err);
+    ASSERT_DBL_NEAR(res.finish[0], 36.0, 1e-12);
+    ASSERT_DBL_NEAR(res.overhead[0], 4.0, 1e-12);
+    ASSERT_DBL_NEAR(res.calc[0], 5.0, 1e-12);
+    ASSERT_DBL_NEAR(res.wait[0], 27.0, 1e-12);
+    ASSERT_DBL_NEAR(res.finish[1], 24.0, 1e-12);
+    ASSERT_DBL_NEAR(res.overhead[1], 4.0, 1e-12);
+    ASSERT_DBL_NEAR(res.calc[1], 4.0, 1e-12);
+    ASSERT_DBL_NEAR(res.wait[1], 24.0 - 8.0, 1e-12);
+    rg_sim_result_free(&res);
+    /* Overlapping CPUs: rank 0 computes 10 on CPU 0 and 4 on CPU 1 at once:
+     * calc 14, busy 10, wait 0. */
+    ASSERT_OK(sim_text_res("num_ranks 1\nrank 0 { calc 10\n calc 4 cpu 1 }\n", &p, &res,
+                           &err), &err);
+    ASSERT_DBL_NEAR(res.calc[0], 14.0, 1e-12);
+    ASSERT_DBL_NEAR(res.wait[0], 0.0, 1e-12);
+    rg_sim_result_free(&res);
+    return 0;
+}
+
+TEST_IMPL(sim_goal_chunks)
+{
+    /* The parser reads 64 KiB at a time: a schedule of about 200 KB, shifted
+     * by 0..47 leading blanks, puts every kind of token (and a comment) across
+     * a buffer boundary; each must give the same schedule and end times. */
+    enum { N = 4000, SHIFT = 48 };
+    size_t          cap = (size_t)N * 96 + 256, n = 0, k;
+    char           *text = malloc(cap + SHIFT), *body;
+    rg_sim_params_t p = {.L = 3, .o = 1, .g = 2, .S = INFINITY};
+    double          ref = -1;
+    size_t          ref_ops = 0;
+    rg_err_t        err;
+
+    ASSERT(text != NULL);
+    body = text + SHIFT;
+    n += (size_t)snprintf(body + n, cap - n, "num_ranks 2\nrank 0 {\n");
+    for (k = 0; k < N; k++) {
+        n += (size_t)snprintf(body + n, cap - n, "s%zu: send %zub to 1 tag %zu\n", k, k % 7,
+                              k % 5);
+        if (k > 0) {
+            n += (size_t)snprintf(body + n, cap - n, "s%zu requires s%zu /* c */ // d\n", k,
+                                  k - 1);
+        }
+    }
+    n += (size_t)snprintf(body + n, cap - n, "}\nrank 1 {\n");
+    for (k = 0; k < N; k++) {
+        n += (size_t)snprintf(body + n, cap - n, "r%zu: recv %zu b from 0 tag %zu\n", k, k % 7,
+                              k % 5);
+    }
+    n += (size_t)snprintf(body + n, cap - n, "}\n");
+    ASSERT(n < cap && n > 3 * 65536);
+    for (k = 0; k < SHIFT; k++) {
+        rg_sim_sched_t  s;
+        rg_sim_result_t res;
+        char           *start = body - k;
+        FILE           *f;
+        memset(start, ' ', k);
+        f = fmemopen(start, n + k, "r");
+        ASSERT(f != NULL);
+        ASSERT_OK(rg_sim_goal_parse(f, "chunks.goal", 1.0, &s, &err), &err);
+        fclose(f);
+        ASSERT_OK(rg_sim_run(&s, &p, &res, NULL, &err), &err);
+        if (k == 0) {
+            ref = res.makespan;
+            ref_ops = s.nops;
+            ASSERT_INT_EQ(s.nops, 2 * N);
+        }
+        ASSERT_INT_EQ(s.nops, ref_ops);
+        ASSERT_DBL_NEAR(res.makespan, ref, 0);
+        rg_sim_result_free(&res);
+        rg_sim_sched_free(&s);
+    }
+    free(text);
+    return 0;
+}
+
+TEST_IMPL(sim_init_order)
+{
+    /* The operations free at the start are queued rank by rank (sends,
+     * receives, computations within a rank), as LogGOPSim does: ties at one
+     * time go by that order. L=10 o=2. Rank 0's calc runs 0..12 and frees its
+     * send (due at 12) before rank 1's send at 0 creates the message that
+     * arrives at rank 0 at 12; so at 12 the send goes first (12..14, arriving
+     * at rank 2 at 24, handled 24..26) and the message waits (14..16).
+     * Queued kind by kind over all ranks, the message would go first and
+     * rank 2 would end at 28. LogGOPSim: 16, 2, 26. */
+    rg_sim_params_t p = {.L = 10, .o = 2, .S = INFINITY};
+    double          fin[3];
+    rg_err_t        err;
+
+    ASSERT_OK(sim_text("num_ranks 3\n"
+                       "rank 0 { c: calc 12\n s: send 1b to 2\n r: recv 1b from 1\n"
+                       " s requires c }\n"
+                       "rank 1 { send 1b to 0 }\nrank 2 { recv 1b from 0 }\n", &p, fin, 3,
+                       &err), &err);
+    ASSERT_DBL_NEAR(fin[0], 16.0, 1e-12);
+    ASSERT_DBL_NEAR(fin[1], 2.0, 1e-12);
+    ASSERT_DBL_NEAR(fin[2], 26.0, 1e-12);
     return 0;
 }

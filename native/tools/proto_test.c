@@ -965,10 +965,13 @@ int main(int argc, char **argv)
     rg_proto_get_stats(t.p, &st);
     if (t.rank == 0) {
         printf("stats rank=0 eager_sent=%llu rndv_sent=%llu rndv_get=%llu unexpected=%llu "
-               "out_of_order=%llu mem_high_water=%zu\n",
+               "out_of_order=%llu mem_high_water=%zu window=%d limit_events=%llu "
+               "rnr_sent=%llu rnr_recv=%llu retries=%llu\n",
                (unsigned long long)st.eager_sent, (unsigned long long)st.rndv_sent,
                (unsigned long long)st.rndv_get, (unsigned long long)st.unexpected,
-               (unsigned long long)st.out_of_order, st.mem.high_water);
+               (unsigned long long)st.out_of_order, st.mem.high_water, st.window,
+               (unsigned long long)st.limit_events, (unsigned long long)st.rnr_sent,
+               (unsigned long long)st.rnr_recv, (unsigned long long)st.retries);
     }
     rg_proto_close(t.p);
     rg_boot_fini(t.boot);

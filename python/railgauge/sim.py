@@ -2,18 +2,21 @@
 
 Plain functions that never print: `params_from_model` maps a `model-loggp.json`
 (written by `railgauge fit`) onto the simulator's LogGOPS parameters (piecewise by message
-size: one set per protocol range), and
+size: one set per protocol range), or a `model-lop.json` onto LoP's lambdas, and
 `run_sim` runs one simulation and returns the tool's JSON object
 (``makespan_us``, ``finish_us`` up to 4096 ranks or with ``per_rank``,
-``events``, ``wall_s``), optionally writing a Chrome trace (``trace``)."""
+``events``, ``wall_s``, ``read_s``, ``stats`` and with ``finish_us`` the per-rank ``overhead_us``,
+``wait_us``, ``calc_us``), optionally writing a Chrome trace (``trace``)."""
 
 from __future__ import annotations
 
 import json
 import math
 import subprocess
+import sys
+import threading
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 #: The simulator's parameters: L, o, g in microseconds, G and O in microseconds
 #: per byte, S in bytes (rendezvous above S; inf: never).
@@ -28,8 +31,41 @@ class SimError(Exception):
         self.user = user
 
 
-def params_from_model(path: Path, *, piecewise: bool = True) -> dict[str, Any]:
-    """The simulator's parameters from a `model-loggp.json` (`railgauge fit`).
+def _lambdas(path: Path, fit: Any, what: str, n: int) -> list[float]:
+    lam = fit.get("lambda") if isinstance(fit, dict) else None
+    if not isinstance(lam, list) or len(lam) != n or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+            for v in lam):
+        raise SimError(f"{path}: {what}.lambda is not a list of {n} finite numbers", user=True)
+    return [float(v) for v in lam]
+
+
+def lop_params_from_model(path: Path, doc: dict[str, Any], *,
+                          list_mode: bool = False) -> dict[str, Any]:
+    """LoP parameters from a parsed `model-lop.json` (`railgauge fit --model lop`):
+    ``{"lop_rtt": [l1..l6], "lop_os": [a1, a2, a3], "lop_list": bool}`` from the primary
+    series' RTT and o_s fits, or with ``list_mode`` from the list-mode fits (``list``); a
+    model whose primary series is list-mode is list-mode either way."""
+    primary = doc.get("primary") if isinstance(doc.get("primary"), dict) else {}
+    if list_mode and primary.get("mode") != "list":
+        lst = doc.get("list")
+        if not isinstance(lst, dict):
+            raise SimError(f"{path}: --lop-list: the model has no list-mode fits", user=True)
+        return {"lop_rtt": _lambdas(path, lst.get("rtt"), "list.rtt", 6),
+                "lop_os": _lambdas(path, lst.get("overhead_send"), "list.overhead_send", 3),
+                "lop_list": True}
+    if doc.get("overhead_send") is None:
+        raise SimError(f"{path}: the model has no send overhead fit (overhead_send is null): "
+                       "LoP needs o_s(p)", user=True)
+    return {"lop_rtt": _lambdas(path, doc.get("rtt"), "rtt", 6),
+            "lop_os": _lambdas(path, doc.get("overhead_send"), "overhead_send", 3),
+            "lop_list": primary.get("mode") == "list"}
+
+
+def params_from_model(path: Path, *, piecewise: bool = True,
+                      lop_list: bool = False) -> dict[str, Any]:
+    """The simulator's parameters from a `model-loggp.json` or `model-lop.json`
+    (`railgauge fit`); a LoP model gives `lop_params_from_model` (``lop_list``).
 
     piecewise: one parameter set per protocol range, ``{"ranges": [(to_bytes, L, o, g, G,
     O), ...]}``: a message of s bytes takes the first range with s <= to_bytes (the last
@@ -41,8 +77,13 @@ def params_from_model(path: Path, *, piecewise: bool = True) -> dict[str, Any]:
         doc = json.loads(Path(path).read_text())
     except (OSError, ValueError) as exc:
         raise SimError(f"{path}: cannot read the model: {exc}", user=True) from None
+    if isinstance(doc, dict) and doc.get("model") == "lop":
+        return lop_params_from_model(path, doc, list_mode=lop_list)
+    if lop_list:
+        raise SimError(f"{path}: --lop-list needs a LoP model (model-lop.json)", user=True)
     if not isinstance(doc, dict) or doc.get("model") != "loggp":
-        raise SimError(f"{path}: not a LogGP model (\"model\": \"loggp\" expected)", user=True)
+        raise SimError(f"{path}: not a LogGP or LoP model (\"model\": \"loggp\" or \"lop\" "
+                       "expected)", user=True)
     ranges = doc.get("ranges")
     if not isinstance(ranges, list) or not ranges or \
             not all(isinstance(r, dict) for r in ranges):
@@ -74,12 +115,44 @@ def params_from_model(path: Path, *, piecewise: bool = True) -> dict[str, Any]:
     return {"ranges": [tuple(r[k] for k in ("to_bytes", *keys)) for r in sets]}
 
 
+#: The tool's progress updates: a carriage return, the text, erase to the end of the line.
+_PROGRESS_END = b"\x1b[K"
+
+
+def _pump(src: IO[bytes], keep: list[bytes], echo: IO[str] | None) -> None:
+    """Reads the tool's stderr: its progress updates (``\\r`` text ``ESC [K``) go on to
+    ``echo`` (dropped where it is None), everything else into ``keep``."""
+    buf = b""
+    while True:
+        chunk = src.read(4096) if not hasattr(src, "read1") else src.read1(4096)  # type: ignore[attr-defined]
+        buf += chunk
+        while True:
+            cr = buf.find(b"\r")
+            if cr < 0:
+                keep.append(buf)
+                buf = b""
+                break
+            keep.append(buf[:cr])
+            buf = buf[cr:]
+            stop = buf.find(_PROGRESS_END)
+            if stop < 0:
+                break
+            if echo is not None:
+                echo.write(buf[:stop + len(_PROGRESS_END)].decode(errors="replace"))
+                echo.flush()
+            buf = buf[stop + len(_PROGRESS_END):]
+        if not chunk:
+            keep.append(buf)
+            return
+
+
 def run_sim(tool: str, mode_args: list[str], params: dict[str, Any], *,
             calc_unit: str | None = None, per_rank: bool = False,
             trace: Path | None = None, trace_max_ranks: int | None = None,
-            timeout: float | None = None) -> dict[str, Any]:
+            timeout: float | None = None, progress: bool = False) -> dict[str, Any]:
     """Runs `tool` (the path of railgauge-sim) with `mode_args` (``["goal",
     FILE]`` or ``["barrier", "--algorithm", A, "-P", P]``) and returns its JSON.
+    progress: the tool's progress display goes on to this process's stderr.
     Raises SimError with the tool's message where it fails."""
     cmd = [tool, *mode_args]
     for name in PARAMS:
@@ -87,6 +160,12 @@ def run_sim(tool: str, mode_args: list[str], params: dict[str, Any], *,
             cmd += [f"--{name}", repr(float(params[name]))]
     for rng in params.get("ranges", ()):
         cmd += ["--range", ",".join(repr(float(v)) for v in rng)]
+    if "lop_rtt" in params:
+        cmd += ["--lop-rtt", ",".join(repr(float(v)) for v in params["lop_rtt"]),
+                "--lop-os", ",".join(repr(float(v)) for v in params["lop_os"])]
+        if params.get("lop_list"):
+            cmd.append("--lop-list")
+    cmd.append("--progress" if progress else "--no-progress")
     if calc_unit is not None:
         cmd += ["--calc-unit", calc_unit]
     if per_rank:
@@ -97,21 +176,42 @@ def run_sim(tool: str, mode_args: list[str], params: dict[str, Any], *,
         cmd += ["--trace-max-ranks", str(trace_max_ranks)]
     cmd.append("--json")
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
-    except subprocess.TimeoutExpired:
-        raise SimError(f"the simulation ran longer than {timeout} s", user=False) from None
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except OSError as exc:
         raise SimError(f"cannot run {tool}: {exc}", user=False) from None
+    keep: list[bytes] = []
+    assert proc.stderr is not None and proc.stdout is not None
+    pump = threading.Thread(target=_pump, args=(proc.stderr, keep,
+                                                sys.stderr if progress else None), daemon=True)
+    pump.start()
+    timed_out = threading.Event()
+
+    def _kill() -> None:
+        timed_out.set()
+        proc.kill()
+
+    timer = threading.Timer(timeout, _kill) if timeout is not None else None
+    if timer is not None:
+        timer.start()
+    out = proc.stdout.read()
+    proc.wait()
+    if timer is not None:
+        timer.cancel()
+    pump.join()
+    if timed_out.is_set():
+        raise SimError(f"the simulation ran longer than {timeout} s", user=False)
+    stdout = out.decode(errors="replace")
+    stderr = b"".join(keep).decode(errors="replace")
     if proc.returncode != 0:
-        lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+        lines = [ln for ln in stderr.splitlines() if ln.strip()]
         msg = next((ln for ln in reversed(lines) if "error:" in ln), lines[-1] if lines else "")
         msg = msg.split("error: ", 1)[-1] if "error: " in msg else msg
         raise SimError(msg or f"{tool} exited {proc.returncode}",
                        user=proc.returncode == 2)
     try:
-        doc = json.loads(proc.stdout)
+        doc = json.loads(stdout)
     except ValueError:
-        raise SimError(f"{tool} printed no JSON: {proc.stdout[:200]!r}", user=False) from None
+        raise SimError(f"{tool} printed no JSON: {stdout[:200]!r}", user=False) from None
     if not isinstance(doc, dict):
         raise SimError(f"{tool} printed {type(doc).__name__}, not an object", user=False)
     return doc

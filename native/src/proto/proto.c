@@ -25,6 +25,7 @@
 
 #include "base/json.h"
 #include "base/timer.h"
+#include "proto/rxwin.h"
 
 /* ---- settings ----------------------------------------------------------- */
 
@@ -62,6 +63,32 @@ static const rg_config_field_t rg__proto_config_fields[] = {
      "the transport can (shm: cross-memory attach, one copy); 0: always over "
      "the data channel (CTS, then the payload as a message)",
      offsetof(rg_proto_config_t, use_get), RG_CONFIG_INT},
+    {"RXWIN", "pool",
+     "the shared receive window (docs/rxwin.md): fixed:N (N buffers), "
+     "adaptive:W_init:W_max (grows to min(2^nlimit * W_init, W_max) at each limit "
+     "event, next limit W/2), adaptive:W_init:W_max:reclaim (also shrinks after "
+     "quiet periods); pool: fixed:RG_PROTO_POOL_BUFS",
+     offsetof(rg_proto_config_t, rxwin), RG_CONFIG_STRING},
+    {"RXWIN_LIMIT", "auto",
+     "the first limit: a limit event when fewer buffers than this are posted, "
+     "1 to W_init; auto: W_init/2 (at least 1)",
+     offsetof(rg_proto_config_t, rxwin_limit), RG_CONFIG_STRING},
+    {"RXWIN_QUIET_NS", "100ms",
+     "reclaim: a window whose use stayed at a quarter or less for this long halves",
+     offsetof(rg_proto_config_t, rxwin_quiet_ns), RG_CONFIG_TIME_NS},
+    {"RNR", "0",
+     "1: a message that arrives while every buffer of the window is taken is "
+     "refused back to its sender (receiver not ready), which sends it again after "
+     "RG_PROTO_RNR_TIMER_MS; 0: it waits in the transport (back-pressure)",
+     offsetof(rg_proto_config_t, rnr), RG_CONFIG_INT},
+    {"RNR_TIMER_MS", "1",
+     "receiver-not-ready retry timer in milliseconds, 0.01 to 655.36 (InfiniBand's "
+     "RNR NAK timer range)",
+     offsetof(rg_proto_config_t, rnr_timer_ms), RG_CONFIG_DOUBLE},
+    {"RNR_RETRY", "10000",
+     "refusals of one message before its sender fails with an error naming the "
+     "peer, 1 to 1000000",
+     offsetof(rg_proto_config_t, rnr_retry), RG_CONFIG_INT},
     {NULL, NULL, NULL, 0, 0}
 };
 
@@ -71,6 +98,7 @@ const rg_config_table_t rg_proto_config_table = {"PROTO", rg__proto_config_field
 #define RG__PROTO_EAGER_MAX ((size_t)1 << 30)
 /* Control messages and small eager sends share one staging size class. */
 #define RG__PROTO_SMALL     256u
+#define RG__PROTO_MEDIUM    4096u
 /* Staging buffers kept for reuse per size class. */
 #define RG__PROTO_XOP_CACHE 64u
 /* How often a waiting rank checks that the peers it waits on are alive. */
@@ -88,8 +116,14 @@ enum {
     RG__PH_SPLIT = 5,  /* receiver -> sender: write [off, len) of the payload to
                         * aux (the receive buffer), then DONE; the receiver reads
                         * [0, off) meanwhile, then sends FIN */
-    RG__PH_DONE  = 6   /* sender -> receiver: its part is written; rreq completes */
+    RG__PH_DONE  = 6,  /* sender -> receiver: its part is written; rreq completes */
+    /* With RG_PROTO_RNR=1 (docs/rxwin.md): */
+    RG__PH_RNR   = 7,  /* receiver not ready: message seq was refused; aux = the
+                        * refusing rank's window, off = its unexpected bytes */
+    RG__PH_ACK   = 8   /* every message of the sender before seq was taken */
 };
+
+#define RG__PROTO_RNR_RETRY_MAX 1000000
 
 typedef struct rg__phdr {
     uint8_t  type;
@@ -140,14 +174,33 @@ typedef struct rg__xop {
     struct rg__xop *next;
     rg_preq_t      *owner;  /* the eager send it completes, or NULL */
     size_t          cap;    /* bytes of data[] */
+    /* With RNR: an EAGER or RTS kept until the receiver takes it (ACK). */
+    struct rg__xop *unext;   /* the peer's list of messages not yet taken */
+    struct rg__xop *rnext;   /* the retry queue */
+    uint64_t        due_ns;  /* when a refused message goes again */
+    size_t          len;     /* bytes of the message */
+    int             peer;
+    uint32_t        seq;
+    unsigned        tries;   /* refusals so far */
+    uint8_t         retain;  /* kept until acknowledged */
+    uint8_t         sending; /* on the transport (in the inflight list) */
+    uint8_t         acked;
     unsigned char   data[];
 } rg__xop_t;
 
-/* A pool buffer, posted as a receive from any source. */
+/* A buffer of the window (or the refusal buffer), posted as a receive from
+ * any source. */
 typedef struct rg__pbuf {
-    rg_xreq_t      xreq;
-    unsigned char *data;
+    rg_xreq_t        xreq;
+    struct rg__pbuf *next;    /* the posted list, in posting order */
+    uint64_t         postno;  /* when it was posted (order against the refusal buffer) */
+    unsigned char   *data;    /* header + eager limit (apart: the descriptors stay
+                               * close together, each buffer on its own pages) */
 } rg__pbuf_t;
+
+typedef struct rg__xop_list {
+    rg__xop_t *head, *tail;
+} rg__xop_list_t;
 
 /* An unexpected (or parked) arrival. */
 typedef struct rg__uxm {
@@ -174,12 +227,33 @@ struct rg_proto {
     int               nchan;
     int               data_chan;   /* index of the data channel, -1 with get */
     int               rank, size;
+    int               rnr;         /* cfg.rnr, where the hot path reads it */
     rg_proto_config_t cfg;
     size_t            eager_limit;
     size_t            pbuf_size;   /* header + eager limit */
-    rg__pbuf_t       *pool;
-    int               npool;
-    int               pool_head;   /* the oldest posted buffer */
+    /* The shared receive window (rxwin.h): buffers posted in order; a buffer
+     * that took a message is handled and posted again (or freed where the
+     * window shrank). */
+    rg_rxwin_t        rxwin;
+    rg__pbuf_t       *phead, *ptail;  /* posted, in posting order */
+    int               nposted;     /* window buffers posted */
+    int               nalloc;      /* window buffers allocated */
+    uint64_t          postno;      /* posts so far */
+    /* RNR (cfg.rnr): the refusal buffer, posted behind the window's buffers:
+     * a message lands in it only when every buffer posted before it is
+     * taken; if no window buffer was posted after it either, the window was
+     * exhausted at that arrival and the message is refused. */
+    rg__pbuf_t       *drain;
+    int               drain_posted;
+    int               drain_behind; /* window buffers posted after it */
+    uint64_t          rnr_timer_ns;
+    rg__xop_t        *rnr_head, *rnr_tail;  /* refused messages, by due time */
+    int               nrnr;
+    rg__xop_list_t   *unacked;     /* per destination: sent, not yet taken */
+    int               nunacked;
+    uint8_t          *ack_due;     /* per source: an ACK to send this pass */
+    int              *ack_list;    /* the sources of ack_due, nack of them */
+    int               nack;
     rg__preq_list_t   posted;      /* receives, in posting order */
     rg__preq_list_t   active;      /* requests whose payload is on the data channel */
     rg__uxm_list_t    unexpected;  /* arrivals, in order */
@@ -189,8 +263,8 @@ struct rg_proto {
     int32_t          *pids;        /* per rank; 0 where on another host */
     uint64_t         *live_ns;     /* per rank: when its liveness was last asked */
     uint8_t          *dead;        /* per rank: found dead (sticky) */
-    rg__xop_t        *xop_free[2]; /* small, eager */
-    unsigned          xop_nfree[2];
+    rg__xop_t        *xop_free[3]; /* small, medium, eager */
+    unsigned          xop_nfree[3];
     rg__xop_t        *inflight, *inflight_tail;
     rg_proto_stats_t  stats;
     int               rndv_busy;   /* rendezvous of this rank under way */
@@ -357,10 +431,20 @@ static rg_status_t rg__sched_recv(rg_proto_t *proto, int chan, int peer, void *b
 
 /* ---- staging ------------------------------------------------------------- */
 
+/* The staging size classes: control messages and small eager sends, up to
+ * RG__PROTO_MEDIUM of payload (what RNR keeps until acknowledged is mostly
+ * here, so a kept 512-byte message does not hold a whole eager buffer), and
+ * the eager limit. */
+static size_t rg__xop_cap(const rg_proto_t *proto, int cls)
+{
+    return cls == 0 ? RG__PHDR + RG__PROTO_SMALL
+                    : cls == 1 ? RG__PHDR + RG__PROTO_MEDIUM : proto->pbuf_size;
+}
+
 static rg__xop_t *rg__xop_get(rg_proto_t *proto, size_t bytes)
 {
-    int        cls = bytes <= RG__PHDR + RG__PROTO_SMALL ? 0 : 1;
-    size_t     cap = cls == 0 ? RG__PHDR + RG__PROTO_SMALL : proto->pbuf_size;
+    int        cls = bytes <= rg__xop_cap(proto, 0) ? 0 : bytes <= rg__xop_cap(proto, 1) ? 1 : 2;
+    size_t     cap = rg__xop_cap(proto, cls);
     rg__xop_t *x   = proto->xop_free[cls];
 
     if (x != NULL) {
@@ -374,14 +458,15 @@ static rg__xop_t *rg__xop_get(rg_proto_t *proto, size_t bytes)
         x->cap = cap;
         rg__mem_add(proto, &proto->stats.mem.control, sizeof(*x) + cap);
     }
-    x->next  = NULL;
-    x->owner = NULL;
+    x->next   = NULL;
+    x->owner  = NULL;
+    x->retain = 0;
     return x;
 }
 
 static void rg__xop_put(rg_proto_t *proto, rg__xop_t *x)
 {
-    int cls = x->cap == RG__PHDR + RG__PROTO_SMALL ? 0 : 1;
+    int cls = x->cap == rg__xop_cap(proto, 0) ? 0 : x->cap == rg__xop_cap(proto, 1) ? 1 : 2;
 
     if (proto->xop_nfree[cls] < RG__PROTO_XOP_CACHE) {
         x->next              = proto->xop_free[cls];
@@ -400,6 +485,17 @@ static void rg__xop_done(rg_proto_t *proto, rg__xop_t *x)
         x->owner->status = x->xreq.status;
     }
     rg__xop_put(proto, x);
+}
+
+static void rg__inflight_add(rg_proto_t *proto, rg__xop_t *x)
+{
+    x->next = NULL;
+    if (proto->inflight_tail != NULL) {
+        proto->inflight_tail->next = x;
+    } else {
+        proto->inflight = x;
+    }
+    proto->inflight_tail = x;
 }
 
 /* Sends header (+ payload) on the eager path; owner completes with it. */
@@ -427,12 +523,56 @@ static rg_status_t rg__send_eager_path(rg_proto_t *proto, int peer, const void *
         rg__xop_done(proto, x);
         return RG_OK;
     }
-    if (proto->inflight_tail != NULL) {
-        proto->inflight_tail->next = x;
-    } else {
-        proto->inflight = x;
+    rg__inflight_add(proto, x);
+    return RG_OK;
+}
+
+/* With RNR: an EAGER or RTS (header + payload) to peer, kept until peer
+ * acknowledges it; owner (an eager send) completes then, as a send on an
+ * InfiniBand reliable connection completes on its ACK. A refused message
+ * goes again from this copy (rg__rnr_arrive, rg__rnr_progress). */
+static rg_status_t rg__send_retained(rg_proto_t *proto, int peer, uint32_t seq,
+                                     const void *hdr, size_t hlen, const void *payload,
+                                     size_t len, rg_preq_t *owner)
+{
+    rg__xop_t      *x = rg__xop_get(proto, hlen + len);
+    rg__xop_list_t *l = &proto->unacked[peer];
+    rg_status_t     status;
+
+    if (x == NULL) {
+        return rg__fail(proto, RG_ERR_NOMEM, "send staging", NULL);
     }
-    proto->inflight_tail = x;
+    memcpy(x->data, hdr, hlen);
+    if (len > 0) {
+        memcpy(x->data + hlen, payload, len);
+    }
+    x->owner   = owner;
+    x->retain  = 1;
+    x->acked   = 0;
+    x->tries   = 0;
+    x->peer    = peer;
+    x->seq     = seq;
+    x->len     = hlen + len;
+    x->unext   = NULL;
+    x->rnext   = NULL;
+    x->sending = 1;
+    if (l->tail != NULL) {
+        l->tail->unext = x;
+    } else {
+        l->head = x;
+    }
+    l->tail = x;
+    proto->nunacked++;
+    status = rg__sched_send(proto, 0, peer, x->data, x->len, &x->xreq);
+    if (status != RG_OK) {
+        x->sending = 0;  /* the runtime has failed; close frees x */
+        return status;
+    }
+    if (x->xreq.status == RG_INPROGRESS) {
+        rg__inflight_add(proto, x);
+    } else {
+        x->sending = 0;
+    }
     return RG_OK;
 }
 
@@ -587,6 +727,19 @@ static rg_status_t rg__arrive(rg_proto_t *proto, int src, const rg__phdr_t *hdr,
     return RG_OK;
 }
 
+static rg_status_t rg__rnr_arrive(rg_proto_t *proto, int src, const rg__phdr_t *hdr);
+static rg_status_t rg__ack_arrive(rg_proto_t *proto, int src, uint32_t upto);
+
+/* With RNR: the sender of an EAGER or RTS that was taken gets an ACK at the
+ * end of this pass of the pool (one per sender and pass, cumulative). */
+static void rg__ack_mark(rg_proto_t *proto, int src)
+{
+    if (proto->rnr && !proto->ack_due[src]) {
+        proto->ack_due[src]            = 1;
+        proto->ack_list[proto->nack++] = src;
+    }
+}
+
 /* An arrival on the eager path from src. */
 static rg_status_t rg__handle(rg_proto_t *proto, int src, const unsigned char *data,
                               size_t len)
@@ -645,6 +798,7 @@ static rg_status_t rg__handle(rg_proto_t *proto, int src, const unsigned char *d
         }
         status = rg__arrive(proto, src, &hdr, payload, NULL);
         proto->recv_seq[src]++;
+        rg__ack_mark(proto, src);
         /* Parked successors of src may now be in turn. */
         do {
             again = 0;
@@ -700,6 +854,10 @@ static rg_status_t rg__handle(rg_proto_t *proto, int src, const unsigned char *d
         rg__complete(s, s->msg_len > s->len ? RG_ERR_TRUNCATED : RG_OK);
         proto->rndv_busy--;
         return RG_OK;
+    case RG__PH_RNR:
+        return rg__rnr_arrive(proto, src, &hdr);
+    case RG__PH_ACK:
+        return rg__ack_arrive(proto, src, hdr.seq);
     default:
         return rg__fail(proto, RG_ERR_PARSE, "a message of unknown type arrived", NULL);
     }
@@ -775,6 +933,10 @@ rg_status_t rg_proto_isend(rg_proto_t *proto, int peer, int tag, const void *buf
         rg__ehdr_t eh = {RG__PH_EAGER, 0, 0, tag, hdr.seq, (uint32_t)len};
 
         proto->stats.eager_sent++;
+        if (proto->rnr) {
+            req->state = RG__RS_SEND_EAGER;
+            return rg__send_retained(proto, peer, hdr.seq, &eh, RG__EHDR, buf, len, req);
+        }
         if (len <= RG__PROTO_SMALL && proto->can_inject) {
             status = rg__sched_inject(proto, 0, peer, &eh, RG__EHDR, buf, len);
             if (status == RG_OK) {
@@ -796,6 +958,9 @@ rg_status_t rg_proto_isend(rg_proto_t *proto, int peer, int tag, const void *buf
     req->state = RG__RS_SEND_RTS;
     proto->stats.rndv_sent++;
     proto->rndv_busy++;
+    if (proto->rnr) {
+        return rg__send_retained(proto, peer, hdr.seq, &hdr, RG__PHDR, NULL, 0, NULL);
+    }
     return rg__send_eager_path(proto, peer, &hdr, RG__PHDR, NULL, 0, NULL);
 }
 
@@ -844,14 +1009,327 @@ rg_status_t rg_proto_irecv(rg_proto_t *proto, int peer, int tag, void *buf, size
 
 /* ---- progress ------------------------------------------------------------ */
 
+/* Posts b (a window buffer, or the refusal buffer) as a receive from any
+ * source; window buffers join the posted list. */
 static rg_status_t rg__pool_post(rg_proto_t *proto, rg__pbuf_t *b)
 {
-    return rg__sched_recv(proto, 0, RG_XPORT_ANY_SOURCE, b->data, proto->pbuf_size, &b->xreq);
+    rg_status_t status;
+
+    b->next   = NULL;
+    b->postno = proto->postno++;
+    status    = rg__sched_recv(proto, 0, RG_XPORT_ANY_SOURCE, b->data, proto->pbuf_size,
+                               &b->xreq);
+    if (status != RG_OK) {
+        return status;
+    }
+    if (b == proto->drain) {
+        proto->drain_posted = 1;
+        proto->drain_behind = 0;
+        return RG_OK;
+    }
+    if (proto->ptail != NULL) {
+        proto->ptail->next = b;
+    } else {
+        proto->phead = b;
+    }
+    proto->ptail = b;
+    proto->nposted++;
+    /* Behind the refusal buffer only while it still waits: once it holds a
+     * message (handled later in this pass), that message came before b. */
+    if (proto->drain_posted && proto->drain->xreq.status == RG_INPROGRESS) {
+        proto->drain_behind++;
+    }
+    return RG_OK;
+}
+
+static rg__pbuf_t *rg__pbuf_new(rg_proto_t *proto)
+{
+    rg__pbuf_t *b = calloc(1, sizeof(*b));
+
+    if (b != NULL && (b->data = malloc(proto->pbuf_size)) == NULL) {
+        free(b);
+        b = NULL;
+    }
+    if (b != NULL) {
+        rg__mem_add(proto, &proto->stats.mem.pool, sizeof(*b) + proto->pbuf_size);
+    }
+    return b;
+}
+
+static void rg__pbuf_free(rg_proto_t *proto, rg__pbuf_t *b)
+{
+    rg__mem_sub(proto, &proto->stats.mem.pool, sizeof(*b) + proto->pbuf_size);
+    free(b->data);
+    free(b);
+}
+
+static rg_status_t rg__pbuf_check(rg_proto_t *proto, const rg__pbuf_t *b)
+{
+    if (b->xreq.status == RG_ERR_TRUNCATED) {
+        return rg__fail(proto, RG_ERR_TRUNCATED,
+                        "a message larger than an eager buffer arrived (do all ranks "
+                        "use the same RG_PROTO_EAGER_* settings?)", NULL);
+    }
+    if (b->xreq.status != RG_OK) {
+        return rg__fail(proto, b->xreq.status, "eager receive", proto->chan[0]);
+    }
+    return RG_OK;
+}
+
+/* The refusal buffer took a message. A window buffer posted after it was
+ * free at that moment: the message is taken as any other. Otherwise every
+ * buffer of the window was taken when it arrived, and a message that would
+ * need one (EAGER, RTS: they may have to wait as unexpected) is dropped and
+ * refused with a receiver-not-ready reply (its sender kept a copy until our
+ * ACK, and sends it again after the RNR timer); the runtime's control
+ * messages are always taken (they hold no buffer). */
+static rg_status_t rg__drain_handle(rg_proto_t *proto)
+{
+    rg__pbuf_t *d = proto->drain;
+    rg__phdr_t  h;
+    rg_status_t status;
+    uint32_t    seq;
+    int32_t     tag;
+
+    proto->drain_posted = 0;
+    if ((status = rg__pbuf_check(proto, d)) != RG_OK) {
+        return status;
+    }
+    if (proto->drain_behind > 0 || d->xreq.msg_len == 0 ||
+        (d->data[0] != RG__PH_EAGER && d->data[0] != RG__PH_RTS)) {
+        return rg__handle(proto, d->xreq.source, d->data, d->xreq.msg_len);
+    }
+    if (d->xreq.msg_len < RG__EHDR) {
+        return rg__fail(proto, RG_ERR_PARSE, "a message shorter than a header arrived", NULL);
+    }
+    /* EAGER and RTS headers both have the tag at byte 4 and seq at byte 8;
+     * the message itself is dropped: its sender still has it. */
+    memcpy(&tag, d->data + 4, sizeof(tag));
+    memcpy(&seq, d->data + 8, sizeof(seq));
+    memset(&h, 0, sizeof(h));
+    h.type = RG__PH_RNR;
+    h.tag  = tag;
+    h.seq  = seq;
+    h.aux  = (uint64_t)proto->rxwin.window;
+    h.off  = proto->stats.mem.unexpected;
+    proto->stats.rnr_sent++;
+    return rg__send_eager_path(proto, d->xreq.source, &h, RG__PHDR, NULL, 0, NULL);
+}
+
+/* Frees a kept message once nothing refers to it any more. */
+static void rg__retained_release(rg_proto_t *proto, rg__xop_t *x)
+{
+    x->retain = 0;
+    rg__xop_put(proto, x);
+}
+
+/* ACK from src: its messages before seq upto are taken; their sends
+ * complete and their copies go. */
+static rg_status_t rg__ack_arrive(rg_proto_t *proto, int src, uint32_t upto)
+{
+    rg__xop_list_t *l = &proto->unacked[src];
+    rg__xop_t      *x;
+
+    while ((x = l->head) != NULL && (int32_t)(x->seq - upto) < 0) {
+        l->head = x->unext;
+        if (l->head == NULL) {
+            l->tail = NULL;
+        }
+        proto->nunacked--;
+        if (x->owner != NULL) {
+            rg__complete(x->owner, RG_OK);
+        }
+        x->acked = 1;
+        if (!x->sending) {
+            rg__retained_release(proto, x);
+        }
+    }
+    return RG_OK;
+}
+
+/* A receiver-not-ready reply for our message seq to src: it goes again
+ * after the RNR timer, from the copy this rank kept, or, refused too often,
+ * ends the runtime with an error naming the peer and both queues. */
+static rg_status_t rg__rnr_arrive(rg_proto_t *proto, int src, const rg__phdr_t *hdr)
+{
+    rg__xop_t *x, *e;
+    int        to_peer = 0;
+
+    for (x = proto->unacked[src].head; x != NULL && x->seq != hdr->seq; x = x->unext) {
+    }
+    if (x == NULL) {
+        return rg__fail(proto, RG_ERR_PARSE,
+                        "a receiver-not-ready reply names a message this rank does not hold",
+                        NULL);
+    }
+    proto->stats.rnr_recv++;
+    if (++x->tries > (unsigned)proto->cfg.rnr_retry) {
+        for (e = proto->unacked[src].head; e != NULL; e = e->unext) {
+            to_peer++;
+        }
+        proto->failed = RG_ERR_BUSY;
+        return rg_err_set(&proto->err, RG_ERR_BUSY,
+                          "a message of rank %d to rank %d (tag %d, seq %u) was refused %u times "
+                          "(receiver not ready: all %llu buffers of rank %d's window were "
+                          "taken, %llu bytes of unexpected messages held there); rank %d "
+                          "holds %d messages that rank %d has not taken and %d waiting for "
+                          "their retry (RG_PROTO_RNR_RETRY=%d, RG_PROTO_RNR_TIMER_MS=%g)",
+                          proto->rank, src, hdr->tag, (unsigned)hdr->seq, x->tries,
+                          (unsigned long long)hdr->aux, src, (unsigned long long)hdr->off,
+                          proto->rank, to_peer, src, proto->nrnr, proto->cfg.rnr_retry,
+                          proto->cfg.rnr_timer_ms);
+    }
+    x->due_ns = rg_time_mono_ns() + proto->rnr_timer_ns;
+    x->rnext  = NULL;
+    if (proto->rnr_tail != NULL) {
+        proto->rnr_tail->rnext = x;
+    } else {
+        proto->rnr_head = x;
+    }
+    proto->rnr_tail = x;
+    proto->nrnr++;
+    return RG_OK;
+}
+
+/* Refused messages whose timer ran out go again (one timer for all: the
+ * queue is in due order). */
+static rg_status_t rg__rnr_progress(rg_proto_t *proto)
+{
+    uint64_t    now = rg_time_mono_ns();
+    rg__xop_t  *x;
+    rg_status_t status;
+
+    while ((x = proto->rnr_head) != NULL && x->due_ns <= now && !x->sending) {
+        proto->rnr_head = x->rnext;
+        if (proto->rnr_head == NULL) {
+            proto->rnr_tail = NULL;
+        }
+        proto->nrnr--;
+        proto->stats.retries++;
+        x->sending = 1;
+        status     = rg__sched_send(proto, 0, x->peer, x->data, x->len, &x->xreq);
+        if (status != RG_OK) {
+            x->sending = 0;  /* the runtime has failed; close frees x */
+            return status;
+        }
+        if (x->xreq.status == RG_INPROGRESS) {
+            rg__inflight_add(proto, x);
+        } else {
+            x->sending = 0;
+        }
+    }
+    return RG_OK;
+}
+
+/* With RNR: one cumulative ACK to each sender whose messages this pass took. */
+static rg_status_t rg__ack_send(rg_proto_t *proto)
+{
+    rg__phdr_t  h;
+    rg_status_t status = RG_OK;
+    int         i, src;
+
+    for (i = 0; i < proto->nack; i++) {
+        src                 = proto->ack_list[i];
+        proto->ack_due[src] = 0;
+        if (status == RG_OK && src != proto->rank) {
+            memset(&h, 0, sizeof(h));
+            h.type = RG__PH_ACK;
+            h.seq  = proto->recv_seq[src];
+            status = rg__send_eager_path(proto, src, &h, RG__PHDR, NULL, 0, NULL);
+        }
+    }
+    proto->nack = 0;
+    return status;
+}
+
+/* The window's buffers that took messages, in posting order (the order the
+ * transports fill receives from any source), each handled and posted again
+ * at once (or freed where the window shrank); then, once per pass, the
+ * window's check (a limit event where fewer than the limit stayed posted at
+ * the pass's low point: the adaptive window grows), reclaim, and new
+ * buffers posted behind the others up to the window's size. */
+static rg_status_t rg__pool_progress(rg_proto_t *proto)
+{
+    rg__pbuf_t *b;
+    rg_status_t status;
+    int         handled = 0, taken = 0, posted0 = proto->nposted;
+
+    for (;;) {
+        b = proto->phead;
+        if (proto->drain_posted && (b == NULL || proto->drain->postno < b->postno)) {
+            if (proto->drain->xreq.status == RG_INPROGRESS) {
+                break;
+            }
+            handled++;
+            status = rg__drain_handle(proto);
+            if (status != RG_OK) {
+                return status;
+            }
+            continue;
+        }
+        if (b == NULL || b->xreq.status == RG_INPROGRESS) {
+            break;
+        }
+        proto->phead = b->next;
+        if (proto->phead == NULL) {
+            proto->ptail = NULL;
+        }
+        proto->nposted--;
+        handled++;
+        taken++;
+        if ((status = rg__pbuf_check(proto, b)) != RG_OK ||
+            (status = rg__handle(proto, b->xreq.source, b->data, b->xreq.msg_len)) != RG_OK) {
+            rg__pbuf_free(proto, b);
+            proto->nalloc--;
+            return status;
+        }
+        if (proto->nalloc > proto->rxwin.window) {
+            /* The window shrank: this buffer's memory goes back. */
+            rg__pbuf_free(proto, b);
+            proto->nalloc--;
+        } else if ((status = rg__pool_post(proto, b)) != RG_OK) {
+            rg__pbuf_free(proto, b);
+            proto->nalloc--;
+            return status;
+        }
+    }
+    if (handled == 0) {
+        return RG_OK;
+    }
+    /* The pass's low point: the buffers still posted before any went back. */
+    if (posted0 - taken < proto->rxwin.limit && rg_rxwin_check(&proto->rxwin, posted0 - taken)) {
+        proto->stats.limit_events++;
+    }
+    if (proto->rxwin.spec.reclaim &&
+        rg_rxwin_reclaim(&proto->rxwin, rg_time_mono_ns(), taken)) {
+        proto->stats.rxwin_shrinks++;
+    }
+    while (proto->nalloc < proto->rxwin.window) {
+        /* The window grew: new buffers, posted behind the others. */
+        b = rg__pbuf_new(proto);
+        if (b == NULL) {
+            return rg__fail(proto, RG_ERR_NOMEM, "growing the receive window", NULL);
+        }
+        proto->nalloc++;
+        if ((status = rg__pool_post(proto, b)) != RG_OK) {
+            rg__pbuf_free(proto, b);
+            proto->nalloc--;
+            return status;
+        }
+    }
+    if (proto->drain != NULL && !proto->drain_posted &&
+        (status = rg__pool_post(proto, proto->drain)) != RG_OK) {
+        return status;
+    }
+    proto->stats.window = proto->rxwin.window;
+    if (proto->rxwin.window > proto->stats.window_peak) {
+        proto->stats.window_peak = proto->rxwin.window;
+    }
+    return proto->nack > 0 ? rg__ack_send(proto) : RG_OK;
 }
 
 rg_status_t rg_proto_progress(rg_proto_t *proto)
 {
-    rg__pbuf_t *b;
     rg__xop_t  *x, **link, *last;
     rg_preq_t  *r, *next;
     rg_status_t status;
@@ -863,33 +1341,21 @@ rg_status_t rg_proto_progress(rg_proto_t *proto)
     for (c = 0; c < proto->nchan; c++) {
         status = rg_xport_progress(proto->chan[c]);
         if (status < 0) {
-            return rg__fail(proto, status, "transport", proto->chan[c]);
+            /* A peer that left after its last messages (an ACK, a FIN) ends
+             * the transport, but what arrived before still counts: the
+             * runtime fails, and then takes those arrivals, so that a wait
+             * they complete succeeds. */
+            status = rg__fail(proto, status, "transport", proto->chan[c]);
+            rg__pool_progress(proto);
+            return status;
         }
     }
-    /* The pool, in posting order: the transports fill receives from any
-     * source in the order they were posted. */
-    for (;;) {
-        b = &proto->pool[proto->pool_head];
-        if (b->xreq.status == RG_INPROGRESS) {
-            break;
-        }
-        if (b->xreq.status == RG_ERR_TRUNCATED) {
-            return rg__fail(proto, RG_ERR_TRUNCATED,
-                            "a message larger than an eager buffer arrived (do all ranks "
-                            "use the same RG_PROTO_EAGER_* settings?)", NULL);
-        }
-        if (b->xreq.status != RG_OK) {
-            return rg__fail(proto, b->xreq.status, "eager receive", proto->chan[0]);
-        }
-        status = rg__handle(proto, b->xreq.source, b->data, b->xreq.msg_len);
-        if (status != RG_OK) {
-            return status;
-        }
-        status = rg__pool_post(proto, b);
-        if (status != RG_OK) {
-            return status;
-        }
-        proto->pool_head = (proto->pool_head + 1) % proto->npool;
+    status = rg__pool_progress(proto);
+    if (status != RG_OK) {
+        return status;
+    }
+    if (proto->rnr_head != NULL && (status = rg__rnr_progress(proto)) != RG_OK) {
+        return status;
     }
     /* Staged sends still on their way. */
     last = NULL;
@@ -900,6 +1366,17 @@ rg_status_t rg_proto_progress(rg_proto_t *proto)
             continue;
         }
         *link = x->next;
+        if (x->retain) {
+            /* Kept until acknowledged (RNR); freed here if that came first. */
+            x->sending = 0;
+            if (x->xreq.status < 0) {
+                return rg__fail(proto, x->xreq.status, "send", proto->chan[0]);
+            }
+            if (x->acked) {
+                rg__retained_release(proto, x);
+            }
+            continue;
+        }
         if (x->xreq.status < 0 && x->owner == NULL) {
             return rg__fail(proto, x->xreq.status, "control message", proto->chan[0]);
         }
@@ -1017,7 +1494,7 @@ static rg_status_t rg__wait(rg_proto_t *proto, int (*done)(void *), void *arg,
         for (i = 0; i < burst; i++) {
             status = rg_proto_progress(proto);
             if (status < 0) {
-                return status;
+                return done(arg) ? RG_OK : status;
             }
             if (done(arg)) {
                 return RG_OK;
@@ -1053,6 +1530,12 @@ static rg_status_t rg__wait(rg_proto_t *proto, int (*done)(void *), void *arg,
         sleep_ns = deadline - now;
         if (sleep_ns > (uint64_t)w->block_ns) {
             sleep_ns = (uint64_t)w->block_ns;
+        }
+        /* A refused message goes again when its timer runs out. */
+        if (proto->rnr_head != NULL) {
+            sleep_ns = proto->rnr_head->due_ns > now && proto->rnr_head->due_ns - now < sleep_ns
+                           ? proto->rnr_head->due_ns - now
+                           : (proto->rnr_head->due_ns <= now ? 0 : sleep_ns);
         }
         if (sleep_ns < 1000) {
             sleep_ns = 1000;
@@ -1181,8 +1664,8 @@ static size_t rg__default_eager(const rg_proto_config_t *cfg, const char *name)
  * mismatch is found here rather than as truncated messages later. */
 static rg_status_t rg__agree(rg_proto_t *proto, rg_boot_t *boot, rg_err_t *err)
 {
-    uint64_t    mine[4] = {proto->eager_limit, (uint64_t)proto->cfg.use_get,
-                           (uint64_t)getpid(), rg_xport_host_id()};
+    uint64_t    mine[5] = {proto->eager_limit, (uint64_t)proto->cfg.use_get,
+                           (uint64_t)getpid(), rg_xport_host_id(), (uint64_t)proto->cfg.rnr};
     uint64_t   *all;
     rg_status_t status;
     int         i;
@@ -1193,22 +1676,31 @@ static rg_status_t rg__agree(rg_proto_t *proto, rg_boot_t *boot, rg_err_t *err)
     }
     status = rg_boot_allgather(boot, mine, sizeof(mine), all, err);
     for (i = 0; status == RG_OK && i < proto->size; i++) {
-        proto->pids[i] = all[4 * i + 3] == mine[3] ? (int32_t)all[4 * i + 2] : 0;
-        if (all[4 * i] != mine[0] || all[4 * i + 1] != mine[1]) {
+        proto->pids[i] = all[5 * i + 3] == mine[3] ? (int32_t)all[5 * i + 2] : 0;
+        if (all[5 * i] != mine[0] || all[5 * i + 1] != mine[1] || all[5 * i + 4] != mine[4]) {
             status = rg_err_set(err, RG_ERR_INVALID,
-                                "rank %d uses eager limit %llu and RG_PROTO_GET=%llu, rank %d "
-                                "%llu and %llu: set RG_PROTO_* alike on every rank",
-                                i, (unsigned long long)all[4 * i],
-                                (unsigned long long)all[4 * i + 1], proto->rank,
-                                (unsigned long long)mine[0], (unsigned long long)mine[1]);
+                                "rank %d uses eager limit %llu, RG_PROTO_GET=%llu and "
+                                "RG_PROTO_RNR=%llu, rank %d %llu, %llu and %llu: set RG_PROTO_* "
+                                "alike on every rank",
+                                i, (unsigned long long)all[5 * i],
+                                (unsigned long long)all[5 * i + 1],
+                                (unsigned long long)all[5 * i + 4], proto->rank,
+                                (unsigned long long)mine[0], (unsigned long long)mine[1],
+                                (unsigned long long)mine[4]);
         }
     }
     free(all);
     return status;
 }
 
-static rg_status_t rg__check_config(const rg_proto_config_t *cfg, rg_err_t *err)
+static rg_status_t rg__check_config(rg_proto_t *proto, rg_err_t *err)
 {
+    const rg_proto_config_t *cfg = &proto->cfg;
+    rg_rxwin_spec_t          spec;
+    char                     pool[32];
+    const char              *win = cfg->rxwin;
+    rg_status_t              status;
+    int                      limit;
     const size_t *e[] = {&cfg->eager_limit, &cfg->eager_shm, &cfg->eager_tcp, &cfg->eager_ofi,
                          &cfg->eager_mpi, &cfg->eager_other};
     size_t        i;
@@ -1227,7 +1719,36 @@ static rg_status_t rg__check_config(const rg_proto_config_t *cfg, rg_err_t *err)
         return rg_err_set(err, RG_ERR_INVALID, "RG_PROTO_GET=%d: must be 0 or 1",
                           cfg->use_get);
     }
-    return RG_OK;
+    if (cfg->rnr != 0 && cfg->rnr != 1) {
+        return rg_err_set(err, RG_ERR_INVALID, "RG_PROTO_RNR=%d: must be 0 or 1", cfg->rnr);
+    }
+    if (cfg->rnr && !(cfg->rnr_timer_ms >= 0.01 && cfg->rnr_timer_ms <= 655.36)) {
+        return rg_err_set(err, RG_ERR_INVALID,
+                          "RG_PROTO_RNR_TIMER_MS=%g: must be 0.01 to 655.36 ms (the range of "
+                          "InfiniBand's RNR NAK timer)", cfg->rnr_timer_ms);
+    }
+    if (cfg->rnr && (cfg->rnr_retry < 1 || cfg->rnr_retry > RG__PROTO_RNR_RETRY_MAX)) {
+        return rg_err_set(err, RG_ERR_INVALID, "RG_PROTO_RNR_RETRY=%d: must be 1 to %d",
+                          cfg->rnr_retry, RG__PROTO_RNR_RETRY_MAX);
+    }
+    /* The window: "pool" (or unset) is a fixed window of RG_PROTO_POOL_BUFS. */
+    if (win[0] == '\0' || strcmp(win, "pool") == 0) {
+        snprintf(pool, sizeof(pool), "fixed:%d", cfg->pool_bufs);
+        win = pool;
+    }
+    status = rg_rxwin_parse(win, &spec, err);
+    if (status == RG_OK) {
+        status = rg_rxwin_parse_limit(cfg->rxwin_limit, &spec, &limit, err);
+    }
+    if (status == RG_OK && spec.reclaim && !(cfg->rxwin_quiet_ns >= 1000.0)) {
+        status = rg_err_set(err, RG_ERR_INVALID,
+                            "RG_PROTO_RXWIN_QUIET_NS=%g: reclaiming needs a quiet period of "
+                            "at least 1us", cfg->rxwin_quiet_ns);
+    }
+    if (status == RG_OK) {
+        status = rg_rxwin_init(&proto->rxwin, &spec, limit, (uint64_t)cfg->rxwin_quiet_ns, err);
+    }
+    return status;
 }
 
 static void rg__free_lists(rg_proto_t *proto)
@@ -1244,7 +1765,7 @@ static void rg__free_lists(rg_proto_t *proto)
         rg__uxm_unlink(&proto->parked, u);
         free(u);
     }
-    for (c = 0; c < 2; c++) {
+    for (c = 0; c < 3; c++) {
         while ((x = proto->xop_free[c]) != NULL) {
             proto->xop_free[c] = x->next;
             free(x);
@@ -1258,30 +1779,50 @@ static void rg__free_lists(rg_proto_t *proto)
 
 void rg_proto_close(rg_proto_t *proto)
 {
-    uint64_t end;
-    int      c, i;
+    rg__pbuf_t *b;
+    rg__xop_t  *x, *xn;
+    uint64_t    end;
+    int         c;
 
     if (proto == NULL) {
         return;
     }
-    /* Control messages still on their way (a FIN the peer waits for) are
-     * delivered before the transport goes. */
-    if (proto->failed == RG_OK && proto->inflight != NULL) {
-        end = rg_time_mono_ns() + RG__PROTO_FLUSH_NS;
-        while (proto->inflight != NULL && rg_proto_progress(proto) == RG_OK &&
-               rg_time_mono_ns() < end) {
+    /* Control messages still on their way (a FIN the peer waits for) and
+     * refused messages waiting for their retry are delivered before the
+     * transport goes. */
+    if (proto->failed == RG_OK && (proto->inflight != NULL || proto->nunacked > 0)) {
+        end = rg_time_mono_ns() + RG__PROTO_FLUSH_NS +
+              (uint64_t)proto->cfg.rnr_retry * proto->rnr_timer_ns;
+        while ((proto->inflight != NULL || proto->nunacked > 0) &&
+               rg_proto_progress(proto) == RG_OK && rg_time_mono_ns() < end) {
             sched_yield();
         }
     }
     for (c = proto->nchan - 1; c >= 0; c--) {
         rg_xport_close(proto->chan[c]);
     }
-    if (proto->pool != NULL) {
-        for (i = 0; i < proto->npool; i++) {
-            free(proto->pool[i].data);
-        }
-        free(proto->pool);
+    while ((b = proto->phead) != NULL) {
+        proto->phead = b->next;
+        free(b->data);
+        free(b);
     }
+    if (proto->drain != NULL) {
+        free(proto->drain->data);
+        free(proto->drain);
+    }
+    /* Kept messages not on the transport (those on it are in the inflight
+     * list, freed with it). */
+    for (c = 0; proto->unacked != NULL && c < proto->size; c++) {
+        for (x = proto->unacked[c].head; x != NULL; x = xn) {
+            xn = x->unext;
+            if (!x->sending) {
+                free(x);
+            }
+        }
+    }
+    free(proto->unacked);
+    free(proto->ack_due);
+    free(proto->ack_list);
     rg__free_lists(proto);
     free(proto->send_seq);
     free(proto->recv_seq);
@@ -1298,6 +1839,7 @@ rg_status_t rg_proto_open(const char *xport_name, rg_boot_t *boot,
     rg_proto_t *proto;
     rg_status_t status;
     rg_xport_t *xp;
+    rg__pbuf_t *b;
     int         i;
 
     proto = calloc(1, sizeof(*proto));
@@ -1311,12 +1853,14 @@ rg_status_t rg_proto_open(const char *xport_name, rg_boot_t *boot,
         status = rg_config_load(&rg_proto_config_table, &proto->cfg, err);
     }
     if (status == RG_OK) {
-        status = rg__check_config(&proto->cfg, err);
+        status = rg__check_config(proto, err);
     }
     if (status != RG_OK) {
         free(proto);
         return status;
     }
+    proto->rnr_timer_ns = (uint64_t)(proto->cfg.rnr_timer_ms * 1e6 + 0.5);
+    proto->rnr          = proto->cfg.rnr;
     proto->rank      = rg_boot_rank(boot);
     proto->size      = rg_boot_size(boot);
     proto->data_chan = -1;
@@ -1359,36 +1903,56 @@ rg_status_t rg_proto_open(const char *xport_name, rg_boot_t *boot,
     }
     proto->send_seq = calloc((size_t)proto->size, sizeof(uint32_t));
     proto->recv_seq = calloc((size_t)proto->size, sizeof(uint32_t));
-    proto->npool    = proto->cfg.pool_bufs;
-    proto->pool     = calloc((size_t)proto->npool, sizeof(*proto->pool));
-    if (proto->send_seq == NULL || proto->recv_seq == NULL || proto->pool == NULL) {
+    if (proto->cfg.rnr) {
+        proto->unacked  = calloc((size_t)proto->size, sizeof(*proto->unacked));
+        proto->ack_due  = calloc((size_t)proto->size, sizeof(*proto->ack_due));
+        proto->ack_list = calloc((size_t)proto->size, sizeof(*proto->ack_list));
+    }
+    if (proto->send_seq == NULL || proto->recv_seq == NULL ||
+        (proto->cfg.rnr && (proto->unacked == NULL || proto->ack_due == NULL ||
+                            proto->ack_list == NULL))) {
         status = rg_err_set(err, RG_ERR_NOMEM, "cannot allocate the runtime's tables");
         goto err_close;
     }
-    for (i = 0; i < proto->npool; i++) {
-        proto->pool[i].data = malloc(proto->pbuf_size);
-        if (proto->pool[i].data == NULL) {
-            status = rg_err_set(err, RG_ERR_NOMEM, "cannot allocate %d eager buffers of %zu "
-                                "bytes", proto->npool, proto->pbuf_size);
-            goto err_close;
-        }
-        rg__mem_add(proto, &proto->stats.mem.pool, proto->pbuf_size + sizeof(rg__pbuf_t));
-    }
+    /* The window's first buffers, and the refusal buffer behind them. Alone,
+     * nothing arrives on the transport: the buffers are not posted (and not
+     * allocated), the window does nothing. */
+    proto->stats.window      = proto->rxwin.window;
+    proto->stats.window_peak = proto->rxwin.window;
     if (proto->size > 1) {
-        for (i = 0; i < proto->npool; i++) {
-            status = rg__pool_post(proto, &proto->pool[i]);
+        if (proto->cfg.rnr) {
+            proto->drain = rg__pbuf_new(proto);
+            if (proto->drain == NULL) {
+                status = rg_err_set(err, RG_ERR_NOMEM, "cannot allocate the refusal buffer");
+                goto err_close;
+            }
+        }
+        for (i = 0; i < proto->rxwin.window; i++) {
+            b = rg__pbuf_new(proto);
+            if (b == NULL) {
+                status = rg_err_set(err, RG_ERR_NOMEM, "cannot allocate %d eager buffers of "
+                                    "%zu bytes", proto->rxwin.window, proto->pbuf_size);
+                goto err_close;
+            }
+            proto->nalloc++;
+            status = rg__pool_post(proto, b);
             if (status != RG_OK) {
+                rg__pbuf_free(proto, b);
+                proto->nalloc--;
                 if (err != NULL) {
                     *err = proto->err;
                 }
                 goto err_close;
             }
         }
-    } else {
-        /* Alone: nothing arrives on the transport; the buffers stay idle
-         * but marked as posted so progress does not take them. */
-        for (i = 0; i < proto->npool; i++) {
-            proto->pool[i].xreq.status = RG_INPROGRESS;
+        if (proto->drain != NULL) {
+            status = rg__pool_post(proto, proto->drain);
+            if (status != RG_OK) {
+                if (err != NULL) {
+                    *err = proto->err;
+                }
+                goto err_close;
+            }
         }
     }
     *proto_p = proto;
@@ -1434,12 +1998,23 @@ const char *rg_proto_strerror(const rg_proto_t *proto)
 rg_status_t rg_proto_info_json(rg_proto_t *proto, char *buf, size_t cap)
 {
     rg_json_t js;
+    char      win[64];
 
     rg_json_init(&js, buf, cap);
     rg_json_object_begin(&js);
     rg_json_kv_uint(&js, "eager_limit", proto->eager_limit);
-    rg_json_kv_int(&js, "pool_bufs", proto->npool);
+    rg_json_kv_int(&js, "pool_bufs", proto->rxwin.window);
+    rg_rxwin_format(&proto->rxwin.spec, win, sizeof(win));
+    rg_json_kv_string(&js, "rxwin", win);
+    rg_json_kv_int(&js, "rxwin_limit", proto->rxwin.first_limit);
+    rg_json_kv_int(&js, "rnr", proto->cfg.rnr);
+    if (proto->cfg.rnr) {
+        rg_json_kv_double(&js, "rnr_timer_ms", proto->cfg.rnr_timer_ms);
+        rg_json_kv_int(&js, "rnr_retry", proto->cfg.rnr_retry);
+    }
     rg_json_kv_uint(&js, "pool_buf_size", proto->pbuf_size);
+    /* What one buffer of the window counts in mem.pool: its descriptor too. */
+    rg_json_kv_uint(&js, "pool_buf_bytes", sizeof(rg__pbuf_t) + proto->pbuf_size);
     rg_json_kv_string(&js, "rendezvous", proto->data_chan < 0 ? "get" : "data-channel");
     rg_json_kv_int(&js, "channels", proto->nchan);
     rg_json_object_end(&js);

@@ -21,8 +21,9 @@
  * Hooks for the later parts of the runtime:
  *   - the eager pool (one per process, rg_proto_mem_t counts its bytes
  *     exactly): its buffers are posted to the transport as receives from any
- *     source, so it is a shared receive queue; its size is the window that
- *     the receive-window part makes adaptive;
+ *     source, so it is a shared receive queue; its size is the shared
+ *     receive window of rxwin.h (fixed or adaptive, with receiver-not-ready
+ *     refusals and retries: docs/rxwin.md);
  *   - every transport send and receive goes through rg__proto_sched_*() in
  *     proto.c, the one scheduling point where the multirail part chooses
  *     rails.
@@ -89,6 +90,14 @@ typedef struct rg_proto_stats {
     uint64_t       out_of_order;     /* arrivals parked until earlier ones came */
     uint64_t       rndv_get;         /* rendezvous payloads read one-sided */
     rg_proto_mem_t mem;
+    /* The shared receive window (rxwin.h, docs/rxwin.md). */
+    uint64_t       limit_events;     /* posted buffers fell below the limit */
+    uint64_t       rnr_sent;         /* arrivals refused: receiver-not-ready replies */
+    uint64_t       rnr_recv;         /* own messages refused by a peer */
+    uint64_t       retries;          /* refused messages sent again */
+    uint64_t       rxwin_shrinks;    /* reclaim steps */
+    int            window;           /* buffers of the window now */
+    int            window_peak;      /* the largest window so far */
 } rg_proto_stats_t;
 
 /* Settings (config table "PROTO", see proto.c and --print-config). */
@@ -99,6 +108,14 @@ typedef struct rg_proto_config {
     int    use_get;          /* RG_PROTO_GET: 1 = one-sided reads where offered */
     size_t split_min;        /* RG_PROTO_SPLIT_MIN: both sides copy from this size */
     double rndv_yield_ns;    /* RG_PROTO_RNDV_YIELD_NS: poll, not sleep, meanwhile */
+    /* The shared receive window and receiver-not-ready (docs/rxwin.md);
+     * zeroed fields mean: window of pool_bufs, first limit auto, no RNR. */
+    char   rxwin[RG_CONFIG_STRING_MAX];       /* RG_PROTO_RXWIN */
+    char   rxwin_limit[RG_CONFIG_STRING_MAX]; /* RG_PROTO_RXWIN_LIMIT */
+    double rxwin_quiet_ns;   /* RG_PROTO_RXWIN_QUIET_NS: reclaim's quiet period */
+    int    rnr;              /* RG_PROTO_RNR: 1 = refuse arrivals the window cannot take */
+    double rnr_timer_ms;     /* RG_PROTO_RNR_TIMER_MS: retry after this */
+    int    rnr_retry;        /* RG_PROTO_RNR_RETRY: refusals of one message at most */
 } rg_proto_config_t;
 
 /* Opens the runtime over transport `xport_name` (collective over boot). cfg

@@ -55,7 +55,39 @@ typedef struct eng {
     size_t    nfreed, freed_cap;
     size_t    ndone;
     int       nomem;
+    /* Per rank: CPU time in overheads and calc, and the union of busy CPU
+     * intervals (every interval starts at the current event's time, so they
+     * come sorted by start and one running end suffices). */
+    double   *ov, *calc, *busy, *busy_end;
+    /* LoP (p->lop): o_s(p) and L(p) for p = 0..lop_max (index 0 unused), the
+     * end of posting of each rank's current send batch (list mode), and each
+     * rank's receives in program order (rcv_off CSR) with the first one not
+     * yet done (rcv_ptr), whose batch is the message's receiving batch. */
+    const rg_sim_lop_t *lop;
+    double   *lop_os, *lop_L, *batch_end;
+    size_t    lop_max;
+    uint32_t *rcv_off, *rcv, *rcv_ptr;
 } eng_t;
+
+/* The CPU of `rank` is busy for [t, t + dur) with an overhead (is_calc 0) or
+ * a computation. */
+static void busy(eng_t *e, uint32_t rank, double t, double dur, int is_calc)
+{
+    double end = t + dur;
+
+    if (is_calc) {
+        e->calc[rank] += dur;
+    } else {
+        e->ov[rank] += dur;
+    }
+    if (t >= e->busy_end[rank]) {
+        e->busy[rank] += dur;
+        e->busy_end[rank] = end;
+    } else if (end > e->busy_end[rank]) {
+        e->busy[rank] += end - e->busy_end[rank];
+        e->busy_end[rank] = end;
+    }
+}
 
 static void ev_push(eng_t *e, double t, uint64_t seq, uint32_t op, uint32_t type)
 {
@@ -200,8 +232,19 @@ static void flush_freed(eng_t *e)
 {
     size_t i;
 
-    if (e->nfreed > 1) {
+    if (e->nfreed > 16) {
         qsort(e->freed, e->nfreed, sizeof(*e->freed), freed_cmp);
+    } else {
+        /* Few (usually one or two): insertion sort, keys are distinct. */
+        for (i = 1; i < e->nfreed; i++) {
+            freed_t x = e->freed[i];
+            size_t  j = i;
+            while (j > 0 && e->freed[j - 1].key > x.key) {
+                e->freed[j] = e->freed[j - 1];
+                j--;
+            }
+            e->freed[j] = x;
+        }
     }
     for (i = 0; i < e->nfreed; i++) {
         ev_push(e, due(e, e->freed[i].op, e->freed[i].t), e->seq++, e->freed[i].op, EV_READY);
@@ -220,7 +263,7 @@ static double due(const eng_t *e, uint32_t v, double t)
     if (c > t) {
         t = c;
     }
-    if (op.kind == RG_SIM_SEND) {
+    if (op.kind == RG_SIM_SEND && e->lop == NULL) {
         double n = e->nic_s[(size_t)op.rank * e->s->nnics + op.nic];
         if (n > t) {
             t = n;
@@ -301,6 +344,71 @@ static void complete_match(eng_t *e, uint32_t recv, uint32_t send, double t)
     }
 }
 
+/* The batch size of the receive that a message to `dst` will meet: that of
+ * dst's first receive, in program order, not yet done (1 when none is left
+ * or the schedule is generated). */
+static uint32_t lop_recv_batch(eng_t *e, uint32_t dst)
+{
+    uint32_t i, end;
+
+    if (e->rcv_off == NULL) {
+        return 1;
+    }
+    i = e->rcv_ptr[dst];
+    end = e->rcv_off[dst + 1];
+    while (i < end && e->state[e->rcv[i]] == 2) {
+        i++;
+    }
+    e->rcv_ptr[dst] = i;
+    return i < end ? rg_sim_op_get(e->s, e->rcv[i]).batch : 1;
+}
+
+/* A send under LoP at t (docs/sim.md): the CPU posts it for o_s(p), p its
+ * batch's size; the NIC takes it once posted (in list mode once the whole
+ * batch is posted) and once both the sender's send side and the receiver's
+ * receive side are free, and holds both for L(m), m = max(p, q), q the
+ * receiving batch's size; the message arrives when that ends. */
+static void lop_send(eng_t *e, const ev_t *ev, const rg_sim_op_t *op, double t)
+{
+    uint32_t dst = (uint32_t)op->peer;
+    /* p, q <= lop_max: lop_setup took the largest batch of a stored schedule,
+     * and the generated one has batches of 1 (rg_sim_op_get). */
+    uint32_t p = op->batch ? op->batch : 1, q = lop_recv_batch(e, dst), m = p > q ? p : q;
+    size_t   c = (size_t)op->rank * e->s->ncpus + op->cpu;
+    size_t   ns = (size_t)op->rank * e->s->nnics + op->nic;
+    size_t   nr = (size_t)dst * e->s->nnics + op->nic;
+    double   o = e->lop_os[p], posted = t + o, go, arrive;
+
+    start(e, ev->op, t);
+    e->cpu[c] = t + o;
+    busy(e, op->rank, t, o, 0);
+    if (e->lop->list) {
+        if (op->flags & RG_SIM_OPF_FIRST) {
+            e->batch_end[op->rank] = t + p * o;
+        }
+        if (e->batch_end[op->rank] > posted) {
+            posted = e->batch_end[op->rank];
+        }
+    }
+    go = posted;
+    if (e->nic_s[ns] > go) {
+        go = e->nic_s[ns];
+    }
+    if (e->nic_r[nr] > go) {
+        go = e->nic_r[nr];
+    }
+    arrive = go + e->lop_L[m];
+    e->nic_s[ns] = arrive;
+    e->nic_r[nr] = arrive;
+    if (e->trace != NULL && e->trace->span != NULL) {
+        e->trace->span(e->trace->arg, op->rank, "cpu", op->cpu, "send", t, o, op);
+        e->trace->span(e->trace->arg, op->rank, "nic-send", op->nic, "send", go, arrive - go,
+                       op);
+    }
+    ev_push(e, arrive, e->seq++, ev->op, EV_ARRIVE);
+    done(e, ev->op, t);
+}
+
 static void on_ready(eng_t *e, const ev_t *ev)
 {
     const rg_sim_params_t *p = e->p;
@@ -309,6 +417,14 @@ static void on_ready(eng_t *e, const ev_t *ev)
     size_t       c = (size_t)op->rank * e->s->ncpus + op->cpu;
     double       t = ev->t, when = e->cpu[c];
 
+    if (op->kind == RG_SIM_SEND && e->lop != NULL) {
+        if (when > t) {
+            ev_push(e, when, ev->seq, ev->op, EV_READY);
+            return;
+        }
+        lop_send(e, ev, op, t);
+        return;
+    }
     if (op->kind == RG_SIM_SEND) {
         size_t n = (size_t)op->rank * e->s->nnics + op->nic;
         if (e->nic_s[n] > when) {
@@ -322,7 +438,8 @@ static void on_ready(eng_t *e, const ev_t *ev)
         start(e, ev->op, t);
         e->cpu[c] = t + r->o + per_byte(op->amount) * r->O;
         e->nic_s[n] = t + r->g + per_byte(op->amount) * r->G;
-        if (e->trace != NULL) {
+        busy(e, op->rank, t, e->cpu[c] - t, 0);
+        if (e->trace != NULL && e->trace->span != NULL) {
             e->trace->span(e->trace->arg, op->rank, "cpu", op->cpu, "send", t, e->cpu[c] - t,
                            op);
             e->trace->span(e->trace->arg, op->rank, "nic-send", op->nic, "send", t,
@@ -343,7 +460,8 @@ static void on_ready(eng_t *e, const ev_t *ev)
     start(e, ev->op, t);
     if (op->kind == RG_SIM_CALC) {
         e->cpu[c] = t + op->amount;
-        if (e->trace != NULL) {
+        busy(e, op->rank, t, op->amount, 1);
+        if (e->trace != NULL && e->trace->span != NULL) {
             e->trace->span(e->trace->arg, op->rank, "cpu", op->cpu, "calc", t, op->amount, op);
         }
         done(e, ev->op, t);
@@ -369,16 +487,31 @@ static void on_arrive(eng_t *e, const ev_t *ev)
     size_t   n = (size_t)dst * e->s->nnics + m->nic;
     double   t = ev->t, when = e->cpu[c] > e->nic_r[n] ? e->cpu[c] : e->nic_r[n];
 
-    if (when > t) {
-        ev_push(e, when, ev->seq, ev->op, EV_ARRIVE);
-        return;
-    }
-    r = prm(e, m->amount);
-    e->cpu[c] = t + r->o + per_byte(m->amount) * (r->O > r->G ? r->O : r->G);
-    e->nic_r[n] = t + r->g + per_byte(m->amount) * r->G;
-    if (e->trace != NULL) {
-        e->trace->span(e->trace->arg, dst, "cpu", m->cpu, "recv", t, e->cpu[c] - t, m);
-        e->trace->span(e->trace->arg, dst, "nic-recv", m->nic, "recv", t, e->nic_r[n] - t, m);
+    if (e->lop != NULL) {
+        /* LoP: the NIC's share is in the message's arrival time already. */
+        if (e->cpu[c] > t) {
+            ev_push(e, e->cpu[c], ev->seq, ev->op, EV_ARRIVE);
+            return;
+        }
+        e->cpu[c] = t + e->lop_os[1];
+        busy(e, dst, t, e->lop_os[1], 0);
+        if (e->trace != NULL && e->trace->span != NULL) {
+            e->trace->span(e->trace->arg, dst, "cpu", m->cpu, "recv", t, e->lop_os[1], m);
+        }
+    } else {
+        if (when > t) {
+            ev_push(e, when, ev->seq, ev->op, EV_ARRIVE);
+            return;
+        }
+        r = prm(e, m->amount);
+        e->cpu[c] = t + r->o + per_byte(m->amount) * (r->O > r->G ? r->O : r->G);
+        e->nic_r[n] = t + r->g + per_byte(m->amount) * r->G;
+        busy(e, dst, t, e->cpu[c] - t, 0);
+        if (e->trace != NULL && e->trace->span != NULL) {
+            e->trace->span(e->trace->arg, dst, "cpu", m->cpu, "recv", t, e->cpu[c] - t, m);
+            e->trace->span(e->trace->arg, dst, "nic-recv", m->nic, "recv", t,
+                           e->nic_r[n] - t, m);
+        }
     }
     recv = q_take(e, &e->posted[2 * (size_t)dst], m, 1);
     if (recv == NIL) {
@@ -427,6 +560,130 @@ static rg_status_t deadlock(eng_t *e, FILE *report, rg_err_t *err)
     return rg_err_set(err, RG_ERR_INVALID, "%s", msg);
 }
 
+/* LoP: the tables of o_s(p) and L(p) up to the largest batch, checked
+ * (L(p) < 0 is outside the model: the posting overheads exceed half the
+ * round trip), and for a stored schedule every rank's receives in program
+ * order. */
+static rg_status_t lop_setup(eng_t *e, rg_err_t *err)
+{
+    const rg_sim_sched_t *s = e->s;
+    size_t                i, maxb = 1;
+
+    e->lop = e->p->lop;
+    if (s->gen == RG_SIM_GEN_NONE) {
+        for (i = 0; i < s->nops; i++) {
+            if (s->ops[i].batch > maxb) {
+                maxb = s->ops[i].batch;
+            }
+        }
+    }
+    e->lop_max = maxb;
+    e->lop_os = malloc((maxb + 1) * sizeof(double));
+    e->lop_L = malloc((maxb + 1) * sizeof(double));
+    e->batch_end = calloc(s->nranks ? s->nranks : 1, sizeof(double));
+    if (!e->lop_os || !e->lop_L || !e->batch_end) {
+        return rg_err_set(err, RG_ERR_NOMEM, "simulate: out of memory for the LoP tables");
+    }
+    e->lop_os[0] = e->lop_L[0] = 0;
+    for (i = 1; i <= maxb; i++) {
+        e->lop_os[i] = rg_sim_lop_os(e->lop, (double)i);
+        e->lop_L[i] = rg_sim_lop_latency(e->lop, (double)i);
+        if (!isfinite(e->lop_os[i]) || e->lop_os[i] < 0) {
+            return rg_err_set(err, RG_ERR_RANGE, "LoP: o_s(%zu) = %g us is not a time >= 0",
+                              i, e->lop_os[i]);
+        }
+        if (!isfinite(e->lop_L[i]) || e->lop_L[i] < 0) {
+            return rg_err_set(err, RG_ERR_RANGE, "LoP: %s(%zu) = %g us is negative (the "
+                              "posting overheads exceed half the round trip: outside the "
+                              "model)", e->lop->list ? "L_list" : "L", i, e->lop_L[i]);
+        }
+    }
+    if (s->gen != RG_SIM_GEN_NONE) {
+        return RG_OK;
+    }
+    e->rcv_off = calloc((size_t)s->nranks + 1, sizeof(uint32_t));
+    e->rcv_ptr = malloc((s->nranks ? s->nranks : 1) * sizeof(uint32_t));
+    if (!e->rcv_off || !e->rcv_ptr) {
+        return rg_err_set(err, RG_ERR_NOMEM, "simulate: out of memory for %u ranks", s->nranks);
+    }
+    for (i = 0; i < s->nops; i++) {
+        if (s->ops[i].kind == RG_SIM_RECV) {
+            e->rcv_off[s->ops[i].rank + 1]++;
+        }
+    }
+    for (i = 0; i < s->nranks; i++) {
+        e->rcv_off[i + 1] += e->rcv_off[i];
+    }
+    e->rcv = malloc((e->rcv_off[s->nranks] ? e->rcv_off[s->nranks] : 1) * sizeof(uint32_t));
+    if (e->rcv == NULL) {
+        return rg_err_set(err, RG_ERR_NOMEM, "simulate: out of memory for the receives");
+    }
+    memcpy(e->rcv_ptr, e->rcv_off, (size_t)s->nranks * sizeof(uint32_t));
+    for (i = 0; i < s->nops; i++) {
+        if (s->ops[i].kind == RG_SIM_RECV) {
+            e->rcv[e->rcv_ptr[s->ops[i].rank]++] = (uint32_t)i;
+        }
+    }
+    memcpy(e->rcv_ptr, e->rcv_off, (size_t)s->nranks * sizeof(uint32_t));
+    return RG_OK;
+}
+
+/* Queues the operations free at the start as LogGOPSim does: rank by rank,
+ * and within a rank its sends, then its receives, then its computations, each
+ * in program order (the order decides ties between events at one time). A
+ * generated schedule's first round is already in that order; a stored one is
+ * sorted by a counting sort on the rank, fed kind by kind. */
+static rg_status_t queue_initial(eng_t *e, rg_err_t *err)
+{
+    const rg_sim_sched_t *s = e->s;
+    uint32_t             *cnt, *out;
+    size_t                i, nfree = 0;
+    int                   kind;
+
+    if (s->gen != RG_SIM_GEN_NONE) {
+        for (i = 0; i < s->nops; i++) {
+            if (e->left[i] == 0) {
+                e->state[i] = 3;
+                ev_push(e, 0.0, e->seq++, (uint32_t)i, EV_READY);
+            }
+        }
+        return RG_OK;
+    }
+    for (i = 0; i < s->nops; i++) {
+        nfree += e->left[i] == 0;
+    }
+    cnt = calloc((size_t)s->nranks + 1, sizeof(*cnt));
+    out = malloc((nfree ? nfree : 1) * sizeof(*out));
+    if (cnt == NULL || out == NULL) {
+        free(cnt);
+        free(out);
+        return rg_err_set(err, RG_ERR_NOMEM, "simulate: out of memory for %zu operations",
+                          nfree);
+    }
+    for (i = 0; i < s->nops; i++) {
+        if (e->left[i] == 0) {
+            cnt[s->ops[i].rank + 1]++;
+        }
+    }
+    for (i = 0; i < s->nranks; i++) {
+        cnt[i + 1] += cnt[i];
+    }
+    for (kind = RG_SIM_SEND; kind <= RG_SIM_CALC; kind++) {
+        for (i = 0; i < s->nops; i++) {
+            if (e->left[i] == 0 && s->ops[i].kind == kind) {
+                out[cnt[s->ops[i].rank]++] = (uint32_t)i;
+            }
+        }
+    }
+    for (i = 0; i < nfree; i++) {
+        e->state[out[i]] = 3;
+        ev_push(e, 0.0, e->seq++, out[i], EV_READY);
+    }
+    free(cnt);
+    free(out);
+    return RG_OK;
+}
+
 rg_status_t rg_sim_run(rg_sim_sched_t *s, const rg_sim_params_t *p,
                        rg_sim_result_t *res, FILE *report, rg_err_t *err)
 {
@@ -441,7 +698,6 @@ rg_status_t rg_sim_run_traced(rg_sim_sched_t *s, const rg_sim_params_t *p,
     size_t      i, ncpu = (size_t)s->nranks * s->ncpus, nnic = (size_t)s->nranks * s->nnics;
     uint64_t    events = 0;
     rg_status_t st = RG_OK;
-    int         kind;
 
     memset(res, 0, sizeof(*res));
     if ((st = rg_sim_params_check(p, err)) != RG_OK) {
@@ -470,6 +726,17 @@ rg_status_t rg_sim_run_traced(rg_sim_sched_t *s, const rg_sim_params_t *p,
         st = rg_err_set(err, RG_ERR_NOMEM, "simulate: out of memory for %u ranks", s->nranks);
         goto out;
     }
+    e.ov = calloc(s->nranks ? s->nranks : 1, sizeof(double));
+    e.calc = calloc(s->nranks ? s->nranks : 1, sizeof(double));
+    e.busy = calloc(s->nranks ? s->nranks : 1, sizeof(double));
+    e.busy_end = calloc(s->nranks ? s->nranks : 1, sizeof(double));
+    if (!e.ov || !e.calc || !e.busy || !e.busy_end) {
+        st = rg_err_set(err, RG_ERR_NOMEM, "simulate: out of memory for %u ranks", s->nranks);
+        goto out;
+    }
+    if (p->lop != NULL && (st = lop_setup(&e, err)) != RG_OK) {
+        goto out;
+    }
     memset(e.posted, 0xff, (size_t)s->nranks * 2 * sizeof(uint32_t));
     memset(e.unexp, 0xff, (size_t)s->nranks * 2 * sizeof(uint32_t));
     if (s->gen != RG_SIM_GEN_NONE) {
@@ -479,13 +746,8 @@ rg_status_t rg_sim_run_traced(rg_sim_sched_t *s, const rg_sim_params_t *p,
     } else if (s->nops) {
         memcpy(e.left, s->ndeps, s->nops * sizeof(uint32_t));
     }
-    for (kind = RG_SIM_SEND; kind <= RG_SIM_CALC; kind++) {
-        for (i = 0; i < s->nops; i++) {
-            if (e.left[i] == 0 && rg_sim_op_get(s, i).kind == kind) {
-                e.state[i] = 3;
-                ev_push(&e, 0.0, e.seq++, (uint32_t)i, EV_READY);
-            }
-        }
+    if ((st = queue_initial(&e, err)) != RG_OK) {
+        goto out;
     }
     while (e.q.count > 0 && !e.nomem && !e.q.nomem) {
         rg_simq_ev_t qe;
@@ -501,6 +763,10 @@ rg_status_t rg_sim_run_traced(rg_sim_sched_t *s, const rg_sim_params_t *p,
             on_arrive(&e, &ev);
         }
         flush_freed(&e);
+        if ((events & (RG_SIM_PROGRESS_EVENTS - 1)) == 0 && trace != NULL &&
+            trace->progress != NULL) {
+            trace->progress(trace->progress_arg, events, e.ndone, s->nops, ev.t);
+        }
     }
     if (e.nomem || e.q.nomem) {
         st = rg_err_set(err, RG_ERR_NOMEM, "simulate: out of memory for events");
@@ -522,9 +788,18 @@ rg_status_t rg_sim_run_traced(rg_sim_sched_t *s, const rg_sim_params_t *p,
             res->makespan = e.finish[i];
         }
     }
+    for (i = 0; i < s->nranks; i++) {
+        e.busy[i] = e.finish[i] - e.busy[i];
+        if (e.busy[i] < 0) {
+            e.busy[i] = 0; /* rounding */
+        }
+    }
     res->finish = e.finish;
+    res->overhead = e.ov;
+    res->calc = e.calc;
+    res->wait = e.busy;
     res->events = events;
-    e.finish = NULL;
+    e.finish = e.ov = e.calc = e.busy = NULL;
 out:
     rg_simq_free(&e.q);
     free(e.freed);
@@ -537,5 +812,15 @@ out:
     free(e.posted);
     free(e.unexp);
     free(e.pool);
+    free(e.ov);
+    free(e.calc);
+    free(e.busy);
+    free(e.busy_end);
+    free(e.lop_os);
+    free(e.lop_L);
+    free(e.batch_end);
+    free(e.rcv_off);
+    free(e.rcv);
+    free(e.rcv_ptr);
     return st;
 }

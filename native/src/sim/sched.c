@@ -155,6 +155,57 @@ static rg_status_t name_cycle(rg_sim_sched_t *s, const uint32_t *left, rg_err_t 
     return rg_err_set(err, RG_ERR_INVALID, "%s", msg);
 }
 
+/* Marks the batches (sim.h): a forward pass numbers each operation within
+ * its run of sends or receives (kept in batch, capped) and flags the first;
+ * a backward pass gives every operation of a run the run's size, which is the
+ * number of its last operation. Ranks may interleave in s->ops. */
+static rg_status_t mark_batches(rg_sim_sched_t *s, rg_err_t *err)
+{
+    uint32_t *pos = calloc(s->nranks ? s->nranks : 1, sizeof(*pos));
+    uint8_t  *last = malloc(s->nranks ? s->nranks : 1);
+    size_t    i;
+
+    if (pos == NULL || last == NULL) {
+        free(pos);
+        free(last);
+        return rg_err_set(err, RG_ERR_NOMEM, "schedule: out of memory for %u ranks", s->nranks);
+    }
+    memset(last, RG_SIM_CALC, s->nranks);
+    for (i = 0; i < s->nops; i++) {
+        rg_sim_op_t *op = &s->ops[i];
+        uint32_t     r = op->rank;
+        op->flags &= (uint8_t)~RG_SIM_OPF_FIRST;
+        if (op->kind == RG_SIM_CALC) {
+            pos[r] = 0;
+        } else if (op->kind != last[r] || pos[r] == 0) {
+            pos[r] = 1;
+            op->flags |= RG_SIM_OPF_FIRST;
+        } else if (pos[r] < RG_SIM_BATCH_MAX) {
+            pos[r]++;
+        }
+        last[r] = op->kind;
+        op->batch = (uint16_t)pos[r];
+    }
+    memset(pos, 0, (size_t)s->nranks * sizeof(*pos));
+    for (i = s->nops; i-- > 0;) {
+        rg_sim_op_t *op = &s->ops[i];
+        uint32_t     r = op->rank;
+        if (op->kind == RG_SIM_CALC) {
+            continue;
+        }
+        if (pos[r] == 0) {
+            pos[r] = op->batch;
+        }
+        op->batch = (uint16_t)pos[r];
+        if (op->flags & RG_SIM_OPF_FIRST) {
+            pos[r] = 0;
+        }
+    }
+    free(pos);
+    free(last);
+    return RG_OK;
+}
+
 rg_status_t rg_sim_sched_finish(rg_sim_sched_t *s, rg_err_t *err)
 {
     size_t    n = s->nops, ne = s->npairs / 2, i;
@@ -177,6 +228,9 @@ rg_status_t rg_sim_sched_finish(rg_sim_sched_t *s, rg_err_t *err)
             return rg_err_set(err, RG_ERR_RANGE, "schedule: %s: peer %d out of range (%u ranks)",
                               one, op->peer, s->nranks);
         }
+    }
+    if ((st = mark_batches(s, err)) != RG_OK) {
+        return st;
     }
     s->dep_off = calloc(n + 1, sizeof(*s->dep_off));
     s->deps = malloc((ne ? ne : 1) * sizeof(*s->deps));
@@ -225,8 +279,11 @@ rg_status_t rg_sim_sched_finish(rg_sim_sched_t *s, rg_err_t *err)
             queue[tail++] = (uint32_t)i;
         }
     }
-    while (head < tail) {
-        uint32_t u = queue[head++], e;
+    /* A stack, not a queue: an operation's dependents (of the same rank,
+     * nearby in memory) are then taken next, which keeps the walk in cache. */
+    while (tail > 0) {
+        uint32_t u = queue[--tail], e;
+        head++;
         for (e = s->dep_off[u]; e < s->dep_off[u + 1]; e++) {
             uint32_t v = s->deps[e] & ~RG_SIM_EDGE_IREQ;
             if (--left[v] == 0) {
@@ -234,7 +291,7 @@ rg_status_t rg_sim_sched_finish(rg_sim_sched_t *s, rg_err_t *err)
             }
         }
     }
-    if (tail != n) {
+    if (head != n) {
         st = name_cycle(s, left, err);
     }
 out:
@@ -277,6 +334,24 @@ rg_status_t rg_sim_params_check(const rg_sim_params_t *p, rg_err_t *err)
     }
     if (isnan(p->S) || p->S < 0) {
         return rg_err_set(err, RG_ERR_RANGE, "parameter S = %g: must be >= 0 (or inf)", p->S);
+    }
+    if (p->lop != NULL) {
+        for (i = 0; i < 6; i++) {
+            if (!isfinite(p->lop->rtt[i])) {
+                return rg_err_set(err, RG_ERR_RANGE, "LoP: RTT lambda l%d = %g is not finite",
+                                  i + 1, p->lop->rtt[i]);
+            }
+        }
+        for (i = 0; i < 3; i++) {
+            if (!isfinite(p->lop->os[i])) {
+                return rg_err_set(err, RG_ERR_RANGE, "LoP: o_s lambda l%d = %g is not finite",
+                                  i + 1, p->lop->os[i]);
+            }
+        }
+        if (isfinite(p->S)) {
+            return rg_err_set(err, RG_ERR_RANGE, "LoP has no rendezvous: S = %g must be inf",
+                              p->S);
+        }
     }
     return RG_OK;
 }

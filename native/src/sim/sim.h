@@ -33,11 +33,18 @@ typedef struct rg_sim_op {
     uint32_t rank;
     uint32_t line;    /* source line (GOAL) for messages; 0 when generated */
     uint8_t  kind;
-    uint8_t  pad;
+    uint8_t  flags;   /* RG_SIM_OPF_* */
     uint16_t cpu;
     uint16_t nic;
-    uint16_t pad2;
+    uint16_t batch;   /* size of the op's batch (LoP), set by rg_sim_sched_finish */
 } rg_sim_op_t;
+
+/* A batch (the LoP model, docs/sim.md) is a maximal run of consecutive sends,
+ * or of consecutive receives, in a rank's program order (no other operation
+ * of the rank between them); batch is its size (capped at 65535) and
+ * RG_SIM_OPF_FIRST marks its first operation. */
+#define RG_SIM_OPF_FIRST 0x01u
+#define RG_SIM_BATCH_MAX 65535u
 
 /* A dependency edge: the dependent op, bit 31 set for irequires. */
 #define RG_SIM_EDGE_IREQ 0x80000000u
@@ -81,6 +88,8 @@ static inline rg_sim_op_t rg_sim_op_get(const rg_sim_sched_t *s, size_t i)
     d = (1ull << k) % P;
     memset(&op, 0, sizeof(op));
     op.kind = (uint8_t)(i & 1);
+    op.flags = RG_SIM_OPF_FIRST;
+    op.batch = 1;
     op.rank = (uint32_t)r;
     op.tag = (int32_t)k;
     op.peer = (int32_t)(op.kind == RG_SIM_SEND ? (r + d) % P : (r + P - d) % P);
@@ -95,6 +104,21 @@ typedef struct rg_sim_range {
 
 #define RG_SIM_MAX_RANGES 64
 
+/* The LoP model (Hoefler and Rehm; docs/lop.md for the functions, docs/sim.md
+ * for how they map onto events): RTT(p) = l1/(l2 + p) + l3 + l4 (1 -
+ * e^(l5 (p - l6))) per peer, o_s(p) = a1 + a2/(a3 + p) per request, L(p) =
+ * RTT(p)/2 - (o_s(p) + o_s(1)), or with list posting L_list(p) = RTT(p)/2 -
+ * (p o_s(p) + o_s(1)) and the NIC starting once the whole batch is posted. */
+typedef struct rg_sim_lop {
+    double rtt[6];
+    double os[3];
+    int    list;
+} rg_sim_lop_t;
+
+/* o_s(p) and L(p) (L_list(p) in list mode) of a LoP model, in us. */
+double rg_sim_lop_os(const rg_sim_lop_t *m, double p);
+double rg_sim_lop_latency(const rg_sim_lop_t *m, double p);
+
 typedef struct rg_sim_params {
     double L, o, g, G, O; /* us; G and O per byte */
     double S;             /* rendezvous above S bytes; INFINITY: never */
@@ -103,13 +127,26 @@ typedef struct rg_sim_params {
      * the last range beyond; to_bytes must increase. */
     const rg_sim_range_t *ranges;
     size_t                nranges;
+    /* LoP instead of LogGOPS where not NULL (then L..O, ranges are unused and
+     * S must be inf). */
+    const rg_sim_lop_t   *lop;
 } rg_sim_params_t;
 
+/* Per-rank results; every array has nranks entries and is freed by
+ * rg_sim_result_free. overhead: CPU time in sends and in handling arriving
+ * messages (o + (s-1)O, o + (s-1)max(O, G); LoP o_s(p), o_s(1)); calc: CPU
+ * time in calc; both summed over the rank's CPUs. wait: the time up to the
+ * rank's finish when none of its CPUs was busy (blocked on a message, a
+ * dependency, a NIC gap, a rendezvous match). With one CPU per rank,
+ * overhead + calc + wait = finish. */
 typedef struct rg_sim_result {
     double   makespan;
-    double  *finish;      /* per rank (caller frees with free()) */
+    double  *finish;
+    double  *overhead, *calc, *wait;
     uint64_t events;
 } rg_sim_result_t;
+
+void rg_sim_result_free(rg_sim_result_t *res);
 
 void        rg_sim_sched_init(rg_sim_sched_t *s, uint32_t nranks);
 void        rg_sim_sched_free(rg_sim_sched_t *s);
@@ -131,14 +168,20 @@ rg_status_t rg_sim_params_check(const rg_sim_params_t *p, rg_err_t *err);
 rg_status_t rg_sim_run(rg_sim_sched_t *s, const rg_sim_params_t *p,
                        rg_sim_result_t *res, FILE *report, rg_err_t *err);
 
-/* Where each operation spends time, for traces: rank, resource ("cpu",
- * "nic-send", "nic-recv") and its index, what ("send", "recv", "calc"), start
- * and duration in microseconds, and the operation (a recv span is the
- * receiver handling the message: op is the send). */
+/* Hooks into a run, each may be NULL. span: where each operation spends
+ * time, for traces: rank, resource ("cpu", "nic-send", "nic-recv") and its
+ * index, what ("send", "recv", "calc"), start and duration in microseconds,
+ * and the operation (a recv span is the receiver handling the message: op is
+ * the send). progress: called every RG_SIM_PROGRESS_EVENTS events with the
+ * events so far, the operations done and in all, and the simulated time. */
+#define RG_SIM_PROGRESS_EVENTS (1u << 20)
+
 typedef struct rg_sim_trace {
     void (*span)(void *arg, uint32_t rank, const char *resource, uint16_t index,
                  const char *what, double start, double dur, const rg_sim_op_t *op);
     void *arg;
+    void (*progress)(void *arg, uint64_t events, size_t done, size_t total, double now);
+    void *progress_arg;
 } rg_sim_trace_t;
 
 /* rg_sim_run, reporting every span to trace (which may be NULL). */

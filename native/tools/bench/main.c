@@ -11,6 +11,7 @@
 #include "base/config.h"
 #include "base/timer.h"
 #include "bench.h"
+#include "proto/proto.h"
 
 /* Messages above this need more memory than a benchmark should take. */
 #define RG_BENCH_SIZE_LIMIT ((size_t)1 << 30)
@@ -27,6 +28,10 @@ static void rg__bench_usage(FILE *f)
         "             overheads o_s(p), o_r(p), per posting mode (LoP; docs/lop.md)\n"
         "  bw         streaming bandwidth between ranks 0 and 1, one way or both (--bidir;\n"
         "             railgauge-bench bw --help)\n"
+        "  barrier    latency of a barrier of coll/ (--algorithm linear|binomial|recdbl|\n"
+        "             dissem|nway --n N; railgauge-bench barrier --help; docs/coll.md)\n"
+        "  rxwin      workloads over the shared receive window (--pattern alltoall|halo2d|\n"
+        "             halo3d|incast|mix; railgauge-bench rxwin --help; docs/rxwin.md)\n"
         "\n"
         "Options:\n"
         "  --transport T      shm, tcp, ofi:<provider> (ofi:tcp, ofi:shm, ofi:udp,\n"
@@ -84,6 +89,15 @@ static int rg__bench_print_config(void)
         }
         printf("[%s]\n", (*t)->prefix);
         rg_config_print(*t, scratch, stdout);
+    }
+    /* The runtime's (the barrier and rxwin patterns run over it). */
+    memset(scratch, 0, sizeof(scratch));
+    if (rg_config_load(&rg_proto_config_table, scratch, &err) != RG_OK) {
+        fprintf(stderr, "railgauge-bench: %s\n", rg_err_message(&err));
+        rc = RG_BENCH_EXIT_USAGE;
+    } else {
+        printf("[%s]\n", rg_proto_config_table.prefix);
+        rg_config_print(&rg_proto_config_table, scratch, stdout);
     }
     return rc;
 }
@@ -248,7 +262,8 @@ static int rg__bench_parse_args(int argc, char **argv, rg_bench_opts_t *opts)
     opts->pattern = argv[1];
     if (strcmp(opts->pattern, "prtt") != 0 && strcmp(opts->pattern, "pingpong") != 0 &&
         strcmp(opts->pattern, "onen") != 0) {
-        return rg__bench_usage_error("unknown pattern '%s' (known: prtt, pingpong, onen)",
+        return rg__bench_usage_error("unknown pattern '%s' (known: prtt, pingpong, onen, "
+                                     "barrier, rxwin)",
                                      opts->pattern);
     }
     onen = strcmp(opts->pattern, "onen") == 0;
@@ -408,6 +423,12 @@ static int rg__bench_parse_args(int argc, char **argv, rg_bench_opts_t *opts)
     return rc;
 }
 
+/* The barrier pattern (barrier.c) runs over the messaging runtime, not a
+ * bare transport, so it has its own options and set-up. */
+int rg_bench_barrier_main(int argc, char **argv);
+/* The receive-window workloads (rxwin.c) run over the runtime too. */
+int rg_bench_rxwin_main(int argc, char **argv);
+
 /* Streaming bandwidth (bw.c): its own options and set-up. */
 int rg_bench_bw_main(int argc, char **argv);
 
@@ -420,6 +441,12 @@ int main(int argc, char **argv)
         return rg_bench_bw_main(argc, argv);
     }
 
+    if (argc >= 2 && strcmp(argv[1], "barrier") == 0) {
+        return rg_bench_barrier_main(argc, argv);
+    }
+    if (argc >= 2 && strcmp(argv[1], "rxwin") == 0) {
+        return rg_bench_rxwin_main(argc, argv);
+    }
     memset(&bench, 0, sizeof(bench));
     rc = rg__bench_parse_args(argc, argv, &bench.opts);
     if (rc != 0) {

@@ -46,6 +46,18 @@ def _register() -> None:
 
     cli.add_command(sim.sim)
 
+    from railgauge.cli import tune
+
+    cli.add_command(tune.tune)
+
+    from railgauge.cli import pmpi
+
+    cli.add_command(pmpi.pmpi)
+
+    from railgauge.cli import rxwin
+
+    cli.add_command(rxwin.rxwin)
+
 
 _register()
 

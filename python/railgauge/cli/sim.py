@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,11 @@ def _param_options(f: Any) -> Any:
         click.option("--model", "model", type=click.Path(dir_okay=False, path_type=Path),
                      default=None, help="Take L, o, g, G, O from a model-loggp.json instead "
                                         "of the flags: one set per protocol range, chosen by "
-                                        "message size (S stays --S)."),
+                                        "message size (S stays --S); or simulate under LoP "
+                                        "from a model-lop.json (docs/sim.md)."),
+        click.option("--lop-list", is_flag=True,
+                     help="With a LoP model: the sends of a batch are posted as one list "
+                          "(the model's list-mode fits, L_list)."),
         click.option("--first-range", is_flag=True,
                      help="With --model: the first protocol range's parameters for every "
                           "message size."),
@@ -38,6 +43,8 @@ def _param_options(f: Any) -> Any:
                                         "Chrome trace JSON (open it in Perfetto)."),
         click.option("--trace-max-ranks", type=click.IntRange(1), default=4096,
                      show_default=True, help="Refuse --trace above this many ranks."),
+        click.option("--progress/--no-progress", default=None,
+                     help="Show progress on stderr (default: when stderr is a terminal)."),
     ]
     for opt in reversed(opts):
         f = opt(f)
@@ -46,7 +53,7 @@ def _param_options(f: Any) -> Any:
 
 def _params(L: float | None, o: float | None, g: float | None, g_byte: float | None,
             o_byte: float | None, S: float | None, model: Path | None,
-            first_range: bool) -> dict[str, Any]:
+            first_range: bool, lop_list: bool = False) -> dict[str, Any]:
     from railgauge.sim import SimError, params_from_model
 
     flags = {"L": L, "o": o, "g": g, "G": g_byte, "O": o_byte}
@@ -57,28 +64,42 @@ def _params(L: float | None, o: float | None, g: float | None, g_byte: float | N
         if not model.is_file():
             raise UserError(f"no such file: {model}")
         try:
-            params = params_from_model(model, piecewise=not first_range)
+            params = params_from_model(model, piecewise=not first_range, lop_list=lop_list)
         except SimError as exc:
             raise UserError(str(exc)) from None
+        if "lop_rtt" in params and S is not None:
+            raise UserError("--S: the LoP model has no rendezvous threshold")
+        if "lop_rtt" in params and first_range:
+            raise UserError("--first-range applies to a LogGP model, not LoP")
     else:
         if first_range:
             raise UserError("--first-range needs --model")
+        if lop_list:
+            raise UserError("--lop-list needs --model model-lop.json")
         params = {k: (v if v is not None else 0.0) for k, v in flags.items()}
     if S is not None:
         params["S"] = S
     return params
 
 
+def _summary(name: str, stat: Any) -> str:
+    return (f"{name:<9s} min {stat['min']:.6g}  mean {stat['mean']:.6g}  "
+            f"max {stat['max']:.6g} us")
+
+
 def _run(mode_args: list[str], params: dict[str, Any], calc_unit: str | None,
-         per_rank: bool, as_json: bool, trace: Path | None, trace_max_ranks: int) -> int:
+         per_rank: bool, as_json: bool, trace: Path | None, trace_max_ranks: int,
+         progress: bool | None = None) -> int:
     from railgauge.native import NativeToolError, find_tool
     from railgauge.sim import SimError, run_sim
 
     term = Terminal()
     try:
         tool = find_tool("railgauge-sim")
+        show = sys.stderr.isatty() if progress is None else progress
         doc = run_sim(tool, mode_args, params, calc_unit=calc_unit, per_rank=per_rank,
-                      trace=trace, trace_max_ranks=trace_max_ranks if trace else None)
+                      trace=trace, trace_max_ranks=trace_max_ranks if trace else None,
+                      progress=show)
     except NativeToolError as exc:
         raise FailError(str(exc)) from None
     except SimError as exc:
@@ -91,6 +112,10 @@ def _run(mode_args: list[str], params: dict[str, Any], calc_unit: str | None,
     term.result(f"makespan  {doc['makespan_us']:.6g} us")
     term.result(f"events    {doc['events']}")
     term.result(f"wall      {doc['wall_s']:.3f} s")
+    stats = doc.get("stats", {})
+    for key, name in (("overhead_us", "overhead"), ("wait_us", "wait"), ("calc_us", "calc")):
+        if key in stats:
+            term.result(_summary(name, stats[key]))
     finish = doc.get("finish_us")
     if finish is not None and (per_rank or len(finish) <= 16):
         for rank, t in enumerate(finish):
@@ -113,26 +138,33 @@ def sim() -> None:
 @_param_options
 def goal(file: Path, calc_unit: str, L: float | None, o: float | None, g: float | None,
          g_byte: float | None, o_byte: float | None, S: float | None, model: Path | None,
-         first_range: bool, per_rank: bool, as_json: bool, trace: Path | None,
-         trace_max_ranks: int) -> int:
+         first_range: bool, lop_list: bool, per_rank: bool, as_json: bool,
+         trace: Path | None, trace_max_ranks: int, progress: bool | None) -> int:
     """Simulate the GOAL schedule FILE (LogGOPSim's schedule language)."""
     if not file.is_file():
         raise UserError(f"no such file: {file}")
-    params = _params(L, o, g, g_byte, o_byte, S, model, first_range)
+    params = _params(L, o, g, g_byte, o_byte, S, model, first_range, lop_list)
     return _run(["goal", str(file)], params, calc_unit, per_rank, as_json, trace,
-                trace_max_ranks)
+                trace_max_ranks, progress)
 
 
 @sim.command("barrier")
-@click.option("--algorithm", type=click.Choice(["dissemination"]), default="dissemination",
-              show_default=True, help="Barrier algorithm (generated on the fly).")
+@click.option("--algorithm", default="dissemination", show_default=True,
+              help="Barrier algorithm: linear, binomial, recdbl, dissem (dissemination), "
+                   "nway (with --n N, or nway:N); the schedules of coll/ (docs/coll.md).")
+@click.option("--n", "n", type=click.IntRange(1, 1024), default=None,
+              help="n of the n-way dissemination (nway only).")
 @click.option("-P", "P", type=click.IntRange(1, 1 << 26), required=True, help="Number of ranks.")
 @_param_options
-def barrier(algorithm: str, P: int, L: float | None, o: float | None, g: float | None,
+def barrier(algorithm: str, n: int | None, P: int, L: float | None, o: float | None,
+            g: float | None,
             g_byte: float | None, o_byte: float | None, S: float | None,
-            model: Path | None, first_range: bool, per_rank: bool, as_json: bool,
-            trace: Path | None, trace_max_ranks: int) -> int:
+            model: Path | None, first_range: bool, lop_list: bool, per_rank: bool,
+            as_json: bool, trace: Path | None, trace_max_ranks: int,
+            progress: bool | None) -> int:
     """Simulate a barrier on P ranks."""
-    params = _params(L, o, g, g_byte, o_byte, S, model, first_range)
-    return _run(["barrier", "--algorithm", algorithm, "-P", str(P)], params, None, per_rank,
-                as_json, trace, trace_max_ranks)
+    params = _params(L, o, g, g_byte, o_byte, S, model, first_range, lop_list)
+    mode = ["barrier", "--algorithm", algorithm, "-P", str(P)]
+    if n is not None:
+        mode += ["--n", str(n)]
+    return _run(mode, params, None, per_rank, as_json, trace, trace_max_ranks, progress)

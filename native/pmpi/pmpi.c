@@ -1,0 +1,244 @@
+/*
+ * railgauge: librailgauge-pmpi-<flavour>.so, MPI_Barrier replaced through the
+ * MPI profiling interface by a barrier of coll/ (docs/coll.md).
+ *
+ *   RAILGAUGE_BARRIER=nway:3 LD_PRELOAD=$(railgauge pmpi --print-path --mpi openmpi) \
+ *       mpirun.openmpi -n 16 ./app
+ *
+ * One library per MPI flavour (Open MPI and MPICH are not ABI-compatible),
+ * each built with that flavour's mpicc. The first MPI_Barrier on a
+ * communicator duplicates it (so the barrier's messages never meet the
+ * application's) and computes the rank's plan; both are cached on the
+ * communicator as an attribute, freed with it. A barrier is then the plan's
+ * rounds as zero-byte MPI_Irecv/MPI_Isend and one MPI_Waitall per round.
+ *
+ * Settings, read at MPI_Init:
+ *   RAILGAUGE_BARRIER  the algorithm: linear, binomial, recdbl, dissem,
+ *                      nway:N (default dissem);
+ *   RAILGAUGE_MODEL    not read by this library: the tuned choice is computed
+ *                      by `railgauge tune barrier -P P --model FILE`; a set
+ *                      RAILGAUGE_MODEL is refused, so that no one believes it
+ *                      was used.
+ * A bad setting makes MPI_Init (and every MPI_Barrier after it) return
+ * MPI_ERR_ARG, with one line on stderr from rank 0 naming it; nothing aborts.
+ * Intercommunicators keep the library's own barrier.
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll/sched.h"
+
+#define RG_PMPI_EXPORT __attribute__((visibility("default")))
+
+typedef struct rg_pmpi_comm {
+    MPI_Comm       dup;
+    rg_coll_plan_t plan;
+    MPI_Request   *reqs;
+    /* Statuses, not MPI_STATUSES_IGNORE: GCC's -Wstringop-overflow takes
+     * MPICH's (MPI_Status *)1 for an empty array. */
+    MPI_Status    *stats;
+} rg_pmpi_comm_t;
+
+/* The library's state: set at MPI_Init, read by every barrier. */
+static struct {
+    int                    keyval;
+    int                    init_err;      /* an MPI error code, or MPI_SUCCESS */
+    rg_coll_barrier_spec_t spec;
+    unsigned long          barriers;      /* barriers run by the schedule */
+} rg_pmpi = {MPI_KEYVAL_INVALID, MPI_SUCCESS, {RG_COLL_BARRIER_DISSEM, 1}, 0};
+
+/* The number of barriers this library ran (tests look it up with dlsym). */
+RG_PMPI_EXPORT unsigned long railgauge_pmpi_barriers(void)
+{
+    return rg_pmpi.barriers;
+}
+
+static int rg__pmpi_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
+{
+    rg_pmpi_comm_t *c = attr;
+
+    (void)comm;
+    (void)keyval;
+    (void)extra;
+    if (c != NULL) {
+        if (c->dup != MPI_COMM_NULL) {
+            PMPI_Comm_free(&c->dup);
+        }
+        rg_coll_plan_fini(&c->plan);
+        free(c->reqs);
+        free(c->stats);
+        free(c);
+    }
+    return MPI_SUCCESS;
+}
+
+/* Reads the settings; on a bad one, rank 0 says so and the code is kept. */
+static int rg__pmpi_setup(void)
+{
+    const char *text = getenv("RAILGAUGE_BARRIER");
+    const char *model = getenv("RAILGAUGE_MODEL");
+    rg_err_t    err;
+    int         rank = 0, rc;
+
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    rg_pmpi.init_err = MPI_SUCCESS;
+    if (model != NULL && model[0] != '\0') {
+        if (rank == 0) {
+            fprintf(stderr, "railgauge-pmpi: RAILGAUGE_MODEL=%s: this library does not read "
+                    "model files; set RAILGAUGE_BARRIER to the choice of `railgauge tune "
+                    "barrier -P <ranks> --model %s`\n", model, model);
+        }
+        rg_pmpi.init_err = MPI_ERR_ARG;
+        return rg_pmpi.init_err;
+    }
+    if (text != NULL && text[0] != '\0') {
+        if (rg_coll_barrier_parse(text, 0, &rg_pmpi.spec, &err) != RG_OK) {
+            if (rank == 0) {
+                fprintf(stderr, "railgauge-pmpi: RAILGAUGE_BARRIER: %s\n",
+                        rg_err_message(&err));
+            }
+            rg_pmpi.init_err = MPI_ERR_ARG;
+            return rg_pmpi.init_err;
+        }
+    }
+    rc = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, rg__pmpi_delete, &rg_pmpi.keyval, NULL);
+    if (rc != MPI_SUCCESS) {
+        rg_pmpi.init_err = rc;
+    }
+    return rc;
+}
+
+RG_PMPI_EXPORT int MPI_Init(int *argc, char ***argv)
+{
+    int rc = PMPI_Init(argc, argv);
+
+    return rc != MPI_SUCCESS ? rc : rg__pmpi_setup();
+}
+
+RG_PMPI_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+    int rc = PMPI_Init_thread(argc, argv, required, provided);
+
+    return rc != MPI_SUCCESS ? rc : rg__pmpi_setup();
+}
+
+RG_PMPI_EXPORT int MPI_Finalize(void)
+{
+    /* The cached duplicates go before MPI does (those of communicators the
+     * application freed went with them). */
+    if (rg_pmpi.keyval != MPI_KEYVAL_INVALID) {
+        MPI_Comm comms[2] = {MPI_COMM_WORLD, MPI_COMM_SELF};
+        int      i, flag;
+        void    *attr;
+        for (i = 0; i < 2; i++) {
+            /* Only where set: Open MPI treats deleting an absent attribute as
+             * an error, and its default handler aborts. */
+            flag = 0;
+            if (PMPI_Comm_get_attr(comms[i], rg_pmpi.keyval, &attr, &flag) == MPI_SUCCESS &&
+                flag) {
+                PMPI_Comm_delete_attr(comms[i], rg_pmpi.keyval);
+            }
+        }
+        PMPI_Comm_free_keyval(&rg_pmpi.keyval);
+    }
+    return PMPI_Finalize();
+}
+
+/* The communicator's cached state, made on its first barrier (collective:
+ * every rank of comm is in that barrier). */
+static int rg__pmpi_comm(MPI_Comm comm, rg_pmpi_comm_t **c_p)
+{
+    rg_pmpi_comm_t *c;
+    rg_err_t        err;
+    int             flag = 0, rc, size, rank;
+
+    rc = PMPI_Comm_get_attr(comm, rg_pmpi.keyval, &c, &flag);
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    if (flag) {
+        *c_p = c;
+        return MPI_SUCCESS;
+    }
+    c = calloc(1, sizeof(*c));
+    if (c == NULL) {
+        return MPI_ERR_NO_MEM;
+    }
+    c->dup = MPI_COMM_NULL;
+    rg_coll_plan_init(&c->plan);
+    if ((rc = PMPI_Comm_size(comm, &size)) != MPI_SUCCESS ||
+        (rc = PMPI_Comm_rank(comm, &rank)) != MPI_SUCCESS) {
+        goto fail;
+    }
+    if (rg_coll_barrier_plan(&c->plan, &rg_pmpi.spec, size, rank, &err) != RG_OK) {
+        fprintf(stderr, "railgauge-pmpi: rank %d: %s\n", rank, rg_err_message(&err));
+        rc = MPI_ERR_OTHER;
+        goto fail;
+    }
+    c->reqs = malloc((c->plan.max_ops ? c->plan.max_ops : 1) * sizeof(*c->reqs));
+    c->stats = malloc((c->plan.max_ops ? c->plan.max_ops : 1) * sizeof(*c->stats));
+    if (c->reqs == NULL || c->stats == NULL) {
+        rc = MPI_ERR_NO_MEM;
+        goto fail;
+    }
+    if ((rc = PMPI_Comm_dup(comm, &c->dup)) != MPI_SUCCESS) {
+        goto fail;
+    }
+    if ((rc = PMPI_Comm_set_attr(comm, rg_pmpi.keyval, c)) != MPI_SUCCESS) {
+        goto fail;
+    }
+    *c_p = c;
+    return MPI_SUCCESS;
+fail:
+    rg__pmpi_delete(comm, rg_pmpi.keyval, c, NULL);
+    return rc;
+}
+
+RG_PMPI_EXPORT int MPI_Barrier(MPI_Comm comm)
+{
+    rg_pmpi_comm_t *c;
+    uint32_t        r, i, k;
+    int             rc, inter = 0;
+
+    if (rg_pmpi.init_err != MPI_SUCCESS) {
+        return rg_pmpi.init_err;
+    }
+    if (rg_pmpi.keyval == MPI_KEYVAL_INVALID || comm == MPI_COMM_NULL) {
+        return PMPI_Barrier(comm); /* before MPI_Init, or MPI's own error */
+    }
+    if ((rc = PMPI_Comm_test_inter(comm, &inter)) != MPI_SUCCESS) {
+        return rc;
+    }
+    if (inter) {
+        return PMPI_Barrier(comm);
+    }
+    if ((rc = rg__pmpi_comm(comm, &c)) != MPI_SUCCESS) {
+        return rc;
+    }
+    for (r = 0; r < c->plan.nrounds; r++) {
+        const rg_coll_round_t *rd = &c->plan.rounds[r];
+        k = 0;
+        for (i = 0; i < rd->nrecv; i++, k++) {
+            rc = PMPI_Irecv(NULL, 0, MPI_BYTE, c->plan.peers[rd->recv_off + i], 0, c->dup,
+                            &c->reqs[k]);
+            if (rc != MPI_SUCCESS) {
+                return rc;
+            }
+        }
+        for (i = 0; i < rd->nsend; i++, k++) {
+            rc = PMPI_Isend(NULL, 0, MPI_BYTE, c->plan.peers[rd->send_off + i], 0, c->dup,
+                            &c->reqs[k]);
+            if (rc != MPI_SUCCESS) {
+                return rc;
+            }
+        }
+        rc = PMPI_Waitall((int)k, c->reqs, c->stats);
+        if (rc != MPI_SUCCESS) {
+            return rc;
+        }
+    }
+    rg_pmpi.barriers++;
+    return MPI_SUCCESS;
+}

@@ -1,0 +1,535 @@
+/*
+ * railgauge-bench barrier: the latency of a barrier of coll/ over the
+ * messaging runtime, OSU-style (warm-up, then many timed iterations; min,
+ * median, p99 over every rank's iterations), with optional random entry
+ * skew, and a run-time proof of correctness (--check): every rank records
+ * when it entered and left each barrier on CLOCK_MONOTONIC (one clock for
+ * all ranks of one host), rank 0 gathers them and verifies that in every
+ * iteration no rank left before the last one entered.
+ *
+ *   railgauge run -n 8 -- railgauge-bench barrier --algorithm nway --n 3 --json
+ *   railgauge run -n 8 -- railgauge-bench barrier --algorithm recdbl --check
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/json.h"
+#include "base/stats.h"
+#include "base/timer.h"
+#include "boot/boot.h"
+#include "coll/barrier.h"
+#include "proto/proto.h"
+
+enum { RG__EXIT_OK = 0, RG__EXIT_FAIL = 1, RG__EXIT_USAGE = 2 };
+
+/* The tag of the gather of times to rank 0 (any user tag but the barrier's). */
+#define RG__TAG_TIMES 7
+
+typedef struct rg__bopts {
+    char                   transport[64];
+    rg_coll_barrier_spec_t spec;
+    const char            *alg_text;
+    int                    n;
+    long                   iters, warmup;
+    double                 skew_us;
+    int                    skew_given;
+    int                    json, check;
+    unsigned               seed;
+    int                    drop_rounds;
+    double                 timeout_s;
+} rg__bopts_t;
+
+/* Only one rank prints a usage error (all ranks parse the same line). */
+static int rg__quiet_rank(void)
+{
+    static const char *const vars[] = {"RG_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK"};
+    size_t                   i;
+
+    for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+        const char *v = getenv(vars[i]);
+        if (v != NULL && v[0] != '\0') {
+            return strcmp(v, "0") != 0;
+        }
+    }
+    return 0;
+}
+
+static int rg__usage_error(const char *fmt, const char *arg)
+{
+    if (!rg__quiet_rank()) {
+        fprintf(stderr, "railgauge-bench barrier: ");
+        fprintf(stderr, fmt, arg);
+        fprintf(stderr, "\n");
+    }
+    return RG__EXIT_USAGE;
+}
+
+static void rg__usage(FILE *f)
+{
+    fprintf(f,
+        "usage: railgauge-bench barrier --algorithm A [--n N] [options]\n"
+        "\n"
+        "The latency of one barrier of coll/ over the messaging runtime.\n"
+        "  --algorithm A     linear, binomial, recdbl, dissem or nway (nway:N)\n"
+        "  --n N             n of the n-way dissemination (nway only)\n"
+        "  --transport T     shm, tcp, ofi:<provider>, mpi (default $RG_TRANSPORT, else shm)\n"
+        "  --iterations N    timed barriers (default 1000)\n"
+        "  --warmup N        untimed barriers first (default 100)\n"
+        "  --skew-us X       each rank waits a random 0..X us before each barrier\n"
+        "                    (default 0; 100 with --check)\n"
+        "  --check           verify on one clock that no rank left a barrier before\n"
+        "                    the last rank entered it (ranks on one host); exit 1 if not\n"
+        "  --seed S          seed of the random skew (default 1)\n"
+        "  --timeout S       seconds one round may wait (default 60; 0: none)\n"
+        "  --drop-rounds K   run the schedule without its last K rounds: NOT a\n"
+        "                    barrier; shows that --check catches a broken one\n"
+        "  --json            one JSON object: algorithm, n, P, median_us, p99_us, ...\n");
+}
+
+static int rg__parse_long(const char *text, long lo, long hi, long *out)
+{
+    char *end;
+    long  v;
+
+    errno = 0;
+    v = strtol(text, &end, 10);
+    if (end == text || *end != '\0' || errno != 0 || v < lo || v > hi) {
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int rg__parse_args(int argc, char **argv, rg__bopts_t *o)
+{
+    enum { O_ALG = 256, O_N, O_TRANSPORT, O_ITERS, O_WARMUP, O_SKEW, O_CHECK, O_SEED,
+           O_TIMEOUT, O_DROP, O_JSON };
+    static const struct option longopts[] = {
+        {"algorithm", required_argument, NULL, O_ALG},
+        {"n", required_argument, NULL, O_N},
+        {"transport", required_argument, NULL, O_TRANSPORT},
+        {"iterations", required_argument, NULL, O_ITERS},
+        {"warmup", required_argument, NULL, O_WARMUP},
+        {"skew-us", required_argument, NULL, O_SKEW},
+        {"check", no_argument, NULL, O_CHECK},
+        {"seed", required_argument, NULL, O_SEED},
+        {"timeout", required_argument, NULL, O_TIMEOUT},
+        {"drop-rounds", required_argument, NULL, O_DROP},
+        {"json", no_argument, NULL, O_JSON},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    const char *env = getenv("RG_TRANSPORT"); /* set by the launcher's --transport */
+    rg_err_t    err;
+    long        v;
+    char       *end;
+    int         c;
+
+    memset(o, 0, sizeof(*o));
+    snprintf(o->transport, sizeof(o->transport), "%s",
+             (env != NULL && env[0] != '\0') ? env : "shm");
+    o->iters = 1000;
+    o->warmup = 100;
+    o->seed = 1;
+    o->timeout_s = 60;
+    optind = 2;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case O_ALG:
+            o->alg_text = optarg;
+            break;
+        case O_N:
+            if (rg__parse_long(optarg, 1, RG_COLL_NWAY_MAX, &v) != 0) {
+                return rg__usage_error("--n must be an integer in 1..1024, not '%s'", optarg);
+            }
+            o->n = (int)v;
+            break;
+        case O_TRANSPORT:
+            if (strlen(optarg) >= sizeof(o->transport)) {
+                return rg__usage_error("--transport: name too long '%s'", optarg);
+            }
+            snprintf(o->transport, sizeof(o->transport), "%s", optarg);
+            break;
+        case O_ITERS:
+            if (rg__parse_long(optarg, 1, 1000000, &o->iters) != 0) {
+                return rg__usage_error("--iterations must be an integer in 1..1000000, not "
+                                       "'%s'", optarg);
+            }
+            break;
+        case O_WARMUP:
+            if (rg__parse_long(optarg, 0, 1000000, &o->warmup) != 0) {
+                return rg__usage_error("--warmup must be an integer in 0..1000000, not '%s'",
+                                       optarg);
+            }
+            break;
+        case O_SKEW:
+            errno = 0;
+            o->skew_us = strtod(optarg, &end);
+            if (end == optarg || *end != '\0' || errno != 0 || !isfinite(o->skew_us) ||
+                o->skew_us < 0 || o->skew_us > 1e6) {
+                return rg__usage_error("--skew-us must be microseconds in [0, 1000000], not "
+                                       "'%s'", optarg);
+            }
+            o->skew_given = 1;
+            break;
+        case O_CHECK:
+            o->check = 1;
+            break;
+        case O_SEED:
+            if (rg__parse_long(optarg, 0, 0x7fffffff, &v) != 0) {
+                return rg__usage_error("--seed must be a non-negative integer, not '%s'", optarg);
+            }
+            o->seed = (unsigned)v;
+            break;
+        case O_TIMEOUT:
+            errno = 0;
+            o->timeout_s = strtod(optarg, &end);
+            if (end == optarg || *end != '\0' || errno != 0 || !isfinite(o->timeout_s) ||
+                o->timeout_s < 0 || o->timeout_s > 86400) {
+                return rg__usage_error("--timeout must be seconds in [0, 86400], not '%s'",
+                                       optarg);
+            }
+            break;
+        case O_DROP:
+            if (rg__parse_long(optarg, 0, 1000, &v) != 0) {
+                return rg__usage_error("--drop-rounds must be an integer in 0..1000, not '%s'",
+                                       optarg);
+            }
+            o->drop_rounds = (int)v;
+            break;
+        case O_JSON:
+            o->json = 1;
+            break;
+        case 'h':
+            rg__usage(stdout);
+            return -1;
+        default:
+            return rg__usage_error("unknown option or missing value '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc) {
+        return rg__usage_error("unexpected argument '%s'", argv[optind]);
+    }
+    if (o->alg_text == NULL) {
+        return rg__usage_error("--algorithm is required (linear, binomial, recdbl, dissem, "
+                               "nway --n N)%s", "");
+    }
+    if (rg_coll_barrier_parse(o->alg_text, o->n, &o->spec, &err) != RG_OK) {
+        return rg__usage_error("%s", rg_err_message(&err));
+    }
+    if (o->check && !o->skew_given) {
+        o->skew_us = 100;
+    }
+    if (rg_xport_find(o->transport) == NULL) {
+        return rg__usage_error("unknown transport '%s'", o->transport);
+    }
+    return 0;
+}
+
+/* Busy-waits for a random time in [0, max_us] microseconds. */
+static void rg__skew(unsigned *state, double max_us)
+{
+    uint64_t until;
+
+    if (max_us <= 0) {
+        return;
+    }
+    until = rg_time_mono_ns() + (uint64_t)(max_us * 1e3 * ((double)rand_r(state) / RAND_MAX));
+    while (rg_time_mono_ns() < until) {
+    }
+}
+
+typedef struct rg__bres {
+    rg_stats_t stats;              /* entry to exit, every rank and iteration, us */
+    double     release_median_us;  /* last entry to last exit, per iteration (one host) */
+    long       violations;         /* iterations where a rank left before the last entered */
+    long       first_bad;          /* the first such iteration, -1: none */
+    int        bad_early, bad_late;/* its ranks: the one that left, the one that entered */
+    double     bad_gap_us;
+    int        one_host;
+} rg__bres_t;
+
+/* Rank 0: takes every rank's times (its own first) and computes the result. */
+static rg_status_t rg__bench_gather(rg_proto_t *p, const rg__bopts_t *o, uint64_t *mine,
+                                    uint64_t host, rg__bres_t *res, rg_err_t *err)
+{
+    int       P = rg_proto_size(p), q;
+    long      n = o->iters, i;
+    size_t    nbytes = (size_t)n * 2 * sizeof(uint64_t) + sizeof(uint64_t);
+    uint64_t *buf = malloc(nbytes);
+    uint64_t *max_entry = malloc((size_t)n * sizeof(uint64_t));
+    uint64_t *min_exit = malloc((size_t)n * sizeof(uint64_t));
+    uint64_t *max_exit = malloc((size_t)n * sizeof(uint64_t));
+    int      *late = malloc((size_t)n * sizeof(int));
+    int      *early = malloc((size_t)n * sizeof(int));
+    double   *samples = malloc((size_t)n * (size_t)P * sizeof(double));
+    rg_status_t st = RG_OK;
+
+    if (!buf || !max_entry || !min_exit || !max_exit || !late || !early || !samples) {
+        st = rg_err_set(err, RG_ERR_NOMEM, "barrier bench: out of memory for %ld x %d times",
+                        n, P);
+        goto out;
+    }
+    res->one_host = 1;
+    for (q = 0; q < P; q++) {
+        const uint64_t *t = mine;
+        if (q > 0) {
+            rg_preq_t req;
+            st = rg_proto_recv(p, q, RG__TAG_TIMES, buf, nbytes, &req);
+            if (st != RG_OK || req.msg_len != nbytes) {
+                st = rg_err_set(err, st != RG_OK ? st : RG_ERR_PARSE, "barrier bench: the "
+                                "times of rank %d: %s", q, st != RG_OK ? rg_proto_strerror(p) :
+                                "wrong length");
+                goto out;
+            }
+            t = buf;
+            if (buf[2 * n] != host) {
+                res->one_host = 0;
+            }
+        }
+        for (i = 0; i < n; i++) {
+            uint64_t in = t[2 * i], outt = t[2 * i + 1];
+            samples[(size_t)q * (size_t)n + (size_t)i] = (double)(outt - in) * 1e-3;
+            if (q == 0 || in > max_entry[i]) {
+                max_entry[i] = in;
+                late[i] = q;
+            }
+            if (q == 0 || outt < min_exit[i]) {
+                min_exit[i] = outt;
+                early[i] = q;
+            }
+            if (q == 0 || outt > max_exit[i]) {
+                max_exit[i] = outt;
+            }
+        }
+    }
+    res->first_bad = -1;
+    for (i = 0; i < n; i++) {
+        if (min_exit[i] < max_entry[i]) {
+            if (res->violations++ == 0) {
+                res->first_bad = i;
+                res->bad_early = early[i];
+                res->bad_late = late[i];
+                res->bad_gap_us = (double)(max_entry[i] - min_exit[i]) * 1e-3;
+            }
+        }
+        /* buf (2n + 1 words) is free now: it takes the n release times. */
+        ((double *)buf)[i] = (double)(max_exit[i] - max_entry[i]) * 1e-3;
+    }
+    {
+        rg_stats_t rs;
+        if (res->one_host && rg_stats_compute((double *)buf, (size_t)n, &rs, err) == RG_OK) {
+            res->release_median_us = rs.median;
+        } else {
+            res->release_median_us = NAN;
+        }
+    }
+    st = rg_stats_compute(samples, (size_t)n * (size_t)P, &res->stats, err);
+out:
+    free(buf);
+    free(max_entry);
+    free(min_exit);
+    free(max_exit);
+    free(late);
+    free(early);
+    free(samples);
+    return st;
+}
+
+static int rg__bench_report(const rg__bopts_t *o, rg_proto_t *p, uint32_t rounds,
+                            const rg__bres_t *res)
+{
+    char     name[32];
+    char     line[2048];
+    rg_json_t js;
+    rg_err_t err;
+    int      P = rg_proto_size(p);
+
+    rg_coll_barrier_format(&o->spec, name, sizeof(name));
+    if (!o->json) {
+        printf("barrier %s on %d ranks over %s: %u rounds, %ld iterations (skew %.1f us)\n"
+               "  min %.3f us  median %.3f us  p99 %.3f us  mean %.3f us\n",
+               name, P, o->transport, rounds, o->iters, o->skew_us, res->stats.min,
+               res->stats.median, res->stats.p99, res->stats.mean);
+        if (res->one_host) {
+            printf("  last entry to last exit: median %.3f us\n", res->release_median_us);
+        }
+        if (o->check) {
+            printf("  check: %s (%ld of %ld iterations with a rank that left early)\n",
+                   res->violations ? "FAILED" : "passed", res->violations, o->iters);
+        }
+        return fflush(stdout) == 0 ? 0 : -1;
+    }
+    rg_json_init(&js, line, sizeof(line));
+    rg_json_object_begin(&js);
+    rg_json_kv_string(&js, "pattern", "barrier");
+    rg_json_kv_string(&js, "algorithm", rg_coll_barrier_alg_name(o->spec.alg));
+    rg_json_kv_int(&js, "n", o->spec.n);
+    rg_json_kv_int(&js, "P", P);
+    rg_json_kv_string(&js, "transport", o->transport);
+    rg_json_kv_uint(&js, "rounds", rounds);
+    rg_json_kv_int(&js, "iterations", o->iters);
+    rg_json_kv_int(&js, "warmup", o->warmup);
+    rg_json_kv_double(&js, "skew_us", o->skew_us);
+    rg_json_kv_double(&js, "min_us", res->stats.min);
+    rg_json_kv_double(&js, "median_us", res->stats.median);
+    rg_json_kv_double(&js, "mean_us", res->stats.mean);
+    rg_json_kv_double(&js, "p99_us", res->stats.p99);
+    rg_json_kv_double(&js, "max_us", res->stats.max);
+    rg_json_key(&js, "release_median_us");
+    if (res->one_host) {
+        rg_json_double(&js, res->release_median_us);
+    } else {
+        rg_json_null(&js);
+    }
+    rg_json_key(&js, "check");
+    if (o->check) {
+        rg_json_string(&js, res->violations ? "failed" : "passed");
+    } else {
+        rg_json_null(&js);
+    }
+    rg_json_kv_int(&js, "violations", res->violations);
+    if (o->drop_rounds > 0) {
+        rg_json_kv_int(&js, "dropped_rounds", o->drop_rounds);
+    }
+    rg_json_object_end(&js);
+    if (rg_json_write_line(&js, stdout, &err) != RG_OK) {
+        fprintf(stderr, "railgauge-bench barrier: %s\n", rg_err_message(&err));
+        return -1;
+    }
+    return 0;
+}
+
+int rg_bench_barrier_main(int argc, char **argv)
+{
+    rg__bopts_t        o;
+    rg_boot_t         *boot = NULL;
+    rg_proto_t        *proto = NULL;
+    rg_coll_barrier_t  bar;
+    rg_err_t           err;
+    uint64_t          *times = NULL, host = rg_xport_host_id();
+    uint64_t           timeout_ns;
+    uint32_t           rounds;
+    unsigned           rng;
+    long               i;
+    int                rc, rank = 0, started_bar = 0;
+    rg__bres_t         res;
+
+    memset(&bar, 0, sizeof(bar));
+    memset(&res, 0, sizeof(res));
+    rg_err_clear(&err);
+    rc = rg__parse_args(argc, argv, &o);
+    if (rc != 0) {
+        return rc < 0 ? 0 : rc;
+    }
+    timeout_ns = (uint64_t)(o.timeout_s * 1e9);
+    rc = RG__EXIT_FAIL;
+    if (rg_boot_init(&boot, &err) != RG_OK) {
+        goto out;
+    }
+    rank = rg_boot_rank(boot);
+    if (rg_proto_open(o.transport, boot, NULL, &proto, &err) != RG_OK) {
+        goto out;
+    }
+    /* As the other patterns: a measured wait never sleeps in the kernel
+     * (sched_yield still lets oversubscribed ranks run). RG_XPORT_YIELD_NS,
+     * when set, wins. */
+    if (getenv("RG_XPORT_YIELD_NS") == NULL && rg_proto_xport(proto)->wait.yield_ns < 200e6) {
+        rg_proto_xport(proto)->wait.yield_ns = 200e6;
+    }
+    /* More ranks than CPUs: a rank that waits spins on a core that the rank
+     * it waits for needs; it yields at once instead (measured here, 8 ranks
+     * on 2 cores: 23 us per dissemination barrier instead of 76). The ranks
+     * may be on several hosts; this counts those of this host only roughly
+     * (all of them), which errs towards yielding. RG_XPORT_SPIN_NS wins. */
+    if (getenv("RG_XPORT_SPIN_NS") == NULL &&
+        rg_proto_size(proto) > sysconf(_SC_NPROCESSORS_ONLN)) {
+        rg_proto_xport(proto)->wait.spin_ns = 0;
+    }
+    if (rg_coll_barrier_init(&bar, proto, &o.spec, &err) != RG_OK) {
+        goto out;
+    }
+    started_bar = 1;
+    rounds = bar.plan.nrounds;
+    if ((uint32_t)o.drop_rounds > rounds) {
+        rg_err_set(&err, RG_ERR_INVALID, "--drop-rounds %d: the schedule has only %u rounds "
+                   "on %d ranks", o.drop_rounds, rounds, rg_proto_size(proto));
+        rc = rank == 0 ? RG__EXIT_USAGE : -RG__EXIT_USAGE;
+        goto out;
+    }
+    times = malloc((size_t)o.iters * 2 * sizeof(uint64_t) + sizeof(uint64_t));
+    if (times == NULL) {
+        rg_err_set(&err, RG_ERR_NOMEM, "out of memory for %ld iterations", o.iters);
+        goto out;
+    }
+    for (i = 0; i < o.warmup; i++) {
+        if (rg_coll_barrier_run(&bar, timeout_ns, &err) != RG_OK) {
+            goto out;
+        }
+    }
+    rng = o.seed * 2654435761u + (unsigned)rank * 40503u + 1;
+    for (i = 0; i < o.iters; i++) {
+        rg__skew(&rng, o.skew_us);
+        times[2 * i] = rg_time_mono_ns();
+        if (rg_coll_barrier_run_rounds(&bar, rounds - (uint32_t)o.drop_rounds, timeout_ns,
+                                       &err) != RG_OK) {
+            goto out;
+        }
+        times[2 * i + 1] = rg_time_mono_ns();
+    }
+    times[2 * o.iters] = host;
+    if (rank != 0) {
+        if (rg_proto_send(proto, 0, RG__TAG_TIMES, times,
+                          (size_t)o.iters * 2 * sizeof(uint64_t) + sizeof(uint64_t)) != RG_OK) {
+            rg_err_set(&err, RG_ERR_IO, "sending the times to rank 0: %s",
+                       rg_proto_strerror(proto));
+            goto out;
+        }
+        /* Stay until rank 0 has everything: a rank that closes its
+         * connections early can look like a dead peer to it. */
+        if (rg_boot_barrier(boot, &err) != RG_OK) {
+            goto out;
+        }
+        rc = RG__EXIT_OK;
+        goto out;
+    }
+    if (rg__bench_gather(proto, &o, times, host, &res, &err) != RG_OK) {
+        goto out;
+    }
+    if (rg_boot_barrier(boot, &err) != RG_OK) {
+        goto out;
+    }
+    if (o.check && !res.one_host) {
+        rg_err_set(&err, RG_ERR_INVALID, "--check compares times on one clock: it needs all "
+                   "ranks on one host");
+        rc = RG__EXIT_USAGE;
+        goto out;
+    }
+    if (rg__bench_report(&o, proto, rounds - (uint32_t)o.drop_rounds, &res) != 0) {
+        goto out;
+    }
+    rc = RG__EXIT_OK;
+    if (o.check && res.violations > 0) {
+        rg_err_set(&err, RG_ERR_INVALID, "check failed: in %ld of %ld iterations a rank left "
+                   "the barrier before the last one entered (first: iteration %ld, rank %d "
+                   "left %.3f us before rank %d entered)", res.violations, o.iters,
+                   res.first_bad, res.bad_early, res.bad_gap_us, res.bad_late);
+        rc = RG__EXIT_FAIL;
+    }
+out:
+    if (rc > RG__EXIT_OK) {
+        fprintf(stderr, "railgauge-bench barrier: rank %d: %s\n", rank, rg_err_message(&err));
+    }
+    free(times);
+    if (started_bar) {
+        rg_coll_barrier_fini(&bar);
+    }
+    rg_proto_close(proto);
+    rg_boot_fini(boot);
+    return rc < 0 ? -rc : rc;
+}

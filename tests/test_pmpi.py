@@ -1,0 +1,114 @@
+"""librailgauge-pmpi-<flavour>.so (issue 7): MPI_Barrier replaced through PMPI by the
+barriers of coll/, under Open MPI's mpirun.openmpi and MPICH's mpiexec.mpich.
+
+A small MPI program of ours (native/pmpi/barrier_check.c, built here with the flavour's
+mpicc) enters each barrier after a random delay, on MPI_COMM_WORLD and on a split of it,
+and checks on one clock that no rank left before the last one of its communicator entered;
+it also reads how many barriers the preloaded library ran, so a run that silently fell back
+to MPI's own barrier would fail."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, find_native_tool
+from mpi_util import MPI_FLAVOURS, WRAPPERS, sanitizer_env
+from railgauge.mpilaunch import MpiResult, run_mpi
+
+pytestmark = pytest.mark.native
+
+CHECK_SRC = ROOT / "native" / "pmpi" / "barrier_check.c"
+ITERS = 30
+
+
+def library(flavour: str) -> Path:
+    path = Path(find_native_tool("railgauge-bench")).parent / f"librailgauge-pmpi-{flavour}.so"
+    assert path.is_file(), f"{path} was not built (mpicc.{flavour} is installed)"
+    return path
+
+
+@pytest.fixture(scope="module")
+def check_program(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """barrier_check built with each installed flavour's mpicc."""
+    out = tmp_path_factory.mktemp("pmpi")
+    progs = {}
+    for flavour, cc in WRAPPERS.items():
+        exe = out / f"barrier_check-{flavour}"
+        proc = subprocess.run([cc, "-O2", "-o", str(exe), str(CHECK_SRC), "-ldl"],
+                              capture_output=True, text=True, check=False)
+        if proc.returncode == 0:
+            progs[flavour] = str(exe)
+    return progs
+
+
+def _run(progs: dict[str, str], flavour: str, nranks: int, env: dict[str, str],
+         *args: str) -> MpiResult:
+    if flavour not in progs:
+        pytest.fail(f"barrier_check did not build with {WRAPPERS[flavour]}")
+    return run_mpi(flavour, [progs[flavour], str(ITERS), "200", *args], nranks,
+                   env={**sanitizer_env(), **env}, timeout_s=90)
+
+
+@pytest.mark.parametrize("flavour", MPI_FLAVOURS)
+@pytest.mark.parametrize("nranks", [3, 5])
+@pytest.mark.parametrize("algorithm",
+                         ["linear", "binomial", "recdbl", "dissem", "nway:2", "nway:3"])
+def test_barrier_under_mpi(check_program: dict[str, str], flavour: str, nranks: int,
+                           algorithm: str) -> None:
+    res = _run(check_program, flavour, nranks,
+               {"LD_PRELOAD": str(library(flavour)), "RAILGAUGE_BARRIER": algorithm})
+    assert res.returncode == 0, f"{res.failure}\n{res.stdout}\n{res.stderr}"
+    # Rank 0 ran every one of its barriers through the library: ITERS of them, half on
+    # MPI_COMM_WORLD and half on its part of the split.
+    assert f"violations=0 barriers={ITERS}" in res.stdout, res.stdout
+
+
+@pytest.mark.parametrize("flavour", MPI_FLAVOURS)
+def test_the_check_can_fail(check_program: dict[str, str], flavour: str) -> None:
+    res = _run(check_program, flavour, 3, {}, "--no-barrier")
+    assert res.returncode != 0
+    assert "barriers=-1" in res.stdout
+    assert "violations=0" not in res.stdout, res.stdout
+
+
+@pytest.mark.parametrize("flavour", MPI_FLAVOURS)
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"RAILGAUGE_BARRIER": "nway:0"}, "n must be an integer in 1..1024"),
+        ({"RAILGAUGE_BARRIER": "bogus"}, "unknown barrier algorithm 'bogus'"),
+        ({"RAILGAUGE_BARRIER": "nway"}, "needs n >= 1"),
+        ({"RAILGAUGE_MODEL": "/nonexistent/model.json"}, "does not read model files"),
+    ],
+)
+def test_bad_settings_fail_at_init(check_program: dict[str, str], flavour: str,
+                                   env: dict[str, str], message: str) -> None:
+    res = _run(check_program, flavour, 2, {"LD_PRELOAD": str(library(flavour)), **env})
+    assert res.returncode != 0
+    assert "railgauge-pmpi: " in res.stderr and message in res.stderr, res.stderr
+    assert "MPI_Init returned an error" in res.stderr, res.stderr
+    assert res.returncode != 124, "timed out instead of failing"
+
+
+@pytest.mark.parametrize("flavour", ["openmpi", "mpich"])
+def test_cli_print_path(flavour: str) -> None:
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"),
+               RG_NATIVE_DIR=str(Path(find_native_tool("railgauge-bench")).parent))
+    proc = subprocess.run([sys.executable, "-m", "railgauge.cli.main", "pmpi", "--print-path",
+                           "--mpi", flavour], capture_output=True, text=True, env=env,
+                          timeout=60, check=False)
+    if not (Path(env["RG_NATIVE_DIR"]) / f"librailgauge-pmpi-{flavour}.so").is_file():
+        assert proc.returncode == 2
+        assert "not found" in proc.stderr
+        return
+    assert proc.returncode == 0, proc.stderr
+    assert Path(proc.stdout.strip()) == library(flavour).resolve()
+    proc = subprocess.run([sys.executable, "-m", "railgauge.cli.main", "pmpi", "--print-path",
+                           "--mpi", "lam"], capture_output=True, text=True, env=env,
+                          timeout=60, check=False)
+    assert proc.returncode == 2
