@@ -1,0 +1,292 @@
+#!/usr/bin/env python3
+"""The barrier family side by side in one run, for P = 2 .. --max-ranks: railgauge's runtime
+barrier over shm (every algorithm, n-way for n = 2 .. 4), MPI_Barrier of Open MPI and of MPICH
+(each flavour installed), the PMPI library's barrier under each MPI (dissemination and the
+n-way ones), the choice of `railgauge tune barrier`, and the simulator's prediction of every
+algorithm from the LogGP model that the same run fits (PRTT over shm on 2 ranks).
+
+    python3 bench/barrier_bench.py                      # P = 2 .. 8, 3 rounds, here
+    python3 bench/barrier_bench.py --max-ranks 16 --no-write --raw-dir DIR   # a bigger box
+    python3 bench/barrier_bench.py --from DIR --section barrier-16           # its files
+
+Rounds interleave everything, medians over rounds are shown. Ranks above the CPUs are
+oversubscribed, which the section says. Writes the section ``bench:<section>`` of
+docs/BENCHMARKS.md and the raw results (results.json, model-loggp.json) in the raw folder.
+Exit status: 0 done, 1 a run failed, 2 bad usage. Benchmarks never run in CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
+
+from railgauge.fit.loggp import fit_loggp
+from railgauge.launcher import launch
+from railgauge.measurements import read_measurements
+from railgauge.mpilaunch import installed_flavours, mpi_command
+from railgauge.native import find_tool
+from railgauge.tune import tune_barrier
+from run_bench import BUILD, REPO, machine_facts, write_sections
+
+DOC = REPO / "docs" / "BENCHMARKS.md"
+ALGORITHMS = ("linear", "binomial", "recdbl", "dissem", "nway:2", "nway:3", "nway:4")
+PMPI_ALGS = ("dissem", "nway:2", "nway:3")
+WRAPPERS = {"openmpi": "mpicc.openmpi", "mpich": "mpicc.mpich"}
+
+
+def log(msg: str) -> None:
+    print(f"barrier_bench: {msg}", file=sys.stderr, flush=True)
+
+
+def rg_barrier_json(P: int, alg: str, iters: int) -> dict[str, Any]:
+    """One run of railgauge-bench barrier; its JSON line (rank 0's stdout)."""
+    rg = [sys.executable, "-m", "railgauge.cli.main"]
+    env = {**os.environ, "PYTHONPATH": str(REPO / "python")}
+    argv = [*rg, "run", "-n", str(P), "--transport", "shm", "--timeout", "300", "--",
+            find_tool("railgauge-bench"), "barrier", "--algorithm", alg, "--iterations",
+            str(iters), "--json"]
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=400,
+                          check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"railgauge barrier {alg} P={P}: {proc.stderr.strip()[-400:]}")
+    for line in proc.stdout.splitlines():
+        if line.startswith("{"):
+            rec: dict[str, Any] = json.loads(line)
+            return rec
+    raise RuntimeError(f"railgauge barrier {alg} P={P}: no JSON line")
+
+
+def build_check(flavour: str) -> Path:
+    src = REPO / "native" / "pmpi" / "barrier_check.c"
+    exe = BUILD / f"barrier_check-{flavour}"
+    if not exe.exists() or exe.stat().st_mtime < src.stat().st_mtime:
+        subprocess.run([WRAPPERS[flavour], "-O2", "-o", str(exe), str(src)], check=True)
+    return exe
+
+
+def pmpi_lib(flavour: str) -> str:
+    proc = subprocess.run([sys.executable, "-m", "railgauge.cli.main", "pmpi",
+                           "--print-path", "--mpi", flavour], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO / "python")}, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"no PMPI library for {flavour}: {proc.stderr.strip()}")
+    return proc.stdout.strip()
+
+
+def mpi_barrier(flavour: str, P: int, iters: int, pmpi: str | None = None,
+                alg: str | None = None) -> float:
+    exe = build_check(flavour)
+    env = {}
+    if pmpi is not None:
+        env = {"LD_PRELOAD": pmpi, "RAILGAUGE_BARRIER": alg or "dissem"}
+    argv = mpi_command(flavour, [str(exe), str(iters), "0", "--time"], P, env=env)
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False,
+                          env={**os.environ, **env})
+    if proc.returncode != 0:
+        raise RuntimeError(f"{flavour} barrier P={P} {alg or ''}: "
+                           f"{(proc.stderr or proc.stdout).strip()[-400:]}")
+    for tok in proc.stdout.split():
+        if tok.startswith("median_us="):
+            return float(tok.split("=", 1)[1])
+    raise RuntimeError(f"{flavour} barrier P={P}: no median in {proc.stdout[-200:]}")
+
+
+def fit_model(raw: Path) -> Path:
+    prtt = raw / "prtt-shm.jsonl"
+    res = launch([find_tool("railgauge-bench"), "prtt", "--out", str(prtt), "--budget", "40",
+                  "--max-size", "1KiB"], 2, transport="shm", timeout_s=300)
+    if res.returncode != 0:
+        raise RuntimeError(f"prtt: {res.failure}")
+    fit = fit_loggp(read_measurements(prtt), seed=1)
+    model = raw / "model-loggp.json"
+    model.write_text(json.dumps(fit.to_json(), indent=1) + "\n")
+    return model
+
+
+def measure(args: argparse.Namespace, raw: Path) -> dict[str, Any]:
+    ranks = (sorted({int(x) for x in args.ranks.split(",")}) if args.ranks
+             else list(range(2, args.max_ranks + 1)))
+    flavours = [f for f in installed_flavours() if shutil.which(WRAPPERS[f])]
+    pmpis = {}
+    for f in flavours:
+        try:
+            pmpis[f] = pmpi_lib(f)
+        except RuntimeError as exc:
+            log(str(exc))
+    log("fitting the LogGP model (PRTT over shm, 2 ranks)")
+    model = fit_model(raw)
+    sim = find_tool("railgauge-sim")
+    pred: dict[str, dict[str, float]] = {}
+    tuned: dict[str, dict[str, Any]] = {}
+    for P in ranks:
+        tr = tune_barrier(P, model, tool=sim, ns=(2, 3, 4))
+        tuned[str(P)] = {"algorithm": tr.algorithm, "n": tr.n}
+        pred[str(P)] = {(f"nway:{r.n}" if r.algorithm == "nway" else r.algorithm):
+                        r.predicted_us for r in tr.table if r.predicted_us is not None}
+    rounds: list[dict[str, Any]] = []
+    for k in range(args.rounds):
+        log(f"round {k + 1}/{args.rounds}")
+        row: dict[str, Any] = {}
+        for P in ranks:
+            for alg in ALGORITHMS:
+                rec = rg_barrier_json(P, alg, args.iterations)
+                row[f"rg {alg} {P}"] = rec["median_us"]
+            for f in flavours:
+                row[f"{f} {P}"] = mpi_barrier(f, P, args.iterations)
+                if f in pmpis:
+                    for alg in PMPI_ALGS:
+                        row[f"pmpi-{f} {alg} {P}"] = mpi_barrier(f, P, args.iterations,
+                                                                 pmpis[f], alg)
+        rounds.append(row)
+    return {"ranks": ranks, "flavours": flavours, "pmpi": sorted(pmpis), "pred": pred,
+            "tuned": tuned, "rounds": rounds}
+
+
+def med(res: dict[str, Any], key: str) -> float | None:
+    vals = [r[key] for r in res["rounds"] if key in r]
+    return statistics.median(vals) if vals else None
+
+
+def fmt(v: float | None, d: int = 2) -> str:
+    return "-" if v is None else f"{v:.{d}f}"
+
+
+def section(res: dict[str, Any], facts: dict[str, Any], name: str, command: str) -> str:
+    ranks, flavours = res["ranks"], res["flavours"]
+    nproc = facts.get("nproc") or 0
+    lines = [f"## The barrier family ({name})", "",
+             f"{facts.get('how', 'Command')}: `{command}` ({facts.get('date', '?')}; "
+             f"{facts.get('machine', '?')}). {len(res['rounds'])} round(s), every row measured "
+             "in each round, medians of the per-barrier medians over rounds, in microseconds "
+             "(railgauge-bench barrier and barrier_check --time: 100 warm-up barriers, then "
+             f"{facts.get('iterations', '?')} timed, each rank timing each barrier from entry "
+             "to exit).", ""]
+    if nproc and max(ranks) > nproc:
+        lines += [f"Ranks above {nproc} share the CPUs (oversubscribed): those rows measure "
+                  "the scheduler as much as the barrier.", ""]
+    hdr = "| P | " + " | ".join(ALGORITHMS) + " | tuned | " + \
+        " | ".join(f"MPI_Barrier {f}" for f in flavours) + " |"
+    lines += ["Measured (railgauge over shm; MPI_Barrier of each library):", "", hdr,
+              "|" + "---:|" * (2 + len(ALGORITHMS) + len(flavours))]
+    verdict_2x: list[bool] = []
+    verdict_tuned: list[bool] = []
+    for P in ranks:
+        vals = {a: med(res, f"rg {a} {P}") for a in ALGORITHMS}
+        t = res["tuned"][str(P)]
+        tl = f"nway:{t['n']}" if t["algorithm"] == "nway" else t["algorithm"]
+        tv = vals.get(tl)
+        best = min(v for v in vals.values() if v is not None)
+        if tv is not None:
+            verdict_tuned.append(tv <= 1.05 * best)
+        mpis = [med(res, f"{f} {P}") for f in flavours]
+        if P >= 4 and (not nproc or nproc >= P):
+            verdict_2x.append(all(m is not None and best * 2 <= m for m in mpis))
+        lines.append(f"| {P} | " + " | ".join(fmt(vals[a]) for a in ALGORITHMS) +
+                     f" | {tl} {fmt(tv)} | " + " | ".join(fmt(m) for m in mpis) + " |")
+    lines += ["", "Simulated from the LogGP fit of the same run (PRTT over shm, 2 ranks), "
+              "predicted / measured:", "",
+              "| P | " + " | ".join(ALGORITHMS) + " |", "|" + "---:|" * (1 + len(ALGORITHMS))]
+    within: list[bool] = []
+    for P in ranks:
+        cells = []
+        for a in ALGORITHMS:
+            p = res["pred"][str(P)].get(a)
+            m = med(res, f"rg {a} {P}")
+            if p is None or m is None:
+                cells.append("-")
+                continue
+            cells.append(f"{fmt(p)} / {fmt(m)} ({p / m:.2f})")
+            if not nproc or nproc >= P:
+                within.append(abs(p / m - 1) <= 0.2)
+        lines.append(f"| {P} | " + " | ".join(cells) + " |")
+    if res["pmpi"]:
+        lines += ["", "The PMPI library (LD_PRELOAD, RAILGAUGE_BARRIER) against the library's "
+                  "own MPI_Barrier, ratio to it:", "",
+                  "| P | " + " | ".join(f"{f} {a}" for f in res["pmpi"] for a in PMPI_ALGS) +
+                  " |", "|" + "---:|" * (1 + len(res["pmpi"]) * len(PMPI_ALGS))]
+        for P in ranks:
+            cells = []
+            for f in res["pmpi"]:
+                own = med(res, f"{f} {P}")
+                for a in PMPI_ALGS:
+                    v = med(res, f"pmpi-{f} {a} {P}")
+                    cells.append("-" if v is None or not own
+                                 else f"{fmt(v)} ({v / own:.2f})")
+            lines.append(f"| {P} | " + " | ".join(cells) + " |")
+    lines += ["", "Targets: runtime barrier at least 2x faster than MPI_Barrier of each library "
+              f"at P = 4 .. {min(max(ranks), nproc) if nproc else max(ranks)} (one rank per "
+              f"CPU): {verdict(verdict_2x)}; the tuned choice within 5% of the best fixed "
+              f"algorithm at every P: {verdict(verdict_tuned)}; the simulator within 20% of the "
+              f"measurement at P <= CPUs: {verdict(within)} "
+              f"({sum(within)} of {len(within)} cells)."]
+    return "\n".join(lines)
+
+
+def verdict(oks: list[bool]) -> str:
+    if not oks:
+        return "not measured"
+    return "PASS" if all(oks) else f"not met ({sum(oks)} of {len(oks)})"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--max-ranks", type=int, default=8)
+    ap.add_argument("--ranks", default=None,
+                    help="comma-separated P values instead of 2 .. --max-ranks")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--iterations", type=int, default=2000)
+    ap.add_argument("--section", default=None)
+    ap.add_argument("--raw-dir", type=Path, default=None)
+    ap.add_argument("--from", dest="from_dir", type=Path, default=None)
+    ap.add_argument("--no-write", action="store_true")
+    args = ap.parse_args(argv)
+    if args.max_ranks < 2:
+        ap.error("--max-ranks must be 2 or more")
+    command = "python3 bench/barrier_bench.py " + shlex.join(sys.argv[1:] if argv is None
+                                                              else argv)
+    if args.from_dir is not None:
+        res = json.loads((args.from_dir / "results.json").read_text())
+        facts = res["facts"]
+        facts["how"] = f"Measured with `{facts.pop('command', '?')}`; analysed with"
+        name = args.section or "barrier-from"
+    else:
+        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
+        raw = args.raw_dir or BUILD / f"barrier-{stamp}"
+        raw.mkdir(parents=True, exist_ok=True)
+        BUILD.mkdir(parents=True, exist_ok=True)
+        mf = machine_facts(None)
+        facts = {"date": mf["date"], "nproc": mf["nproc"], "iterations": args.iterations,
+                 "machine": f"{mf['cpu']}, {mf['nproc']} CPUs, Linux {mf['kernel']}",
+                 "command": command.strip()}
+        try:
+            res = measure(args, raw)
+        except (RuntimeError, subprocess.SubprocessError, OSError) as exc:
+            log(str(exc))
+            return 1
+        res["facts"] = dict(facts)
+        (raw / "results.json").write_text(json.dumps(res, indent=1) + "\n")
+        log(f"raw results in {raw}")
+        name = args.section or "barrier"
+    md = section(res, facts, name, command.strip())
+    if args.no_write:
+        print(md)
+    else:
+        write_sections(DOC, {name: md})
+        log(f"wrote section {name} of {DOC}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
