@@ -55,8 +55,12 @@ def one(pattern: str, n: int, transport: str, window: str, timer: float,
             "limit_events": rec["limit_events"]}
 
 
-def measure(args: argparse.Namespace) -> dict[str, Any]:
+def measure(args: argparse.Namespace, raw: Path, facts: dict[str, Any]) -> dict[str, Any]:
+    """Every round's results are saved as they come (raw/results.json), so that a run cut
+    short keeps its finished rounds."""
     rounds: list[dict[str, Any]] = []
+    res: dict[str, Any] = {"n": args.n, "transports": args.transports, "timer": args.timer,
+                           "iters": args.iters, "rounds": rounds, "facts": dict(facts)}
     for k in range(args.rounds):
         log(f"round {k + 1}/{args.rounds}")
         row: dict[str, Any] = {}
@@ -68,8 +72,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 row[f"{t} incast timer {tm:g}"] = one("incast", args.n, t, SWEEP_WINDOW, tm,
                                                       args.iters)
         rounds.append(row)
-    return {"n": args.n, "transports": args.transports, "timer": args.timer,
-            "iters": args.iters, "rounds": rounds}
+        (raw / "results.json").write_text(json.dumps(res, indent=1) + "\n")
+    return res
 
 
 def med(res: dict[str, Any], key: str, field: str) -> float:
@@ -193,16 +197,14 @@ def main(argv: list[str] | None = None) -> int:
         mf = machine_facts(None)
         facts = {"date": mf["date"], "nproc": mf["nproc"], "command": command.strip(),
                  "machine": f"{mf['cpu']}, {mf['nproc']} CPUs, Linux {mf['kernel']}"}
-        try:
-            res = measure(args)
-        except RxwinError as exc:
-            log(str(exc))
-            return 1
-        res["facts"] = dict(facts)
         stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
         raw = args.raw_dir or BUILD / f"rxwin-{stamp}"
         raw.mkdir(parents=True, exist_ok=True)
-        (raw / "results.json").write_text(json.dumps(res, indent=1) + "\n")
+        try:
+            res = measure(args, raw, facts)
+        except RxwinError as exc:
+            log(str(exc))
+            return 1
         log(f"raw results in {raw}")
         name = args.section or "rxwin"
     png_name = f"bench-{name}.png"
