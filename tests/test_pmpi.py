@@ -27,9 +27,15 @@ ITERS = 30
 
 
 def library(flavour: str) -> Path:
-    path = Path(find_native_tool("railgauge-bench")).parent / f"librailgauge-pmpi-{flavour}.so"
-    assert path.is_file(), f"{path} was not built (mpicc.{flavour} is installed)"
-    return path
+    """Where `railgauge pmpi --print-path` finds it: beside the tools of a build tree
+    (RG_NATIVE_DIR), or in lib/railgauge/ of an installation."""
+    from railgauge.cli.common import UserError
+    from railgauge.cli.pmpi import pmpi_library_path
+
+    try:
+        return pmpi_library_path(flavour)
+    except UserError as exc:
+        pytest.fail(f"{exc} (mpicc.{flavour} is installed, so it should have been built)")
 
 
 @pytest.fixture(scope="module")
