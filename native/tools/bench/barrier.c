@@ -39,6 +39,7 @@ typedef struct rg__bopts {
     double                 skew_us;
     int                    skew_given;
     int                    json, check;
+    const char            *out_path;  /* --out: the JSON line goes there */
     unsigned               seed;
     int                    drop_rounds;
     double                 timeout_s;
@@ -88,7 +89,8 @@ static void rg__usage(FILE *f)
         "  --timeout S       seconds one round may wait (default 60; 0: none)\n"
         "  --drop-rounds K   run the schedule without its last K rounds: NOT a\n"
         "                    barrier; shows that --check catches a broken one\n"
-        "  --json            one JSON object: algorithm, n, P, median_us, p99_us, ...\n");
+        "  --json            one JSON object: algorithm, n, P, median_us, p99_us, ...\n"
+        "  --out FILE        write that JSON object to FILE instead of standard output\n");
 }
 
 static int rg__parse_long(const char *text, long lo, long hi, long *out)
@@ -108,7 +110,7 @@ static int rg__parse_long(const char *text, long lo, long hi, long *out)
 static int rg__parse_args(int argc, char **argv, rg__bopts_t *o)
 {
     enum { O_ALG = 256, O_N, O_TRANSPORT, O_ITERS, O_WARMUP, O_SKEW, O_CHECK, O_SEED,
-           O_TIMEOUT, O_DROP, O_JSON };
+           O_TIMEOUT, O_DROP, O_JSON, O_OUT };
     static const struct option longopts[] = {
         {"algorithm", required_argument, NULL, O_ALG},
         {"n", required_argument, NULL, O_N},
@@ -121,6 +123,7 @@ static int rg__parse_args(int argc, char **argv, rg__bopts_t *o)
         {"timeout", required_argument, NULL, O_TIMEOUT},
         {"drop-rounds", required_argument, NULL, O_DROP},
         {"json", no_argument, NULL, O_JSON},
+        {"out", required_argument, NULL, O_OUT},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     const char *env = getenv("RG_TRANSPORT"); /* set by the launcher's --transport */
@@ -204,6 +207,10 @@ static int rg__parse_args(int argc, char **argv, rg__bopts_t *o)
             break;
         case O_JSON:
             o->json = 1;
+            break;
+        case O_OUT:
+            o->out_path = optarg;
+            o->json     = 1;
             break;
         case 'h':
             rg__usage(stdout);
@@ -398,6 +405,21 @@ static int rg__bench_report(const rg__bopts_t *o, rg_proto_t *p, uint32_t rounds
         rg_json_kv_int(&js, "dropped_rounds", o->drop_rounds);
     }
     rg_json_object_end(&js);
+    if (o->out_path != NULL) {
+        FILE *f = fopen(o->out_path, "w");
+
+        if (f == NULL) {
+            fprintf(stderr, "railgauge-bench barrier: cannot open '%s': %s\n", o->out_path,
+                    strerror(errno));
+            return -1;
+        }
+        if (rg_json_write_line(&js, f, &err) != RG_OK) {
+            fclose(f);
+            fprintf(stderr, "railgauge-bench barrier: %s\n", rg_err_message(&err));
+            return -1;
+        }
+        return fclose(f) == 0 ? 0 : -1;
+    }
     if (rg_json_write_line(&js, stdout, &err) != RG_OK) {
         fprintf(stderr, "railgauge-bench barrier: %s\n", rg_err_message(&err));
         return -1;

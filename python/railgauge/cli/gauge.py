@@ -33,6 +33,9 @@ def default_out_dir() -> Path:
 @click.option("--no-onen", is_flag=True,
               help="Skip the onen measurement (and the LoP fit); the models are still "
                    "compared on the PRTT data.")
+@click.option("--no-barrier", is_flag=True,
+              help="With more than two ranks, skip the barrier section (every barrier of "
+                   "coll/ measured beside the simulator's prediction from this fit).")
 @click.option("--onen-budget", type=click.FloatRange(1.0, 86400.0), default=None,
               help="Seconds the onen measurement may take (default: a third of --budget, at "
                    "least 5).")
@@ -45,8 +48,8 @@ def default_out_dir() -> Path:
               help="Seed of the bootstrap confidence intervals.")
 def gauge(transport: str, quick: bool, min_size: int, max_size: int, n_msgs: int,
           budget: float | None, no_refine: bool, per_octave: int | None, verbose: int,
-          quiet: int, ranks: int, no_onen: bool, onen_budget: float | None, out: Path | None,
-          as_json: bool, seed: int) -> int:
+          quiet: int, ranks: int, no_onen: bool, no_barrier: bool, onen_budget: float | None,
+          out: Path | None, as_json: bool, seed: int) -> int:
     """Measure LogGP by PRTT, fit it per protocol range, measure 1:n / n:1 (LoP), compare
     the models, and write a report.
 
@@ -81,6 +84,14 @@ def gauge(transport: str, quick: bool, min_size: int, max_size: int, n_msgs: int
             plan, out_dir / "onen.jsonl", term, ranks=ranks, budget_s=ob)
         if not_measured is not None:
             term.warn(f"onen not measured: {not_measured}")
+    barrier = None
+    if ranks > 2 and not no_barrier:
+        from railgauge.gauge_barrier import measure_barriers
+
+        with term.progress(f"barriers over {plan.transport}, {ranks} ranks") as bcb:
+            barrier = measure_barriers(plan, ranks, progress=bcb)
+        if barrier.reason:
+            term.warn(f"barriers not measured: {barrier.reason}")
 
     from railgauge.fit.loggp import fit_loggp
     from railgauge.gauge_lop import LopPart, analyse_lop
@@ -91,6 +102,13 @@ def gauge(transport: str, quick: bool, min_size: int, max_size: int, n_msgs: int
     fit = fit_loggp(meas, seed=seed)
     model = fit.to_json()
     (out_dir / "model-loggp.json").write_text(json.dumps(model, indent=2) + "\n")
+    if barrier is not None and barrier.status == "measured":
+        from railgauge.gauge_barrier import predict_barriers
+
+        with term.status("simulating the barriers on the fit"):
+            predict_barriers(barrier, out_dir / "model-loggp.json")
+    if barrier is not None:
+        (out_dir / "barrier.json").write_text(json.dumps(barrier.to_json(), indent=2) + "\n")
     with term.status("LoP fit and model comparison"):
         try:
             part = analyse_lop(meas, fit, out_dir, onen_path=onen_path,
@@ -106,15 +124,23 @@ def gauge(transport: str, quick: bool, min_size: int, max_size: int, n_msgs: int
                                                "quick": quick,
                                                "refined_sizes": res.refined_sizes,
                                                "onen_ranks": None if no_onen else ranks,
-                                               "onen": part.headline()},
-                          lop=part)
+                                               "onen": part.headline(),
+                                               **({"barriers": barrier.headline()}
+                                                  if barrier is not None else {})},
+                          lop=part, barrier=barrier)
     wall = time.monotonic() - t0
     if as_json:
-        term.result(json.dumps({**model, **part.summary()}, indent=2))
+        term.result(json.dumps({**model, **part.summary(),
+                                **({"barrier": barrier.to_json()} if barrier is not None
+                                   else {})}, indent=2))
         term.info(f"report: {out_dir}")
     else:
         term.result(format_table(fit))
         term.result(lop_text(part))
+        if barrier is not None:
+            from railgauge.gauge_barrier import barrier_text
+
+            term.result(barrier_text(barrier))
         term.result(f"\nreport folder: {out_dir}\n  {report}\n  measured + fitted in {wall:.1f} s")
     return 0
 

@@ -441,6 +441,7 @@ def write_report(
     extra: Mapping[str, Any] | None = None,
     *,
     lop: Any = None,
+    barrier: Any = None,
 ) -> Path:
     """Writes ``report.html`` (self-contained) and the figures as PNGs into ``out_dir``.
 
@@ -458,6 +459,9 @@ def write_report(
         The LoP part of a gauge run (:class:`railgauge.gauge_lop.LopPart`): adds the LoP
         section (RTT(p), the fit, L(p), t_1:n, LogP beside the measured RTT(P)/P) and the
         model comparison, with their figures ``lop.png`` and ``compare-models.png``.
+    barrier
+        The barrier part of a gauge run (:class:`railgauge.gauge_barrier.BarrierPart`):
+        adds a section with each barrier measured beside its simulated prediction.
 
     Returns
     -------
@@ -492,6 +496,10 @@ def write_report(
 
         lop_html = render_lop(lop, out, _figure)
         lop_intro = render_intro(lop)
+    if barrier is not None:
+        from railgauge.gauge_barrier import barrier_html
+
+        lop_html += barrier_html(barrier)
     now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     doc = f"""<!DOCTYPE html>
 <html lang="en">

@@ -1,0 +1,171 @@
+"""The barrier part of a gauge run with more than two ranks: each barrier of coll/ measured
+over the gauge's transport (``railgauge-bench barrier``), beside the simulator's prediction
+of the same schedule from the gauge's own LogGP fit, and the choice `railgauge tune barrier`
+makes from that fit.
+
+Never raises for a failed measurement or simulation: every problem is a ``reason`` or a
+note, so the rest of the gauge report stands."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: The barriers a gauge measures (nway:n for n = 2, 3; dissem is n = 1).
+ALGORITHMS = ("linear", "binomial", "recdbl", "dissem", "nway:2", "nway:3")
+
+
+@dataclass
+class BarrierRow:
+    algorithm: str
+    measured_us: float | None = None
+    p99_us: float | None = None
+    predicted_us: float | None = None
+    note: str | None = None
+
+    @property
+    def ratio(self) -> float | None:
+        if self.measured_us and self.predicted_us is not None:
+            return self.predicted_us / self.measured_us
+        return None
+
+
+@dataclass
+class BarrierPart:
+    """``status``: ``measured``, ``not measured`` (``reason`` says why) or ``skipped``."""
+
+    status: str
+    ranks: int
+    transport: str
+    reason: str | None = None
+    rows: list[BarrierRow] = field(default_factory=list)
+    tuned: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def best(self) -> BarrierRow | None:
+        done = [r for r in self.rows if r.measured_us is not None]
+        return min(done, key=lambda r: r.measured_us or 0.0) if done else None
+
+    def headline(self) -> str:
+        if self.status != "measured":
+            return f"barriers: {self.status}" + (f" ({self.reason})" if self.reason else "")
+        b = self.best()
+        text = f"barriers on {self.ranks} ranks over {self.transport}"
+        if b is not None:
+            text += f": fastest measured {b.algorithm} {b.measured_us:.3f} us"
+        if self.tuned:
+            text += f"; the model's choice {self.tuned}"
+        return text
+
+    def to_json(self) -> dict[str, Any]:
+        return {"status": self.status, "ranks": self.ranks, "transport": self.transport,
+                "reason": self.reason, "tuned": self.tuned, "notes": self.notes,
+                "rows": [{**asdict(r), "predicted_over_measured": r.ratio} for r in self.rows]}
+
+
+def measure_barriers(plan: Any, ranks: int, *, iterations: int = 500,
+                     progress: Callable[[int, int, str], None] | None = None) -> BarrierPart:
+    """Runs ``railgauge-bench barrier`` for each algorithm with ``ranks`` ranks under the
+    plan's transport and launcher."""
+    from railgauge.measure import MeasureError, _run_bench
+    from railgauge.native import NativeToolError, find_tool
+
+    part = BarrierPart(status="measured", ranks=ranks, transport=plan.transport)
+    try:
+        bench = find_tool("railgauge-bench")
+    except NativeToolError as exc:
+        return BarrierPart("not measured", ranks, plan.transport, reason=str(exc))
+    with tempfile.TemporaryDirectory(prefix="railgauge-barrier-") as tmp:
+        for k, alg in enumerate(ALGORITHMS):
+            if progress is not None:
+                progress(k, len(ALGORITHMS), alg)
+            out = Path(tmp) / f"{alg.replace(':', '-')}.json"
+            argv = [bench, "barrier", "--algorithm", alg, "--transport", plan.transport,
+                    "--iterations", str(iterations), "--out", str(out)]
+            row = BarrierRow(alg)
+            try:
+                res = _run_bench(plan, argv, ranks, 120.0)
+            except (MeasureError, OSError) as exc:
+                row.note = str(exc)
+            else:
+                if res.returncode != 0 or not out.exists():
+                    row.note = f"the barrier benchmark failed: {res.failure}"
+                else:
+                    rec = json.loads(out.read_text())
+                    row.measured_us = float(rec["median_us"])
+                    row.p99_us = float(rec["p99_us"])
+            part.rows.append(row)
+        if progress is not None:
+            progress(len(ALGORITHMS), len(ALGORITHMS), "done")
+    if all(r.measured_us is None for r in part.rows):
+        part.status = "not measured"
+        part.reason = part.rows[0].note if part.rows else "no barrier measured"
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    if getattr(plan, "launcher", None) in (None, "local") and cpus and ranks > cpus:
+        part.notes.append(f"{ranks} ranks on {cpus} CPUs are oversubscribed: every barrier "
+                          "round waits for a rank that is not running, which no model of "
+                          "the network describes")
+    return part
+
+
+def predict_barriers(part: BarrierPart, model: Path) -> None:
+    """Adds the simulator's prediction of each measured barrier from ``model`` (the gauge's
+    model-loggp.json) and the tuned choice; problems become notes."""
+    from railgauge.native import NativeToolError, find_tool
+    from railgauge.tune import TuneError, tune_barrier
+
+    try:
+        tr = tune_barrier(part.ranks, model, tool=find_tool("railgauge-sim"), ns=(2, 3))
+    except (TuneError, NativeToolError) as exc:
+        part.notes.append(f"no simulated prediction: {exc}")
+        return
+    pred = {(f"nway:{r.n}" if r.algorithm == "nway" else r.algorithm): r.predicted_us
+            for r in tr.table}
+    for row in part.rows:
+        row.predicted_us = pred.get(row.algorithm)
+    part.tuned = f"nway:{tr.n}" if tr.algorithm == "nway" else tr.algorithm
+    part.notes.append("predictions: railgauge's simulator on the gauge's LogGP fit (2 ranks, "
+                      "no L(p)); where ranks share CPUs, measurements also carry the "
+                      "scheduler's wake-ups")
+
+
+def barrier_text(part: BarrierPart) -> str:
+    lines = ["", part.headline()]
+    if part.status != "measured":
+        return "\n".join(lines)
+    lines.append(f"{'barrier':>10} {'median':>10} {'p99':>10} {'simulated':>10} {'sim/meas':>9}")
+    for r in part.rows:
+        lines.append(f"{r.algorithm:>10} {_n(r.measured_us)} {_n(r.p99_us)} "
+                     f"{_n(r.predicted_us)} {_n(r.ratio, 9)}"
+                     + (f"   ({r.note})" if r.note else ""))
+    lines += [f"  note: {n}" for n in part.notes]
+    return "\n".join(lines)
+
+
+def barrier_html(part: BarrierPart) -> str:
+    from html import escape
+
+    head = f"<h2>Barriers</h2><p>{escape(part.headline())}.</p>"
+    if part.status != "measured":
+        return head
+    rows = "".join(
+        f"<tr><td>{escape(r.algorithm)}</td><td>{_h(r.measured_us)}</td><td>{_h(r.p99_us)}"
+        f"</td><td>{_h(r.predicted_us)}</td><td>{_h(r.ratio)}</td>"
+        f"<td>{escape(r.note or '')}</td></tr>" for r in part.rows)
+    notes = "".join(f"<li>{escape(n)}</li>" for n in part.notes)
+    return (head + "<table><tr><th>barrier</th><th>median (us)</th><th>p99 (us)</th>"
+            "<th>simulated (us)</th><th>simulated / measured</th><th></th></tr>" + rows +
+            "</table>" + (f"<ul class='muted'>{notes}</ul>" if notes else ""))
+
+
+def _n(v: float | None, width: int = 10) -> str:
+    return f"{v:>{width}.4g}" if v is not None else f"{'-':>{width}}"
+
+
+def _h(v: float | None) -> str:
+    return f"{v:.4g}" if v is not None else "-"
