@@ -28,6 +28,8 @@ CASES = [
     *(("shm", p, a) for p in (2, 3, 5, 8) for a in ALGORITHMS),
     *(("tcp", p, a) for p in (3, 8) for a in ALGORITHMS),
 ]
+#: The shared-memory flag engine (--impl shm), forced where auto would take messages.
+SHM_CASES = [(p, a) for p in (2, 3, 5, 8) for a in ALGORITHMS]
 
 
 def _bench(tool: str, args: list[str], nranks: int, transport: str = "shm") -> tuple[int, str]:
@@ -72,6 +74,52 @@ def test_barrier_correct(
     assert rec["algorithm"] == name
     if n:
         assert rec["n"] == int(n)
+
+
+@pytest.mark.parametrize(("nranks", "algorithm"), SHM_CASES)
+def test_shm_flag_barrier_correct(
+    native_tool: Callable[[str], str],
+    capfd: pytest.CaptureFixture[str],
+    nranks: int,
+    algorithm: str,
+) -> None:
+    """Flags in a shared segment: no rank leaves before the last enters, over 40 skewed
+    barriers, for every algorithm (whatever the schedule's rounds and fan-in)."""
+    rc, failure = _bench(native_tool(TOOL),
+                         ["--algorithm", algorithm, "--impl", "shm", "--check", "--iterations",
+                          "40", "--warmup", "5", "--skew-us", "50", "--json"], nranks)
+    out, err = capfd.readouterr()
+    assert rc == 0, f"{failure}\n{out}\n{err}"
+    rec = json.loads(out.strip().splitlines()[-1])
+    assert rec["impl"] == "shm" and rec["check"] == "passed" and rec["violations"] == 0
+
+
+def test_shm_flag_barrier_catches_a_broken_one(
+    native_tool: Callable[[str], str], capfd: pytest.CaptureFixture[str]
+) -> None:
+    rc, _ = _bench(native_tool(TOOL),
+                   ["--algorithm", "dissem", "--impl", "shm", "--check", "--drop-rounds", "1",
+                    "--iterations", "40", "--warmup", "2", "--skew-us", "2000", "--json"], 5)
+    out, _ = capfd.readouterr()
+    assert rc != 0
+    assert json.loads(out.strip().splitlines()[-1])["check"] == "failed"
+
+
+def test_shm_flag_barrier_needs_one_host_or_says_so(
+    native_tool: Callable[[str], str], capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Over tcp on one host --impl shm works (the ranks share the host); auto takes
+    messages over tcp."""
+    rc, failure = _bench(native_tool(TOOL), ["--algorithm", "dissem", "--impl", "shm",
+                                             "--iterations", "50", "--json"], 3, "tcp")
+    out, err = capfd.readouterr()
+    assert rc == 0, f"{failure}\n{err}"
+    assert json.loads(out.strip().splitlines()[-1])["impl"] == "shm"
+    rc, failure = _bench(native_tool(TOOL), ["--algorithm", "dissem", "--iterations", "50",
+                                             "--json"], 3, "tcp")
+    out, err = capfd.readouterr()
+    assert rc == 0, f"{failure}\n{err}"
+    assert json.loads(out.strip().splitlines()[-1])["impl"] == "messages"
 
 
 def test_barrier_json_contract(

@@ -22,12 +22,26 @@
 
 #define RG_COLL_TAG_BARRIER (RG_PROTO_TAG_MAX - 1)
 
+/* The shared-memory engine (rg_coll_barrier_use_shm): each rank's inbox is
+ * a row of cache lines, one per (round, sender) of its plan; a send is a
+ * release store of the barrier's epoch into the peer's line, a receive a
+ * spin on its own line until the epoch is there. */
+typedef struct rg_coll_shm {
+    void              *seg;
+    size_t             seg_len;
+    uint64_t          *lines;      /* P * nrounds * maxin lines of 8 words */
+    uint32_t           nrounds, maxin;
+    uint32_t          *send_line;  /* per send of the plan: its line in the segment */
+    unsigned           spin;       /* polls of a line before sleeping on it */
+} rg_coll_shm_t;
+
 typedef struct rg_coll_barrier {
     rg_proto_t     *proto;
     rg_coll_plan_t  plan;
     rg_preq_t      *reqs;      /* plan.max_ops */
     unsigned char   token;     /* what the zero-byte messages point at */
     uint64_t        count;     /* barriers done */
+    rg_coll_shm_t  *shm;       /* NULL: messages over proto */
 } rg_coll_barrier_t;
 
 /* Prepares the barrier of spec over proto's ranks (local: no communication). */
@@ -40,6 +54,13 @@ void        rg_coll_barrier_fini(rg_coll_barrier_t *b);
  * runtime error is returned with the round and the cause in err. A barrier
  * that failed leaves the runtime unusable for further barriers. */
 rg_status_t rg_coll_barrier_run(rg_coll_barrier_t *b, uint64_t timeout_ns, rg_err_t *err);
+
+/* Collective over the barrier's ranks: switches b to flags in a shared
+ * memory segment when every rank is on this host (segment made by rank 0,
+ * its name sent over proto, unlinked once every rank has mapped it).
+ * RG_ERR_UNSUPPORTED (on every rank, b unchanged) where the ranks span hosts
+ * or the segment cannot be made; other errors are the runtime's. */
+rg_status_t rg_coll_barrier_use_shm(rg_coll_barrier_t *b, rg_err_t *err);
 
 /* Runs only the first `rounds` rounds (fewer than the plan's is NOT a
  * barrier): used by tests to show that the run-time check catches a
