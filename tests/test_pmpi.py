@@ -9,6 +9,7 @@ to MPI's own barrier would fail."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -89,7 +90,9 @@ def test_the_check_can_fail(check_program: dict[str, str], flavour: str) -> None
         ({"RAILGAUGE_BARRIER": "nway:0"}, "n must be an integer in 1..1024"),
         ({"RAILGAUGE_BARRIER": "bogus"}, "unknown barrier algorithm 'bogus'"),
         ({"RAILGAUGE_BARRIER": "nway"}, "needs n >= 1"),
-        ({"RAILGAUGE_MODEL": "/nonexistent/model.json"}, "does not read model files"),
+        ({"RAILGAUGE_MODEL": "/nonexistent/model.json"}, "cannot open it"),
+        ({"RAILGAUGE_MODEL": str(ROOT / "docs" / "data" / "onen-16" / "facts.json")},
+         "not a model-loggp.json"),
     ],
 )
 def test_bad_settings_fail_at_init(check_program: dict[str, str], flavour: str,
@@ -118,3 +121,23 @@ def test_cli_print_path(flavour: str) -> None:
                            "--mpi", "lam"], capture_output=True, text=True, env=env,
                           timeout=60, check=False)
     assert proc.returncode == 2
+
+
+@pytest.mark.parametrize("flavour", MPI_FLAVOURS)
+def test_model_chooses_the_barrier(check_program: dict[str, str], flavour: str,
+                                   tmp_path: Path) -> None:
+    """RAILGAUGE_MODEL: with L = 10 us, o = 2 us (g below o), LogP makes one round of 4
+    sends and receives (nway:4: 4o + max(4o, o + L) = 20 us) the fastest on 5 ranks,
+    ahead of nway:2 (30), linear (34) and dissemination (3 (2o + L) = 42); the barrier
+    then runs it, correctly, on every communicator; RAILGAUGE_BARRIER wins over it."""
+    model = tmp_path / "model-loggp.json"
+    model.write_text(json.dumps({"model": "loggp", "ranges": [
+        {"from_bytes": 1, "L_us": 10.0, "o_us": 2.0, "g_us": 0.5}]}))
+    env = {"LD_PRELOAD": str(library(flavour)), "RAILGAUGE_MODEL": str(model)}
+    res = _run(check_program, flavour, 5, env)
+    assert res.returncode == 0, f"{res.failure}\n{res.stdout}\n{res.stderr}"
+    assert f"violations=0 barriers={ITERS} choice=" in res.stdout, res.stdout
+    # Rank 0's last new communicator is its half of the split (3 ranks: nway:2 there).
+    assert "choice=nway:2" in res.stdout, res.stdout
+    res = _run(check_program, flavour, 5, {**env, "RAILGAUGE_BARRIER": "linear"})
+    assert res.returncode == 0 and "choice=linear" in res.stdout, res.stdout

@@ -94,6 +94,7 @@ int main(int argc, char **argv)
     int      *colors = NULL, color;
     unsigned  seed;
     unsigned long (*count)(void);
+    const char *(*choice)(void);
 
     if (argc < 3) {
         fprintf(stderr, "usage: barrier_check ITERATIONS MAX_DELAY_US [--no-barrier]\n");
@@ -162,7 +163,9 @@ int main(int argc, char **argv)
             violations += bad;
         }
         *(void **)&count = dlsym(RTLD_DEFAULT, "railgauge_pmpi_barriers");
-        printf("violations=%d barriers=%ld\n", violations, count ? (long)count() : -1L);
+        *(void **)&choice = dlsym(RTLD_DEFAULT, "railgauge_pmpi_choice");
+        printf("violations=%d barriers=%ld choice=%s\n", violations,
+               count ? (long)count() : -1L, choice ? choice() : "-");
         fflush(stdout);
     }
     free(t);

@@ -15,14 +15,19 @@
  * Settings, read at MPI_Init:
  *   RAILGAUGE_BARRIER  the algorithm: linear, binomial, recdbl, dissem,
  *                      nway:N (default dissem);
- *   RAILGAUGE_MODEL    not read by this library: the tuned choice is computed
- *                      by `railgauge tune barrier -P P --model FILE`; a set
- *                      RAILGAUGE_MODEL is refused, so that no one believes it
- *                      was used.
+ *   RAILGAUGE_MODEL    a model-loggp.json (`railgauge gauge` or `railgauge
+ *                      fit`): each communicator gets the barrier that LogP,
+ *                      with the model's L, o and g for small messages,
+ *                      predicts fastest for its size (see rg__pmpi_predict);
+ *                      RAILGAUGE_BARRIER, where set too, wins.
+ *                      `railgauge tune barrier` simulates the same choice in
+ *                      full (and under LoP).
  * A bad setting makes MPI_Init (and every MPI_Barrier after it) return
  * MPI_ERR_ARG, with one line on stderr from rank 0 naming it; nothing aborts.
  * Intercommunicators keep the library's own barrier.
  */
+#include <errno.h>
+#include <math.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,7 +52,148 @@ static struct {
     int                    init_err;      /* an MPI error code, or MPI_SUCCESS */
     rg_coll_barrier_spec_t spec;
     unsigned long          barriers;      /* barriers run by the schedule */
-} rg_pmpi = {MPI_KEYVAL_INVALID, MPI_SUCCESS, {RG_COLL_BARRIER_DISSEM, 1}, 0};
+    int                    tuned;         /* choose per communicator from the model */
+    char                   choice[32];    /* the barrier of the last new communicator */
+    double                 L, o, g;       /* the model's small-message LogP, us */
+} rg_pmpi = {MPI_KEYVAL_INVALID, MPI_SUCCESS, {RG_COLL_BARRIER_DISSEM, 1}, 0, 0, "", 0, 0, 0};
+
+/* ---- RAILGAUGE_MODEL ------------------------------------------------------ */
+
+/* The number after "key": in text (from `from` on); -1 where absent or not
+ * a finite number (the model writes non-finite values as null). */
+static int rg__pmpi_number(const char *from, const char *key, double *out)
+{
+    const char *p = strstr(from, key);
+    char       *end;
+    double      v;
+
+    if (p == NULL) {
+        return -1;
+    }
+    p += strlen(key);
+    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == ':') {
+        p++;
+    }
+    v = strtod(p, &end);
+    if (end == p || !isfinite(v)) {
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* L, o and g of the model's first protocol range (small messages). */
+static int rg__pmpi_read_model(const char *path, char *why, size_t cap)
+{
+    FILE       *f = fopen(path, "r");
+    char       *text;
+    const char *ranges;
+    long        n;
+    int         rc = -1;
+
+    if (f == NULL) {
+        snprintf(why, cap, "cannot open it: %s", strerror(errno));
+        return -1;
+    }
+    if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || n > (64L << 20) ||
+        fseek(f, 0, SEEK_SET) != 0 || (text = malloc((size_t)n + 1)) == NULL) {
+        fclose(f);
+        snprintf(why, cap, "cannot read it");
+        return -1;
+    }
+    if (fread(text, 1, (size_t)n, f) != (size_t)n) {
+        snprintf(why, cap, "cannot read it");
+    } else {
+        text[n] = '\0';
+        ranges  = strstr(text, "\"ranges\"");
+        if (strstr(text, "\"model\": \"loggp\"") == NULL || ranges == NULL) {
+            snprintf(why, cap, "it is not a model-loggp.json (`railgauge gauge` writes one; "
+                     "for a LoP model use `railgauge tune barrier` and RAILGAUGE_BARRIER)");
+        } else if (rg__pmpi_number(ranges, "\"L_us\"", &rg_pmpi.L) != 0 ||
+                   rg__pmpi_number(ranges, "\"o_us\"", &rg_pmpi.o) != 0 ||
+                   rg__pmpi_number(ranges, "\"g_us\"", &rg_pmpi.g) != 0 ||
+                   rg_pmpi.L < 0 || rg_pmpi.o < 0 || rg_pmpi.g < 0) {
+            snprintf(why, cap, "its first range has no finite L_us, o_us and g_us >= 0");
+        } else {
+            rc = 0;
+        }
+    }
+    free(text);
+    fclose(f);
+    return rc;
+}
+
+/* The barrier's time under LogP, round by round: a rank that sends s and
+ * receives k messages in a round is busy (s-1) max(o, g) + o sending, sees
+ * its first message o + L after the round starts and handles each for o;
+ * a round lasts as long as its busiest rank. For the symmetric schedules
+ * (dissemination, n-way) this is the closed form of docs/coll.md. */
+static double rg__pmpi_predict(const rg_coll_barrier_spec_t *spec, int P, rg_coll_plan_t *tmp)
+{
+    double   o = rg_pmpi.o, L = rg_pmpi.L, gap = rg_pmpi.g > o ? rg_pmpi.g : o;
+    double   total = 0, *cost;
+    uint32_t R = rg_coll_barrier_rounds(spec, P), r;
+    rg_err_t err;
+    int      q;
+
+    cost = calloc(R ? R : 1, sizeof(*cost));
+    if (cost == NULL) {
+        return INFINITY;
+    }
+    for (q = 0; q < P; q++) {
+        if (rg_coll_barrier_plan(tmp, spec, P, q, &err) != RG_OK) {
+            free(cost);
+            return INFINITY;
+        }
+        for (r = 0; r < tmp->nrounds && r < R; r++) {
+            double s = tmp->rounds[r].nsend, k = tmp->rounds[r].nrecv, t;
+
+            t = s > 0 ? (s - 1) * gap + o : 0;
+            if (k > 0) {
+                t = (t > o + L ? t : o + L) + k * o;
+            }
+            if (t > cost[r]) {
+                cost[r] = t;
+            }
+        }
+    }
+    for (r = 0; r < R; r++) {
+        total += cost[r];
+    }
+    free(cost);
+    return total;
+}
+
+/* The fastest barrier for P ranks under the model (ties: the simpler). */
+static rg_coll_barrier_spec_t rg__pmpi_choose(int P)
+{
+    static const rg_coll_barrier_alg_t fixed[] = {
+        RG_COLL_BARRIER_LINEAR, RG_COLL_BARRIER_BINOMIAL, RG_COLL_BARRIER_RECDBL,
+        RG_COLL_BARRIER_DISSEM};
+    rg_coll_barrier_spec_t best = {RG_COLL_BARRIER_DISSEM, 1}, c;
+    rg_coll_plan_t         tmp;
+    double                 t, tbest = INFINITY;
+    int                    i;
+
+    rg_coll_plan_init(&tmp);
+    for (i = 0; i < 4 + 6; i++) {
+        c.alg = i < 4 ? fixed[i] : RG_COLL_BARRIER_NWAY;
+        c.n   = i < 4 ? (fixed[i] == RG_COLL_BARRIER_DISSEM ? 1 : 0) : i - 2;  /* 2 .. 7 */
+        t     = rg__pmpi_predict(&c, P, &tmp);
+        if (t < tbest) {
+            tbest = t;
+            best  = c;
+        }
+    }
+    rg_coll_plan_fini(&tmp);
+    return best;
+}
+
+/* The barrier (algorithm and n) the last communicator got (dlsym, tests). */
+RG_PMPI_EXPORT const char *railgauge_pmpi_choice(void)
+{
+    return rg_pmpi.choice;
+}
 
 /* The number of barriers this library ran (tests look it up with dlsym). */
 RG_PMPI_EXPORT unsigned long railgauge_pmpi_barriers(void)
@@ -84,14 +230,18 @@ static int rg__pmpi_setup(void)
 
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
     rg_pmpi.init_err = MPI_SUCCESS;
-    if (model != NULL && model[0] != '\0') {
-        if (rank == 0) {
-            fprintf(stderr, "railgauge-pmpi: RAILGAUGE_MODEL=%s: this library does not read "
-                    "model files; set RAILGAUGE_BARRIER to the choice of `railgauge tune "
-                    "barrier -P <ranks> --model %s`\n", model, model);
+    rg_pmpi.tuned = 0;
+    if (model != NULL && model[0] != '\0' && (text == NULL || text[0] == '\0')) {
+        char why[200];
+
+        if (rg__pmpi_read_model(model, why, sizeof(why)) != 0) {
+            if (rank == 0) {
+                fprintf(stderr, "railgauge-pmpi: RAILGAUGE_MODEL=%s: %s\n", model, why);
+            }
+            rg_pmpi.init_err = MPI_ERR_ARG;
+            return rg_pmpi.init_err;
         }
-        rg_pmpi.init_err = MPI_ERR_ARG;
-        return rg_pmpi.init_err;
+        rg_pmpi.tuned = 1;
     }
     if (text != NULL && text[0] != '\0') {
         if (rg_coll_barrier_parse(text, 0, &rg_pmpi.spec, &err) != RG_OK) {
@@ -150,9 +300,10 @@ RG_PMPI_EXPORT int MPI_Finalize(void)
  * every rank of comm is in that barrier). */
 static int rg__pmpi_comm(MPI_Comm comm, rg_pmpi_comm_t **c_p)
 {
-    rg_pmpi_comm_t *c;
-    rg_err_t        err;
-    int             flag = 0, rc, size, rank;
+    rg_pmpi_comm_t        *c;
+    rg_coll_barrier_spec_t spec;
+    rg_err_t               err;
+    int                    flag = 0, rc, size, rank;
 
     rc = PMPI_Comm_get_attr(comm, rg_pmpi.keyval, &c, &flag);
     if (rc != MPI_SUCCESS) {
@@ -172,7 +323,9 @@ static int rg__pmpi_comm(MPI_Comm comm, rg_pmpi_comm_t **c_p)
         (rc = PMPI_Comm_rank(comm, &rank)) != MPI_SUCCESS) {
         goto fail;
     }
-    if (rg_coll_barrier_plan(&c->plan, &rg_pmpi.spec, size, rank, &err) != RG_OK) {
+    spec = rg_pmpi.tuned ? rg__pmpi_choose(size) : rg_pmpi.spec;
+    rg_coll_barrier_format(&spec, rg_pmpi.choice, sizeof(rg_pmpi.choice));
+    if (rg_coll_barrier_plan(&c->plan, &spec, size, rank, &err) != RG_OK) {
         fprintf(stderr, "railgauge-pmpi: rank %d: %s\n", rank, rg_err_message(&err));
         rc = MPI_ERR_OTHER;
         goto fail;
