@@ -173,9 +173,11 @@ def test_check_catches_a_broken_barrier(
     assert rec["violations"] > 0
 
 
-def test_one_rank(native_tool: Callable[[str], str]) -> None:
+@pytest.mark.parametrize("impl", ["auto", "messages", "shm"])
+def test_one_rank(native_tool: Callable[[str], str], impl: str) -> None:
     proc = subprocess.run(
-        [native_tool(TOOL), "barrier", "--algorithm", "nway:3", "--iterations", "10", "--json"],
+        [native_tool(TOOL), "barrier", "--algorithm", "nway:3", "--iterations", "10", "--json",
+         "--impl", impl],
         capture_output=True,
         text=True,
         timeout=60,

@@ -171,6 +171,12 @@ rg_status_t rg_coll_barrier_use_shm(rg_coll_barrier_t *b, rg_err_t *err)
     }
     s->seg_len = (size_t)P * s->nrounds * (s->maxin ? s->maxin : 1) * RG__LINE_WORDS *
                  sizeof(uint64_t);
+    if (s->nrounds == 0) {
+        /* One rank: a barrier of no rounds needs no segment. */
+        s->spin = RG__SPIN_POLLS;
+        b->shm  = s;
+        return RG_OK;
+    }
     /* One host? Rank 0 gathers the host ids, makes the segment and sends its
      * name's nonce (0: no segment); every rank maps it and reports; rank 0
      * unlinks it and sends the verdict. */
