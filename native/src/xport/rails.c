@@ -62,6 +62,8 @@
 #define RG__RAILS_INLINE_MAX ((size_t)1 << 20)
 #define RG__RAILS_BUSY_NS    50000u          /* back to back: within 50 us */
 #define RG__RAILS_RATE_MIN   ((size_t)65536) /* stripes shorter say nothing of a rate */
+#define RG__RAILS_IDLE_AFTER 64u             /* empty progress calls before a rail idles */
+#define RG__RAILS_IDLE_EVERY 8u              /* an idle rail: progressed every 8th call */
 
 enum { RG__T_INLINE = 1, RG__T_STRIPE = 2, RG__T_RATE = 3, RG__T_BYE = 4 };
 enum { RG__P_BINDING, RG__P_RR, RG__P_EVEN, RG__P_WEIGHTED, RG__P_ADAPTIVE };
@@ -175,6 +177,13 @@ typedef struct rg__rails {
     struct pollfd    *pfds;    /* block: every rail's sockets */
     size_t            npfds;
     uint64_t          rate_msgs;
+    /* Polling: a rail with nothing in flight that brought nothing for a while
+     * is progressed only every RG__RAILS_IDLE_EVERY-th call (its sockets are
+     * still watched when the rank sleeps), so that the rail that carries the
+     * small messages is not slowed by a system call per idle rail. */
+    unsigned          idle[RG__RAILS_MAX];
+    unsigned          busy_rx[RG__RAILS_MAX];  /* subchannels inside a stripe */
+    unsigned          polls;
 } rg__rails_t;
 
 /* User request scratch: sends: priv[0] = rail messages still pending;
@@ -488,6 +497,9 @@ static rg_status_t rg__rails_post_hdr(rg__rails_t *rl, int r, int peer)
     rg__rrx_t  *x = &rl->rx[(size_t)r * (size_t)rl->super.size + (size_t)peer];
     rg_status_t status;
 
+    if (x->state == RG__RX_STALL || x->state == RG__RX_DATA) {
+        rl->busy_rx[r]--;
+    }
     x->state = RG__RX_HDR;
     x->msg   = NULL;
     status   = rg_xport_irecv(rl->rail[r], peer, x->hbuf, RG__RAILS_HDR + rl->cfg.inline_max,
@@ -716,6 +728,7 @@ static rg_status_t rg__rails_on_hdr(rg__rails_t *rl, int r, int peer, rg__rrx_t 
     }
     m->striped = 1;
     x->state   = RG__RX_STALL;
+    rl->busy_rx[r]++;
     x->msg     = m;
     x->off     = v[2];
     x->len     = v[3];
@@ -820,7 +833,13 @@ static rg_status_t rg__rails_progress(rg_xport_t *xp)
     if (rl->failed != RG_OK) {
         return rl->failed;
     }
+    rl->polls++;
     for (r = 0; r < rl->nrails; r++) {
+        if (rl->idle[r] >= RG__RAILS_IDLE_AFTER && rl->inflight[r] == NULL &&
+            rl->busy_rx[r] == 0 && rl->polls % RG__RAILS_IDLE_EVERY != 0) {
+            continue;
+        }
+        rl->idle[r]++;
         status = rg_xport_progress(rl->rail[r]);
         if (status < 0) {
             return rg__rails_rail_failed(rl, r, status);
@@ -830,6 +849,7 @@ static rg_status_t rg__rails_progress(rg_xport_t *xp)
                 ps = &s->next;
                 continue;
             }
+            rl->idle[r] = 0;
             if (s->x.status != RG_OK) {
                 return rg__rails_rail_failed(rl, r, s->x.status);
             }
@@ -852,6 +872,7 @@ static rg_status_t rg__rails_progress(rg_xport_t *xp)
                     x->x.status == RG_INPROGRESS) {
                     break;
                 }
+                rl->idle[r] = 0;
                 status = x->state == RG__RX_HDR ? rg__rails_on_hdr(rl, r, peer, x)
                                                 : rg__rails_on_data(rl, r, peer, x);
                 if (status != RG_OK) {
