@@ -498,20 +498,31 @@ static void rg__inflight_add(rg_proto_t *proto, rg__xop_t *x)
     proto->inflight_tail = x;
 }
 
+/* A staging buffer holding header + payload, or NULL (no memory). */
+static rg__xop_t *rg__xop_staged(rg_proto_t *proto, const void *hdr, size_t hlen,
+                                 const void *payload, size_t len)
+{
+    rg__xop_t *x = rg__xop_get(proto, hlen + len);
+
+    if (x != NULL) {
+        memcpy(x->data, hdr, hlen);
+        if (len > 0) {
+            memcpy(x->data + hlen, payload, len);
+        }
+    }
+    return x;
+}
+
 /* Sends header (+ payload) on the eager path; owner completes with it. */
 static rg_status_t rg__send_eager_path(rg_proto_t *proto, int peer, const void *hdr,
                                        size_t hlen, const void *payload, size_t len,
                                        rg_preq_t *owner)
 {
-    rg__xop_t  *x = rg__xop_get(proto, hlen + len);
+    rg__xop_t  *x = rg__xop_staged(proto, hdr, hlen, payload, len);
     rg_status_t status;
 
     if (x == NULL) {
         return rg__fail(proto, RG_ERR_NOMEM, "send staging", NULL);
-    }
-    memcpy(x->data, hdr, hlen);
-    if (len > 0) {
-        memcpy(x->data + hlen, payload, len);
     }
     x->owner = owner;
     status   = rg__sched_send(proto, 0, peer, x->data, hlen + len, &x->xreq);
@@ -535,16 +546,12 @@ static rg_status_t rg__send_retained(rg_proto_t *proto, int peer, uint32_t seq,
                                      const void *hdr, size_t hlen, const void *payload,
                                      size_t len, rg_preq_t *owner)
 {
-    rg__xop_t      *x = rg__xop_get(proto, hlen + len);
+    rg__xop_t      *x = rg__xop_staged(proto, hdr, hlen, payload, len);
     rg__xop_list_t *l = &proto->unacked[peer];
     rg_status_t     status;
 
     if (x == NULL) {
         return rg__fail(proto, RG_ERR_NOMEM, "send staging", NULL);
-    }
-    memcpy(x->data, hdr, hlen);
-    if (len > 0) {
-        memcpy(x->data + hlen, payload, len);
     }
     x->owner   = owner;
     x->retain  = 1;
