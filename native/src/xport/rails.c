@@ -606,6 +606,19 @@ static rg_status_t rg__rails_bind(rg__rails_t *rl, rg_xreq_t *u, int peer, rg__r
     return rg__rails_msg_check(rl, peer, m);
 }
 
+/* Takes u (behind prev, or first) out of the posted receives. */
+static void rg__rails_unpost(rg__rails_t *rl, rg_xreq_t *prev, rg_xreq_t *u)
+{
+    if (prev != NULL) {
+        prev->next = u->next;
+    } else {
+        rl->posted = u->next;
+    }
+    if (rl->posted_last == u) {
+        rl->posted_last = prev;
+    }
+}
+
 /* Matches posted receives, in posting order, to the next message of each
  * peer whose header has arrived (one pass: a match creates no message, so a
  * receive that found none finds none later in the pass). */
@@ -634,14 +647,7 @@ static rg_status_t rg__rails_match(rg__rails_t *rl)
             prev = u;
             continue;
         }
-        if (prev != NULL) {
-            prev->next = next;
-        } else {
-            rl->posted = next;
-        }
-        if (rl->posted_last == u) {
-            rl->posted_last = prev;
-        }
+        rg__rails_unpost(rl, prev, u);
         u->next = NULL;
         rl->peers[peer].next_match++;
         if (u->peer == RG_XPORT_ANY_SOURCE) {
@@ -804,14 +810,7 @@ static rg_status_t rg__rails_gone(rg__rails_t *rl)
             prev = u;
             continue;
         }
-        if (prev != NULL) {
-            prev->next = next;
-        } else {
-            rl->posted = next;
-        }
-        if (rl->posted_last == u) {
-            rl->posted_last = prev;
-        }
+        rg__rails_unpost(rl, prev, u);
         u->status = RG_ERR_PEER_DEAD;
         rg_err_set(&rl->super.err, RG_ERR_PEER_DEAD,
                    "rank %d closed the rails transport while rank %d waited to receive "
