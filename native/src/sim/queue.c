@@ -12,6 +12,7 @@ void rg_simq_init(rg_simq_t *q)
 {
     memset(q, 0, sizeof(*q));
     q->free_b = NONE;
+    q->last_b = NONE;
 }
 
 void rg_simq_free(rg_simq_t *q)
@@ -26,6 +27,8 @@ void rg_simq_free(rg_simq_t *q)
     free(q->top);
     free(q->hash);
     memset(q, 0, sizeof(*q));
+    q->free_b = NONE;
+    q->last_b = NONE;
 }
 
 static int grow(void **p, size_t *cap, size_t elem)
@@ -194,13 +197,21 @@ static uint32_t bucket_new(rg_simq_t *q, double t)
 
 void rg_simq_push(rg_simq_t *q, double t, uint64_t seq, uint32_t op, uint32_t type)
 {
-    uint32_t          b = hfind(q, t + 0.0);
+    uint32_t          b;
     rg_simq_bucket_t *k;
     rg_simq_ev_t      ev = {seq, op, type};
 
-    if (b == NONE && (b = bucket_new(q, t + 0.0)) == NONE) {
-        q->nomem = 1;
-        return;
+    t += 0.0;
+    if (q->last_b != NONE && q->last_t == t) {
+        b = q->last_b;
+    } else {
+        b = hfind(q, t);
+        if (b == NONE && (b = bucket_new(q, t)) == NONE) {
+            q->nomem = 1;
+            return;
+        }
+        q->last_t = t;
+        q->last_b = b;
     }
     k = &q->b[b];
     if (k->n == k->head || seq > k->fifo[k->n - 1].seq) {
@@ -264,6 +275,9 @@ void rg_simq_pop(rg_simq_t *q, double *t, rg_simq_ev_t *ev)
     if (k->head == k->n && k->rqn == 0) {
         hdel(q, b);
         top_pop(q);
+        if (q->last_b == b) {
+            q->last_b = NONE;
+        }
         k->next_free = q->free_b;
         q->free_b = b;
     }

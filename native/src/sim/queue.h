@@ -40,6 +40,10 @@ typedef struct rg_simq {
     uint32_t         *hash;       /* open addressing, UINT32_MAX empty */
     size_t            hcap;       /* power of two */
     size_t            count;      /* events queued */
+    /* The bucket of the last push (NONE when freed since): pushes come in runs
+     * at one time (an event's successors), so most skip the hash probe. */
+    double            last_t;
+    uint32_t          last_b;
     int               nomem;
 } rg_simq_t;
 

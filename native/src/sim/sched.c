@@ -358,7 +358,7 @@ rg_status_t rg_sim_params_check(const rg_sim_params_t *p, rg_err_t *err)
 
 rg_status_t rg_sim_barrier_dissemination(rg_sim_sched_t *s, uint32_t P, rg_err_t *err)
 {
-    uint32_t rounds = 0;
+    uint32_t rounds = 0, k;
 
     rg_sim_sched_init(s, 0);
     if (P < 1 || P > (1u << 26)) {
@@ -370,6 +370,10 @@ rg_status_t rg_sim_barrier_dissemination(rg_sim_sched_t *s, uint32_t P, rg_err_t
     s->nranks = P;
     s->gen = RG_SIM_GEN_DISSEMINATION;
     s->gen_rounds = rounds;
+    s->gen_inv2p = 1.0 / (2.0 * (double)P);
+    for (k = 0; k < rounds; k++) {
+        s->gen_dist[k] = (uint32_t)((1ull << k) % P);
+    }
     s->nops = (size_t)2 * P * rounds;
     return RG_OK;
 }

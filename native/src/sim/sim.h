@@ -67,6 +67,12 @@ typedef struct rg_sim_sched {
      * few bytes of state. */
     int          gen;
     uint32_t     gen_rounds;
+    /* Generated dissemination: 1 / (2 P) to find an operation's round by a
+     * multiplication (checked, so exact), and each round's distance 2^k mod P:
+     * rg_sim_op_get runs several times per event, and three 64-bit divisions
+     * there were the engine's largest cost. */
+    double       gen_inv2p;
+    uint32_t     gen_dist[32];
 } rg_sim_sched_t;
 
 enum { RG_SIM_GEN_NONE = 0, RG_SIM_GEN_DISSEMINATION = 1 };
@@ -77,22 +83,39 @@ enum { RG_SIM_GEN_NONE = 0, RG_SIM_GEN_DISSEMINATION = 1 };
 static inline rg_sim_op_t rg_sim_op_get(const rg_sim_sched_t *s, size_t i)
 {
     rg_sim_op_t op;
-    uint64_t    P, k, r, d;
+    uint64_t    P, P2, k, j, r, d;
 
     if (s->gen == RG_SIM_GEN_NONE) {
         return s->ops[i];
     }
     P = s->nranks;
-    k = i / (2 * P);
-    r = (i / 2) % P;
-    d = (1ull << k) % P;
-    memset(&op, 0, sizeof(op));
-    op.kind = (uint8_t)(i & 1);
-    op.flags = RG_SIM_OPF_FIRST;
-    op.batch = 1;
-    op.rank = (uint32_t)r;
-    op.tag = (int32_t)k;
-    op.peer = (int32_t)(op.kind == RG_SIM_SEND ? (r + d) % P : (r + P - d) % P);
+    P2 = 2 * P;
+    k = (uint64_t)((double)i * s->gen_inv2p);
+    while (k * P2 > i) {
+        k--;
+    }
+    while ((k + 1) * P2 <= i) {
+        k++;
+    }
+    j = i - k * P2; /* i mod 2P */
+    r = j >> 1;     /* (i / 2) mod P */
+    d = s->gen_dist[k];
+    /* Built as one initializer (no memset, fields not written one by one):
+     * the compiler then keeps the fields in registers instead of storing
+     * them and reloading the struct, a store-forwarding stall per call. */
+    op = (rg_sim_op_t){
+        .amount = 0,
+        .peer = (int32_t)((j & 1) == RG_SIM_SEND ? (r + d >= P ? r + d - P : r + d)
+                                                  : (r >= d ? r - d : r + P - d)),
+        .tag = (int32_t)k,
+        .rank = (uint32_t)r,
+        .line = 0,
+        .kind = (uint8_t)(j & 1),
+        .flags = RG_SIM_OPF_FIRST,
+        .cpu = 0,
+        .nic = 0,
+        .batch = 1,
+    };
     return op;
 }
 
