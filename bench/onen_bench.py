@@ -48,11 +48,11 @@ from run_bench import (
     BUILD,
     REPO,
     BenchError,
+    emit_section,
     find_railgauge,
     find_railgauge_bench,
     machine_facts,
     run_proc,
-    write_sections,
 )
 
 DOC = REPO / "docs" / "BENCHMARKS.md"
@@ -319,11 +319,7 @@ def main(argv: list[str] | None = None) -> int:
     command = "python3 bench/onen_bench.py " + shlex.join(sys.argv[1:] if argv is None else argv)
     md = section_md(args.section, facts, runs, results, ranks, command.strip())
     (out / "section.md").write_text(md + "\n")
-    if args.no_write:
-        print(md)
-    else:
-        write_sections(DOC, {args.section: md})
-        log(f"wrote section {args.section} of {DOC}")
+    emit_section(DOC, args.section, md, args.no_write, log)
     log(f"raw files in {out}")
     return 1 if failed else 0
 

@@ -39,7 +39,7 @@ from railgauge import netns
 from railgauge import rails as rl
 from railgauge.launcher import launch
 from railgauge.native import find_tool
-from run_bench import BUILD, REPO, machine_facts, write_sections
+from run_bench import BUILD, REPO, emit_section, machine_facts
 
 DOC = REPO / "docs" / "BENCHMARKS.md"
 MB = 1e6
@@ -228,11 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     raw.write_text(json.dumps({"facts": facts, "weights": weights, "rows": rows}, indent=1))
     command = "python3 bench/rails_bench.py " + shlex.join(sys.argv[1:] if argv is None else argv)
     md = section(rows, facts, args.rates, size, args.time, weights, command.strip())
-    if args.no_write:
-        print(md)
-    else:
-        write_sections(DOC, {"rails": md})
-        log(f"wrote section rails of {DOC}")
+    emit_section(DOC, "rails", md, args.no_write, log)
     log(f"raw results in {raw}")
     return 0
 

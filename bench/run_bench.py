@@ -41,7 +41,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -1454,6 +1454,16 @@ def write_sections(path: Path, sections: dict[str, str]) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(text if text.endswith("\n") else text + "\n")
     tmp.replace(path)
+
+
+def emit_section(path: Path, name: str, md: str, no_write: bool,
+                 say: Callable[[str], None]) -> None:
+    """Prints the section (no_write) or writes it into its markers in path."""
+    if no_write:
+        print(md)
+    else:
+        write_sections(path, {name: md})
+        say(f"wrote section {name} of {path}")
 
 
 # --------------------------------------------------------------------------------------

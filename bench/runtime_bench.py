@@ -47,11 +47,11 @@ from run_bench import (
     REPO,
     BenchError,
     _ompi_env,
+    emit_section,
     find_railgauge,
     json_lines,
     machine_facts,
     run_proc,
-    write_sections,
 )
 
 DOC = REPO / "docs" / "BENCHMARKS.md"
@@ -316,11 +316,8 @@ def main(argv: list[str] | None = None) -> int:
     raw.write_text(json.dumps({"per_round": per_round, "summary": summ, "errors": errors},
                               indent=1))
     text = markdown(summ, args, facts, command, errors)
-    if args.no_write:
-        print(text)
-    else:
-        write_sections(DOC, {"runtime": text})
-        log(f"wrote the runtime section of {DOC} (raw: {raw})")
+    emit_section(DOC, "runtime", text, args.no_write, log)
+    log(f"raw results in {raw}")
     return 1 if errors else 0
 
 
