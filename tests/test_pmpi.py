@@ -65,14 +65,19 @@ def _run(progs: dict[str, str], flavour: str, nranks: int, env: dict[str, str],
 @pytest.mark.parametrize("nranks", [3, 5])
 @pytest.mark.parametrize("algorithm",
                          ["linear", "binomial", "recdbl", "dissem", "nway:2", "nway:3"])
+@pytest.mark.parametrize("shm", ["auto", "0"])
 def test_barrier_under_mpi(check_program: dict[str, str], flavour: str, nranks: int,
-                           algorithm: str) -> None:
+                           algorithm: str, shm: str) -> None:
+    """Both engines: flags in an MPI shared window (every rank is on this host, so auto
+    takes it) and zero-byte messages (RAILGAUGE_BARRIER_SHM=0)."""
     res = _run(check_program, flavour, nranks,
-               {"LD_PRELOAD": str(library(flavour)), "RAILGAUGE_BARRIER": algorithm})
+               {"LD_PRELOAD": str(library(flavour)), "RAILGAUGE_BARRIER": algorithm,
+                "RAILGAUGE_BARRIER_SHM": shm})
     assert res.returncode == 0, f"{res.failure}\n{res.stdout}\n{res.stderr}"
     # Rank 0 ran every one of its barriers through the library: ITERS of them, half on
-    # MPI_COMM_WORLD and half on its part of the split.
+    # MPI_COMM_WORLD and half on its part of the split, on the engine asked for.
     assert f"violations=0 barriers={ITERS}" in res.stdout, res.stdout
+    assert f"shm={1 if shm == 'auto' else 0}" in res.stdout, res.stdout
 
 
 @pytest.mark.parametrize("flavour", MPI_FLAVOURS)
@@ -91,6 +96,7 @@ def test_the_check_can_fail(check_program: dict[str, str], flavour: str) -> None
         ({"RAILGAUGE_BARRIER": "bogus"}, "unknown barrier algorithm 'bogus'"),
         ({"RAILGAUGE_BARRIER": "nway"}, "needs n >= 1"),
         ({"RAILGAUGE_MODEL": "/nonexistent/model.json"}, "cannot open it"),
+        ({"RAILGAUGE_BARRIER_SHM": "yes"}, "RAILGAUGE_BARRIER_SHM=yes: expected auto, 1 or 0"),
         ({"RAILGAUGE_MODEL": str(ROOT / "docs" / "data" / "onen-16" / "facts.json")},
          "not a model-loggp.json"),
     ],

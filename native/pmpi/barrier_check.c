@@ -10,8 +10,10 @@
  * on MPI_COMM_WORLD (even iterations) or on its half of a split of it (odd
  * ones), and records the time again. Rank 0 gathers the times and counts the
  * iterations in which a rank left before a rank of the same communicator
- * entered. It prints "violations=V barriers=B" (B: the barriers the preloaded
- * library ran, from railgauge_pmpi_barriers(), -1 without it) and exits 1 if
+ * entered. It prints "violations=V barriers=B choice=C shm=S" (B: the
+ * barriers the preloaded library ran, from railgauge_pmpi_barriers(), -1
+ * without it; C its last choice; S 1 where its last communicator's barrier
+ * ran on shared-memory flags, 0 on messages, -1 without it) and exits 1 if
  * V > 0; 3 where MPI_Init or MPI_Barrier returned an error (printed).
  * --no-barrier skips the barrier, to show that the check can fail.
  * --time measures instead: 100 untimed barriers on MPI_COMM_WORLD, then
@@ -95,6 +97,7 @@ int main(int argc, char **argv)
     unsigned  seed;
     unsigned long (*count)(void);
     const char *(*choice)(void);
+    int (*shm)(void);
 
     if (argc < 3) {
         fprintf(stderr, "usage: barrier_check ITERATIONS MAX_DELAY_US [--no-barrier]\n");
@@ -164,8 +167,9 @@ int main(int argc, char **argv)
         }
         *(void **)&count = dlsym(RTLD_DEFAULT, "railgauge_pmpi_barriers");
         *(void **)&choice = dlsym(RTLD_DEFAULT, "railgauge_pmpi_choice");
-        printf("violations=%d barriers=%ld choice=%s\n", violations,
-               count ? (long)count() : -1L, choice ? choice() : "-");
+        *(void **)&shm = dlsym(RTLD_DEFAULT, "railgauge_pmpi_shm");
+        printf("violations=%d barriers=%ld choice=%s shm=%d\n", violations,
+               count ? (long)count() : -1L, choice ? choice() : "-", shm ? shm() : -1);
         fflush(stdout);
     }
     free(t);

@@ -9,8 +9,12 @@
  * each built with that flavour's mpicc. The first MPI_Barrier on a
  * communicator duplicates it (so the barrier's messages never meet the
  * application's) and computes the rank's plan; both are cached on the
- * communicator as an attribute, freed with it. A barrier is then the plan's
- * rounds as zero-byte MPI_Irecv/MPI_Isend and one MPI_Waitall per round.
+ * communicator as an attribute, freed with it. Where every rank of the
+ * communicator shares one node (MPI_Comm_split_type, MPI_COMM_TYPE_SHARED),
+ * a barrier runs the plan on flags in an MPI shared window (coll/flags.h,
+ * the runtime barrier's shared-memory engine): no message at all. Otherwise
+ * it is the plan's rounds as zero-byte MPI_Irecv/MPI_Isend and one
+ * MPI_Waitall per round.
  *
  * Settings, read at MPI_Init:
  *   RAILGAUGE_BARRIER  the algorithm: linear, binomial, recdbl, dissem,
@@ -21,7 +25,9 @@
  *                      predicts fastest for its size (see rg__pmpi_predict);
  *                      RAILGAUGE_BARRIER, where set too, wins.
  *                      `railgauge tune barrier` simulates the same choice in
- *                      full (and under LoP).
+ *                      full (and under LoP);
+ *   RAILGAUGE_BARRIER_SHM  auto (default): flags in shared memory where the
+ *                      ranks share a node; 0: always messages.
  * A bad setting makes MPI_Init (and every MPI_Barrier after it) return
  * MPI_ERR_ARG, with one line on stderr from rank 0 naming it; nothing aborts.
  * Intercommunicators keep the library's own barrier.
@@ -33,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll/flags.h"
 #include "coll/sched.h"
 
 #define RG_PMPI_EXPORT __attribute__((visibility("default")))
@@ -40,6 +47,10 @@
 typedef struct rg_pmpi_comm {
     MPI_Comm       dup;
     rg_coll_plan_t plan;
+    /* Shared memory (win != MPI_WIN_NULL): the flags and the barriers run. */
+    MPI_Win         win;
+    rg_coll_flags_t flags;
+    uint64_t        epoch;
     MPI_Request   *reqs;
     /* Statuses, not MPI_STATUSES_IGNORE: GCC's -Wstringop-overflow takes
      * MPICH's (MPI_Status *)1 for an empty array. */
@@ -55,7 +66,10 @@ static struct {
     int                    tuned;         /* choose per communicator from the model */
     char                   choice[32];    /* the barrier of the last new communicator */
     double                 L, o, g;       /* the model's small-message LogP, us */
-} rg_pmpi = {MPI_KEYVAL_INVALID, MPI_SUCCESS, {RG_COLL_BARRIER_DISSEM, 1}, 0, 0, "", 0, 0, 0};
+    int                    shm;           /* RAILGAUGE_BARRIER_SHM: 1 auto, 0 off */
+    int                    last_shm;      /* the last new communicator got flags */
+} rg_pmpi = {MPI_KEYVAL_INVALID, MPI_SUCCESS, {RG_COLL_BARRIER_DISSEM, 1}, 0, 0, "", 0, 0, 0,
+             1, 0};
 
 /* ---- RAILGAUGE_MODEL ------------------------------------------------------ */
 
@@ -195,6 +209,13 @@ RG_PMPI_EXPORT const char *railgauge_pmpi_choice(void)
     return rg_pmpi.choice;
 }
 
+/* 1 where the last new communicator's barrier runs on shared-memory flags
+ * (dlsym, tests and benchmarks). */
+RG_PMPI_EXPORT int railgauge_pmpi_shm(void)
+{
+    return rg_pmpi.last_shm;
+}
+
 /* The number of barriers this library ran (tests look it up with dlsym). */
 RG_PMPI_EXPORT unsigned long railgauge_pmpi_barriers(void)
 {
@@ -209,6 +230,10 @@ static int rg__pmpi_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
     (void)keyval;
     (void)extra;
     if (c != NULL) {
+        if (c->win != MPI_WIN_NULL) {
+            PMPI_Win_free(&c->win);
+        }
+        rg_coll_flags_fini(&c->flags);
         if (c->dup != MPI_COMM_NULL) {
             PMPI_Comm_free(&c->dup);
         }
@@ -225,12 +250,26 @@ static int rg__pmpi_setup(void)
 {
     const char *text = getenv("RAILGAUGE_BARRIER");
     const char *model = getenv("RAILGAUGE_MODEL");
+    const char *shm = getenv("RAILGAUGE_BARRIER_SHM");
     rg_err_t    err;
     int         rank = 0, rc;
 
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
     rg_pmpi.init_err = MPI_SUCCESS;
     rg_pmpi.tuned = 0;
+    rg_pmpi.shm = 1;
+    if (shm != NULL && shm[0] != '\0') {
+        if (strcmp(shm, "0") == 0) {
+            rg_pmpi.shm = 0;
+        } else if (strcmp(shm, "auto") != 0 && strcmp(shm, "1") != 0) {
+            if (rank == 0) {
+                fprintf(stderr, "railgauge-pmpi: RAILGAUGE_BARRIER_SHM=%s: expected auto, 1 "
+                        "or 0\n", shm);
+            }
+            rg_pmpi.init_err = MPI_ERR_ARG;
+            return rg_pmpi.init_err;
+        }
+    }
     if (model != NULL && model[0] != '\0' && (text == NULL || text[0] == '\0')) {
         char why[200];
 
@@ -296,6 +335,58 @@ RG_PMPI_EXPORT int MPI_Finalize(void)
     return PMPI_Finalize();
 }
 
+/* Flags in a shared window where every rank of comm is on this node
+ * (collective over comm). Leaves c->win MPI_WIN_NULL where they are not, or
+ * where the window cannot be had: the barrier then uses messages. */
+static int rg__pmpi_shm(MPI_Comm comm, rg_pmpi_comm_t *c, int size, int rank)
+{
+    MPI_Comm node = MPI_COMM_NULL;
+    MPI_Aint bytes, got;
+    rg_err_t err;
+    void    *base = NULL;
+    int      rc, nsize = 0, nrank = -1, unit, all = 0, mine;
+
+    rc = PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    if ((rc = PMPI_Comm_size(node, &nsize)) != MPI_SUCCESS ||
+        (rc = PMPI_Comm_rank(node, &nrank)) != MPI_SUCCESS) {
+        PMPI_Comm_free(&node);
+        return rc;
+    }
+    /* Every rank on one node, in comm's order (key 0 keeps it); and every
+     * rank has its layout. */
+    mine = nsize == size && nrank == rank &&
+           rg_coll_flags_layout(&c->flags, &c->plan, &err) == RG_OK;
+    rc = PMPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_LAND, comm);
+    if (rc != MPI_SUCCESS || !all) {
+        rg_coll_flags_fini(&c->flags);
+        PMPI_Comm_free(&node);
+        return rc;
+    }
+    bytes = (MPI_Aint)rg_coll_flags_bytes(&c->flags, size);
+    rc = PMPI_Win_allocate_shared(rank == 0 ? (bytes ? bytes : 1) : 0, 1, MPI_INFO_NULL, node,
+                                  &base, &c->win);
+    if (rc == MPI_SUCCESS) {
+        rc = PMPI_Win_shared_query(c->win, 0, &got, &unit, &base);
+    }
+    PMPI_Comm_free(&node);
+    if (rc != MPI_SUCCESS || got < bytes || base == NULL) {
+        if (c->win != MPI_WIN_NULL) {
+            PMPI_Win_free(&c->win);
+        }
+        rg_coll_flags_fini(&c->flags);
+        return rc;
+    }
+    if (rank == 0) {
+        memset(base, 0, (size_t)bytes);
+    }
+    rg_coll_flags_attach(&c->flags, base, size);
+    /* The zeroed lines visible to every rank before any barrier runs. */
+    return PMPI_Barrier(comm);
+}
+
 /* The communicator's cached state, made on its first barrier (collective:
  * every rank of comm is in that barrier). */
 static int rg__pmpi_comm(MPI_Comm comm, rg_pmpi_comm_t **c_p)
@@ -318,6 +409,7 @@ static int rg__pmpi_comm(MPI_Comm comm, rg_pmpi_comm_t **c_p)
         return MPI_ERR_NO_MEM;
     }
     c->dup = MPI_COMM_NULL;
+    c->win = MPI_WIN_NULL;
     rg_coll_plan_init(&c->plan);
     if ((rc = PMPI_Comm_size(comm, &size)) != MPI_SUCCESS ||
         (rc = PMPI_Comm_rank(comm, &rank)) != MPI_SUCCESS) {
@@ -339,6 +431,10 @@ static int rg__pmpi_comm(MPI_Comm comm, rg_pmpi_comm_t **c_p)
     if ((rc = PMPI_Comm_dup(comm, &c->dup)) != MPI_SUCCESS) {
         goto fail;
     }
+    if (rg_pmpi.shm && (rc = rg__pmpi_shm(comm, c, size, rank)) != MPI_SUCCESS) {
+        goto fail;
+    }
+    rg_pmpi.last_shm = c->win != MPI_WIN_NULL;
     if ((rc = PMPI_Comm_set_attr(comm, rg_pmpi.keyval, c)) != MPI_SUCCESS) {
         goto fail;
     }
@@ -369,6 +465,17 @@ RG_PMPI_EXPORT int MPI_Barrier(MPI_Comm comm)
     }
     if ((rc = rg__pmpi_comm(comm, &c)) != MPI_SUCCESS) {
         return rc;
+    }
+    if (c->win != MPI_WIN_NULL) {
+        uint32_t round;
+        int      peer;
+        /* No timeout: MPI_Barrier waits as long as it takes. */
+        if (rg_coll_flags_run(&c->flags, &c->plan, c->plan.nrounds, ++c->epoch, 0, &round,
+                              &peer) != RG_OK) {
+            return MPI_ERR_OTHER;
+        }
+        rg_pmpi.barriers++;
+        return MPI_SUCCESS;
     }
     for (r = 0; r < c->plan.nrounds; r++) {
         const rg_coll_round_t *rd = &c->plan.rounds[r];

@@ -17,22 +17,18 @@
 #include <stdint.h>
 
 #include "base/error.h"
+#include "coll/flags.h"
 #include "coll/sched.h"
 #include "proto/proto.h"
 
 #define RG_COLL_TAG_BARRIER (RG_PROTO_TAG_MAX - 1)
 
-/* The shared-memory engine (rg_coll_barrier_use_shm): each rank's inbox is
- * a row of cache lines, one per (round, sender) of its plan; a send is a
- * release store of the barrier's epoch into the peer's line, a receive a
- * spin on its own line until the epoch is there. */
+/* The shared-memory engine (rg_coll_barrier_use_shm): the flags of
+ * coll/flags.h in a POSIX shared segment that every rank maps. */
 typedef struct rg_coll_shm {
-    void              *seg;
-    size_t             seg_len;
-    uint64_t          *lines;      /* P * nrounds * maxin lines of 8 words */
-    uint32_t           nrounds, maxin;
-    uint32_t          *send_line;  /* per send of the plan: its line in the segment */
-    unsigned           spin;       /* polls of a line before sleeping on it */
+    void           *seg;
+    size_t          seg_len;
+    rg_coll_flags_t flags;
 } rg_coll_shm_t;
 
 typedef struct rg_coll_barrier {

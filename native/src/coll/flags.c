@@ -1,0 +1,184 @@
+/*
+ * railgauge: the shared-memory flag engine (coll/flags.h).
+ */
+#include "coll/flags.h"
+
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define RG__SPIN_POLLS 20000u   /* polls of a line before sleeping on it (CPUs to spare) */
+
+static size_t rg__line(const rg_coll_flags_t *f, int q, uint32_t r, uint32_t j)
+{
+    return (((size_t)q * f->nrounds + r) * f->maxin + j) * RG_COLL_FLAGS_LINE_WORDS;
+}
+
+static uint64_t rg__now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+rg_status_t rg_coll_flags_layout(rg_coll_flags_t *f, const rg_coll_plan_t *pl, rg_err_t *err)
+{
+    rg_coll_plan_t other;
+    rg_status_t    st = RG_OK;
+    uint32_t       r, i, j, k = 0, nsend = 0;
+    int            q, found;
+
+    memset(f, 0, sizeof(*f));
+    rg_coll_plan_init(&other);
+    for (q = 0; q < pl->P && st == RG_OK; q++) {
+        st = rg_coll_barrier_plan(&other, &pl->spec, pl->P, q, err);
+        for (r = 0; st == RG_OK && r < other.nrounds; r++) {
+            if (other.rounds[r].nrecv > f->maxin) {
+                f->maxin = other.rounds[r].nrecv;
+            }
+        }
+        if (st == RG_OK && other.nrounds > f->nrounds) {
+            f->nrounds = other.nrounds;
+        }
+    }
+    for (r = 0; r < pl->nrounds; r++) {
+        nsend += pl->rounds[r].nsend;
+    }
+    f->send_line = calloc(nsend ? nsend : 1, sizeof(*f->send_line));
+    if (st == RG_OK && f->send_line == NULL) {
+        st = rg_err_set(err, RG_ERR_NOMEM, "barrier: no memory for %u sends", nsend);
+    }
+    for (r = 0; st == RG_OK && r < pl->nrounds; r++) {
+        for (i = 0; st == RG_OK && i < pl->rounds[r].nsend; i++, k++) {
+            q  = pl->peers[pl->rounds[r].send_off + i];
+            st = rg_coll_barrier_plan(&other, &pl->spec, pl->P, q, err);
+            for (j = 0, found = 0; st == RG_OK && r < other.nrounds &&
+                                   j < other.rounds[r].nrecv; j++) {
+                if (other.peers[other.rounds[r].recv_off + j] == pl->rank) {
+                    f->send_line[k] = (uint32_t)(rg__line(f, q, r, j) / RG_COLL_FLAGS_LINE_WORDS);
+                    found           = 1;
+                    break;
+                }
+            }
+            if (st == RG_OK && !found) {
+                st = rg_err_set(err, RG_ERR_INVALID,
+                                "barrier: rank %d sends to rank %d in round %u, which does "
+                                "not receive from it", pl->rank, q, r);
+            }
+        }
+    }
+    rg_coll_plan_fini(&other);
+    if (st != RG_OK) {
+        rg_coll_flags_fini(f);
+        return st;
+    }
+    f->spin = RG__SPIN_POLLS;
+    return RG_OK;
+}
+
+size_t rg_coll_flags_bytes(const rg_coll_flags_t *f, int P)
+{
+    if (f->nrounds == 0) {
+        return 0;
+    }
+    return (size_t)P * f->nrounds * (f->maxin ? f->maxin : 1) * RG_COLL_FLAGS_LINE_WORDS *
+           sizeof(uint64_t);
+}
+
+void rg_coll_flags_attach(rg_coll_flags_t *f, void *seg, int P)
+{
+    f->lines = seg;
+    /* Ranks that outnumber the CPUs poll briefly: the awaited rank may be
+     * waiting for the very CPU a poller holds. */
+    f->spin = P > sysconf(_SC_NPROCESSORS_ONLN) ? 16 : RG__SPIN_POLLS;
+}
+
+void rg_coll_flags_fini(rg_coll_flags_t *f)
+{
+    free(f->send_line);
+    memset(f, 0, sizeof(*f));
+}
+
+/* A line: word 0 the epoch (its low 32 bits are the futex word, little
+ * endian), word 1 the number of sleepers. */
+static inline uint64_t rg__epoch(const uint64_t *line)
+{
+    return atomic_load_explicit((const _Atomic uint64_t *)line, memory_order_seq_cst);
+}
+
+/* Waits until the line holds epoch e: polls (spin polls, fewer where ranks
+ * share CPUs), then sleeps on the line with a futex (shared memory: the
+ * address is shared between processes), so that a rank that shares its CPU
+ * hands it to the one it waits for. The Dekker pair (sleeper: count, then
+ * check; sender: store, then look at the count; all sequentially
+ * consistent) ensures no wake-up is lost; the sleep is bounded anyway. The
+ * deadline is read off the clock only once a wait gets that far (a clock
+ * read per round was a tenth of a fast barrier). */
+static rg_status_t rg__wait(uint64_t *line, uint64_t e, unsigned spin, uint64_t timeout_ns,
+                            uint64_t *deadline_ns)
+{
+    struct timespec ts = {0, 2000000};  /* 2 ms: the deadline is checked between sleeps */
+    uint64_t        v;
+    unsigned        k = 0;
+
+    while ((v = rg__epoch(line)) < e) {
+        if (++k < spin) {
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#endif
+            continue;
+        }
+        if (timeout_ns != 0 && *deadline_ns == 0) {
+            *deadline_ns = rg__now_ns() + timeout_ns;
+        }
+        atomic_fetch_add_explicit((_Atomic uint64_t *)&line[1], 1, memory_order_seq_cst);
+        if ((v = rg__epoch(line)) < e) {
+            syscall(SYS_futex, (uint32_t *)line, FUTEX_WAIT, (uint32_t)v, &ts, NULL, 0);
+        }
+        atomic_fetch_sub_explicit((_Atomic uint64_t *)&line[1], 1, memory_order_seq_cst);
+        if (*deadline_ns != 0 && rg__now_ns() > *deadline_ns) {
+            return rg__epoch(line) >= e ? RG_OK : RG_ERR_TIMEOUT;
+        }
+    }
+    return RG_OK;
+}
+
+static inline void rg__post(uint64_t *line, uint64_t e)
+{
+    atomic_store_explicit((_Atomic uint64_t *)line, e, memory_order_seq_cst);
+    if (atomic_load_explicit((_Atomic uint64_t *)&line[1], memory_order_seq_cst) != 0) {
+        syscall(SYS_futex, (uint32_t *)line, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+    }
+}
+
+rg_status_t rg_coll_flags_run(const rg_coll_flags_t *f, const rg_coll_plan_t *pl,
+                              uint32_t rounds, uint64_t epoch, uint64_t timeout_ns,
+                              uint32_t *round, int *peer)
+{
+    uint64_t deadline;
+    uint32_t r, i, k = 0;
+
+    for (r = 0; r < rounds && r < pl->nrounds; r++) {
+        const rg_coll_round_t *rd = &pl->rounds[r];
+
+        deadline = 0;
+        for (i = 0; i < rd->nsend; i++, k++) {
+            rg__post(&f->lines[(size_t)f->send_line[k] * RG_COLL_FLAGS_LINE_WORDS], epoch);
+        }
+        for (i = 0; i < rd->nrecv; i++) {
+            if (rg__wait(&f->lines[rg__line(f, pl->rank, r, i)], epoch, f->spin, timeout_ns,
+                         &deadline) != RG_OK) {
+                *round = r;
+                *peer  = pl->peers[rd->recv_off + i];
+                return RG_ERR_TIMEOUT;
+            }
+        }
+    }
+    return RG_OK;
+}
