@@ -116,8 +116,8 @@ static inline uint64_t rg__epoch(const uint64_t *line)
  * share CPUs), then sleeps on the line with a futex (shared memory: the
  * address is shared between processes), so that a rank that shares its CPU
  * hands it to the one it waits for. The Dekker pair (sleeper: count, then
- * check; sender: store, then look at the count; all sequentially
- * consistent) ensures no wake-up is lost; the sleep is bounded anyway. The
+ * check, both sequentially consistent; sender: store, full fence, then look
+ * at the count) ensures no wake-up is lost; the sleep is bounded anyway. The
  * deadline is read off the clock only once a wait gets that far (a clock
  * read per round was a tenth of a fast barrier). */
 static rg_status_t rg__wait(uint64_t *line, uint64_t e, unsigned spin, uint64_t timeout_ns,
@@ -149,11 +149,27 @@ static rg_status_t rg__wait(uint64_t *line, uint64_t e, unsigned spin, uint64_t 
     return RG_OK;
 }
 
-static inline void rg__post(uint64_t *line, uint64_t e)
+/* A round's signals: every epoch stored first (release stores, which the
+ * CPU's store buffer sends to their lines in parallel), then one full fence,
+ * then each line's sleeper count looked at. The fence pairs with the
+ * sleeper's locked increment (Dekker, as above); one sequentially consistent
+ * store per line instead would wait for each line in turn. */
+static inline void rg__post_round(const rg_coll_flags_t *f, uint32_t k, uint32_t n,
+                                  uint64_t e)
 {
-    atomic_store_explicit((_Atomic uint64_t *)line, e, memory_order_seq_cst);
-    if (atomic_load_explicit((_Atomic uint64_t *)&line[1], memory_order_seq_cst) != 0) {
-        syscall(SYS_futex, (uint32_t *)line, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+    uint32_t i;
+
+    for (i = 0; i < n; i++) {
+        atomic_store_explicit(
+            (_Atomic uint64_t *)&f->lines[(size_t)f->send_line[k + i] * RG_COLL_FLAGS_LINE_WORDS],
+            e, memory_order_release);
+    }
+    atomic_thread_fence(memory_order_seq_cst);
+    for (i = 0; i < n; i++) {
+        uint64_t *line = &f->lines[(size_t)f->send_line[k + i] * RG_COLL_FLAGS_LINE_WORDS];
+        if (atomic_load_explicit((_Atomic uint64_t *)&line[1], memory_order_relaxed) != 0) {
+            syscall(SYS_futex, (uint32_t *)line, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+        }
     }
 }
 
@@ -168,8 +184,9 @@ rg_status_t rg_coll_flags_run(const rg_coll_flags_t *f, const rg_coll_plan_t *pl
         const rg_coll_round_t *rd = &pl->rounds[r];
 
         deadline = 0;
-        for (i = 0; i < rd->nsend; i++, k++) {
-            rg__post(&f->lines[(size_t)f->send_line[k] * RG_COLL_FLAGS_LINE_WORDS], epoch);
+        if (rd->nsend > 0) {
+            rg__post_round(f, k, rd->nsend, epoch);
+            k += rd->nsend;
         }
         for (i = 0; i < rd->nrecv; i++) {
             if (rg__wait(&f->lines[rg__line(f, pl->rank, r, i)], epoch, f->spin, timeout_ns,
