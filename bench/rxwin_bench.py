@@ -4,7 +4,11 @@ workload (alltoall, halo2d, halo3d, incast, mix) and transport, the run time and
 communication memory (mean over ranks of each rank's high-water mark) of a fixed window of
 512, of the adaptive scheme for W_max = 16 .. 4096 (W_init = 8), of the adaptive scheme with
 reclaiming, and of smaller fixed windows (to find the smallest fixed window that reaches the
-best time); then an RNR-timer sweep at a small W_max. RNR is on for every window.
+best time); then an RNR-timer sweep at a small W_max. RNR is on for every window. Then the
+same rows from the simulator at 1024 ranks (`railgauge-sim rxwin`, docs/sim.md): fixed:512,
+adaptive:8:W_max for W_max = 16 .. 4096, with reclaim, and the RNR-timer sweep at W_max = 16,
+under a fitted shm model (docs/data/barrier-16/model-loggp.json unless --sim-model or
+--sim-L/--sim-o/--sim-g are given; --no-sim leaves them out).
 
     python3 bench/rxwin_bench.py                          # 8 ranks, shm and tcp, 3 rounds
     python3 bench/rxwin_bench.py -n 16 --no-write --raw-dir DIR     # a machine with 16 cores
@@ -29,7 +33,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
 
-from railgauge.rxwin import RxwinError, eval_rxwin
+from railgauge.rxwin import RxwinError, eval_rxwin, sim_params, sim_rxwin
 from run_bench import BUILD, REPO, machine_facts, write_sections
 
 DOC = REPO / "docs" / "BENCHMARKS.md"
@@ -39,6 +43,8 @@ FIXED = ("fixed:8", "fixed:32", "fixed:128", "fixed:512")
 CONFIGS = (*FIXED, *ADAPTIVE, "adaptive:8:4096:reclaim")
 TIMERS = (0.01, 0.1, 1.0, 10.0)
 SWEEP_WINDOW = "adaptive:8:16"
+SIM_CONFIGS = ("fixed:512", *ADAPTIVE, "adaptive:8:4096:reclaim")
+SIM_MODEL = REPO / "docs" / "data" / "barrier-16" / "model-loggp.json"
 
 
 def log(msg: str) -> None:
@@ -74,6 +80,59 @@ def measure(args: argparse.Namespace, raw: Path, facts: dict[str, Any]) -> dict[
         rounds.append(row)
         (raw / "results.json").write_text(json.dumps(res, indent=1) + "\n")
     return res
+
+
+def simulate(args: argparse.Namespace) -> dict[str, Any]:
+    """The simulator's rows (deterministic: one run each)."""
+    flags = {"L": args.sim_L, "o": args.sim_o, "g": args.sim_g}
+    model = None if any(v is not None for v in flags.values()) else args.sim_model
+    params = sim_params(model, **flags)
+    rows: dict[str, Any] = {}
+    for p in PATTERNS:
+        for c in SIM_CONFIGS:
+            log(f"simulating {p} {c} on {args.sim_n} ranks")
+            rec = sim_rxwin(p, args.sim_n, c, params=params, rnr_timer_ms=args.timer,
+                            iters=args.sim_iters)
+            if not rec["verified"]:
+                raise RxwinError(f"simulated {p} {c}: not verified")
+            rows[f"{p} {c}"] = {"time_s": rec["time_s"], "mem": rec["mem_bytes"]["mean"],
+                                "mem_max": rec["mem_bytes"]["max"], "rnr": rec["rnr"],
+                                "limit_events": rec["limit_events"], "wall_s": rec["wall_s"]}
+    for tm in TIMERS:
+        rec = sim_rxwin("incast", args.sim_n, SWEEP_WINDOW, params=params, rnr_timer_ms=tm,
+                        iters=args.sim_iters)
+        rows[f"incast timer {tm:g}"] = {"time_s": rec["time_s"],
+                                        "mem": rec["mem_bytes"]["mean"],
+                                        "mem_max": rec["mem_bytes"]["max"], "rnr": rec["rnr"]}
+    return {"n": args.sim_n, "iters": args.sim_iters, "timer": args.timer,
+            "model": str(model) if model is not None else None,
+            "params": {k: v for k, v in flags.items() if v is not None}, "rows": rows}
+
+
+def sim_section(sim: dict[str, Any]) -> list[str]:
+    rows = sim["rows"]
+    src = f"the model {sim['model']}" if sim.get("model") else \
+        "LogGOPS " + ", ".join(f"{k} = {v:g}" for k, v in sim["params"].items())
+    lines = [f"### simulator, {sim['n']} ranks", "",
+             f"`railgauge-sim rxwin` under {src}: {sim['iters']} phases per workload, "
+             f"512-byte messages, RNR timer {sim['timer']:g} ms (deterministic, one run "
+             "each). Cells: memory (KiB, mean over ranks of the high-water mark) and time "
+             "relative to fixed:512.", "",
+             "| workload | " + " | ".join(SIM_CONFIGS) + " |",
+             "|---|" + "---:|" * len(SIM_CONFIGS)]
+    for p in PATTERNS:
+        base = rows[f"{p} fixed:512"]["time_s"]
+        cells = [f"{kib(rows[f'{p} {c}']['mem'])} KiB, {rows[f'{p} {c}']['time_s'] / base:.2f}"
+                 for c in SIM_CONFIGS]
+        lines.append(f"| {p} | " + " | ".join(cells) + " |")
+    lines += ["", f"Simulated RNR-timer sweep, incast, {SWEEP_WINDOW}:", "",
+              "| timer (ms) | time (s) | memory (KiB, mean) | memory (KiB, max) | RNR |",
+              "|---:|---:|---:|---:|---:|"]
+    for tm in TIMERS:
+        r = rows[f"incast timer {tm:g}"]
+        lines.append(f"| {tm:g} | {r['time_s']:.6f} | {kib(r['mem'])} | {kib(r['mem_max'])} "
+                     f"| {r['rnr']} |")
+    return [*lines, ""]
 
 
 def med(res: dict[str, Any], key: str, field: str) -> float:
@@ -159,6 +218,8 @@ def section(res: dict[str, Any], facts: dict[str, Any], name: str, command: str,
                          f"{kib(med(res, key, 'mem'))} | {kib(med(res, key, 'mem_max'))} | "
                          f"{med(res, key, 'rnr'):.0f} |")
         lines.append("")
+    if res.get("sim"):
+        lines += sim_section(res["sim"])
     lines += ["Cells: memory, and time relative to fixed:512 of the same workload.", "",
               f"Targets: adaptive:8:4096 uses at most 1/3 of fixed:512's memory: "
               f"{verdict(ok_mem)}; with run time within 2% of it: {verdict(ok_time)}; its "
@@ -184,6 +245,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--raw-dir", type=Path, default=None)
     ap.add_argument("--from", dest="from_dir", type=Path, default=None)
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--no-sim", action="store_true", help="leave out the simulator's rows")
+    ap.add_argument("--sim-n", type=int, default=1024, help="ranks to simulate")
+    ap.add_argument("--sim-iters", type=int, default=5, help="phases per simulated workload")
+    ap.add_argument("--sim-model", type=Path, default=SIM_MODEL,
+                    help="model-loggp.json for the simulator (default: the fitted shm model "
+                         "in docs/data/barrier-16)")
+    ap.add_argument("--sim-L", type=float, default=None, help="simulate with this L instead")
+    ap.add_argument("--sim-o", type=float, default=None, help="... and this o")
+    ap.add_argument("--sim-g", type=float, default=None, help="... and this g")
     args = ap.parse_args(argv)
     args.transports = [t for t in args.transports.split(",") if t]
     command = "python3 bench/rxwin_bench.py " + shlex.join(sys.argv[1:] if argv is None
@@ -202,6 +272,9 @@ def main(argv: list[str] | None = None) -> int:
         raw.mkdir(parents=True, exist_ok=True)
         try:
             res = measure(args, raw, facts)
+            if not args.no_sim:
+                res["sim"] = simulate(args)
+                (raw / "results.json").write_text(json.dumps(res, indent=1) + "\n")
         except RxwinError as exc:
             log(str(exc))
             return 1

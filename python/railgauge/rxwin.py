@@ -5,12 +5,15 @@ settings in the ranks' environment (``RG_PROTO_RXWIN``, ``RG_PROTO_RNR``,
 ``RG_PROTO_RNR_TIMER_MS``; docs/rxwin.md) and returns rank 0's JSON: run time,
 communication memory (min, mean, max over the ranks' high-water marks), limit
 events, receiver-not-ready replies, retries, messages, whether every payload
-passed its check, and each rank's figures.
+passed its check, and each rank's figures. ``sim_rxwin()`` runs the same workload in
+the simulator (``railgauge-sim rxwin``: the window, its limit events and RNR with the
+retry timer modelled under LogGOPS; docs/sim.md) and returns the same keys.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 import tempfile
 from dataclasses import dataclass
@@ -150,4 +153,102 @@ def eval_rxwin(pattern: str, nranks: int, window: str | Window, *, transport: st
         result["rnr_timer_ms"] = float(result["rnr_timer_ms"])
     elif rnr:
         result["rnr_timer_ms"] = float(result["runtime"].get("rnr_timer_ms", 1.0))
+    return result
+
+
+# ---- the simulator (railgauge-sim rxwin) ------------------------------------------------
+
+#: The runtime's eager limit per transport (RG_PROTO_EAGER_*): messages up to it use the
+#: window; the simulator counts each window buffer as header + this, as the runtime does.
+EAGER_LIMIT = {"shm": 16384, "tcp": 32768, "ofi:tcp": 16384, "ofi:shm": 16384,
+               "ofi:udp": 16384}
+SIM_MAX_RANKS = 4096
+LOGGOPS = ("L", "o", "g", "G", "O")
+
+
+def sim_params(model: Path | None = None, **flags: float | None) -> dict[str, Any]:
+    """The simulator's LogGOPS parameters: from a fitted `model-loggp.json` (piecewise by
+    message size), or from the flags ``L``, ``o``, ``g``, ``G``, ``O`` (us; us per byte),
+    the ones not given 0. One or the other; neither is an error (RxwinError, user)."""
+    from railgauge.sim import SimError, params_from_model
+
+    given = {k: v for k, v in flags.items() if v is not None}
+    unknown = set(given) - set(LOGGOPS)
+    if unknown:
+        raise RxwinError(f"unknown simulator parameter(s): {', '.join(sorted(unknown))}")
+    if model is not None:
+        if given:
+            raise RxwinError(f"--model replaces {', '.join('--' + k for k in given)}: give "
+                             "one or the other")
+        if not Path(model).is_file():
+            raise RxwinError(f"--model {model}: no such file")
+        try:
+            params = params_from_model(Path(model))
+        except SimError as exc:
+            raise RxwinError(f"--model {model}: {exc}") from None
+        if "ranges" not in params:
+            raise RxwinError(f"--model {model}: the receive-window simulation needs a LogGP "
+                             "model (model-loggp.json), not LoP")
+        return params
+    if not given:
+        raise RxwinError("--sim needs a model (--model model-loggp.json from `railgauge fit`) "
+                         "or LogGOPS parameters (--L, --o, --g, --G, --O)")
+    for k, v in given.items():
+        if not math.isfinite(v) or v < 0:
+            raise RxwinError(f"--{k} {v:g}: must be a number >= 0")
+    return {k: float(given.get(k, 0.0)) for k in LOGGOPS}
+
+
+def sim_rxwin(pattern: str, nranks: int, window: str | Window, *, params: dict[str, Any],
+              rnr_timer_ms: float | None = None, iters: int = 50, size: int = 512,
+              burst: int = 32, compute_us: float | None = None, limit: int | None = None,
+              eager_limit: int = EAGER_LIMIT["shm"], quiet_us: float | None = None,
+              per_rank: bool = False, tool: str | None = None,
+              timeout_s: float | None = None) -> dict[str, Any]:
+    """Simulates ``pattern`` on ``nranks`` ranks under the window (`railgauge-sim rxwin`,
+    docs/sim.md) and returns the same contract keys as ``eval_rxwin`` first (time_s is the
+    simulated makespan), then the run's details (``simulated``: True, ``makespan_us``,
+    ``events``, ``wall_s``, with ``per_rank`` each rank's figures).
+
+    Raises RxwinError: ``user`` for bad arguments, else for a failed simulation."""
+    from railgauge.native import NativeToolError, find_tool
+    from railgauge.sim import SimError, run_sim
+
+    if pattern not in PATTERNS:
+        raise RxwinError(f"--pattern {pattern!r}: unknown (known: {', '.join(PATTERNS)})")
+    if not 2 <= nranks <= SIM_MAX_RANKS:
+        raise RxwinError(f"-n {nranks}: the simulated workloads need 2 to {SIM_MAX_RANKS} "
+                         "ranks")
+    win = parse_window(window) if isinstance(window, str) else window
+    timer = 1.0 if rnr_timer_ms is None else float(rnr_timer_ms)
+    if not RNR_TIMER_MIN_MS <= timer <= RNR_TIMER_MAX_MS:
+        raise RxwinError(f"--rnr-timer-ms {timer:g}: must be {RNR_TIMER_MIN_MS} to "
+                         f"{RNR_TIMER_MAX_MS} ms (InfiniBand's RNR NAK timer range)")
+    if limit is not None and not 1 <= limit <= win.w_init:
+        raise RxwinError(f"--limit {limit}: must be 1 to W_init ({win.w_init}): a limit event "
+                         "fires when fewer buffers than the limit are posted")
+    if iters < 1 or burst < 1 or size < 24 or eager_limit < 0:
+        raise RxwinError("--iters and --burst must be >= 1, --size >= 24 bytes, "
+                         "--eager-limit >= 0")
+    try:
+        sim = tool or find_tool("railgauge-sim")
+    except NativeToolError as exc:
+        raise RxwinError(str(exc), user=False) from None
+    args = ["rxwin", "--pattern", pattern, "-n", str(nranks), "--window", str(win),
+            "--rnr-timer-ms", repr(timer), "--iters", str(iters), "--size", str(size),
+            "--burst", str(burst), "--eager-limit", str(eager_limit)]
+    if compute_us is not None:
+        args += ["--compute-us", repr(float(compute_us))]
+    if limit is not None:
+        args += ["--limit", str(limit)]
+    if quiet_us is not None:
+        args += ["--quiet-us", repr(float(quiet_us))]
+    try:
+        doc = run_sim(sim, args, params, per_rank=per_rank, timeout=timeout_s)
+    except SimError as exc:
+        raise RxwinError(str(exc), user=exc.user) from None
+    result: dict[str, Any] = {k: doc[k] for k in CONTRACT_KEYS}
+    result.update({"pattern": pattern, "ranks": nranks, "simulated": True,
+                   "window": str(win), "rnr_timer_ms": timer})
+    result.update({k: v for k, v in doc.items() if k not in result})
     return result

@@ -6,10 +6,12 @@ ranks with the native simulator (`railgauge-sim barrier`, whose schedules are th
 runtime runs: `native/src/coll/`), under the parameters of a fitted model
 (`model-loggp.json` from `railgauge fit`, per protocol range, or `model-lop.json` for LoP),
 and ranks them by predicted time. `barrier_curves` gives the predicted time against P for
-each candidate, for `plot_barrier_curves`."""
+each candidate, for `plot_barrier_curves`. `tune_rxwin` suggests the receive window's W_init,
+W_max and RNR timer for a workload from the simulator (`railgauge-sim rxwin`, issue 9)."""
 
 from __future__ import annotations
 
+import math
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -206,3 +208,134 @@ def plot_barrier_curves(curves: dict[str, list[tuple[int, float]]], out: Path, *
         fig.savefig(str(out))
     except (OSError, ValueError) as exc:
         raise TuneError(f"--plot {out}: {exc}", user=True) from None
+
+
+# ---- the receive window (issue 9) ---------------------------------------------------------
+
+#: The sweep of `tune rxwin`: the paper's W_init = 8 and two others, W_max from 16 to 4096
+#: (its figure 2), and RNR timers across InfiniBand's range (its figure 3).
+RXWIN_W_INITS: tuple[int, ...] = (1, 8, 32)
+RXWIN_W_MAXES: tuple[int, ...] = (16, 64, 256, 1024, 4096)
+RXWIN_TIMERS_MS: tuple[float, ...] = (0.01, 0.1, 1.0, 10.0)
+
+
+@dataclass
+class RxwinRow:
+    """One setting of the sweep and what the simulator predicts for it."""
+
+    w_init: int
+    w_max: int
+    rnr_timer_ms: float
+    time_s: float
+    mem_mean: float
+    mem_max: int
+    limit_events: int
+    rnr: int
+
+    @property
+    def window(self) -> str:
+        return f"adaptive:{self.w_init}:{self.w_max}"
+
+
+@dataclass
+class RxwinTuneResult:
+    """The suggestion: the least memory (mean over ranks of each rank's high-water mark)
+    among the settings whose time is within ``tolerance`` of the best; and every setting,
+    by memory."""
+
+    pattern: str
+    nranks: int
+    iters: int
+    model: str
+    tolerance: float
+    best_time_s: float
+    choice: RxwinRow
+    table: list[RxwinRow] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        c = self.choice
+        return {"w_init": c.w_init, "w_max": c.w_max, "rnr_timer_ms": c.rnr_timer_ms,
+                "window": c.window, "time_s": c.time_s, "mem_bytes_mean": c.mem_mean,
+                "best_time_s": self.best_time_s, "tolerance": self.tolerance,
+                "pattern": self.pattern, "ranks": self.nranks, "iters": self.iters,
+                "model": self.model,
+                "table": [dict(asdict(r), window=r.window) for r in self.table]}
+
+
+def tune_rxwin(pattern: str, model: Path, *, tool: str, nranks: int = 64, iters: int = 10,
+               w_inits: tuple[int, ...] = RXWIN_W_INITS,
+               w_maxes: tuple[int, ...] = RXWIN_W_MAXES,
+               timers_ms: tuple[float, ...] = RXWIN_TIMERS_MS, tolerance: float = 0.02,
+               eager_limit: int = 16384) -> RxwinTuneResult:
+    """Simulates ``pattern`` on ``nranks`` ranks for every adaptive window
+    ``adaptive:W_init:W_max`` (W_init <= W_max) and RNR timer of the sweep under ``model``
+    (a `model-loggp.json`) and suggests W_init, W_max and the timer: the least memory
+    whose simulated time is within ``tolerance`` (a fraction) of the best time.
+
+    Raises TuneError (``user`` for bad input)."""
+    from railgauge.rxwin import (
+        PATTERNS,
+        RNR_TIMER_MAX_MS,
+        RNR_TIMER_MIN_MS,
+        WINDOW_MAX,
+        RxwinError,
+        sim_params,
+        sim_rxwin,
+    )
+
+    if pattern not in PATTERNS:
+        raise TuneError(f"--pattern {pattern!r}: unknown (known: {', '.join(PATTERNS)})",
+                        user=True)
+    if not 2 <= nranks <= 4096:
+        raise TuneError(f"-n {nranks}: the simulated workloads need 2 to 4096 ranks",
+                        user=True)
+    if not 0 <= tolerance <= 10:
+        raise TuneError(f"--tolerance {tolerance:g}: must be 0 to 10 (a fraction of the best "
+                        "time)", user=True)
+    for w in (*w_inits, *w_maxes):
+        if not 1 <= w <= WINDOW_MAX:
+            raise TuneError(f"window size {w}: must be 1 to {WINDOW_MAX} buffers", user=True)
+    for tm in timers_ms:
+        if not RNR_TIMER_MIN_MS <= tm <= RNR_TIMER_MAX_MS:
+            raise TuneError(f"RNR timer {tm:g} ms: must be {RNR_TIMER_MIN_MS} to "
+                            f"{RNR_TIMER_MAX_MS} ms", user=True)
+    pairs = [(wi, wm) for wi in sorted(set(w_inits)) for wm in sorted(set(w_maxes))
+             if wi <= wm]
+    if not pairs:
+        raise TuneError(f"W_init {min(w_inits)} is above every W_max (largest "
+                        f"{max(w_maxes)}): no window to try", user=True)
+    if not timers_ms:
+        raise TuneError("no RNR timer to try", user=True)
+    try:
+        params = sim_params(model)
+    except RxwinError as exc:
+        raise TuneError(str(exc), user=True) from None
+    jobs = [(wi, wm, tm) for wi, wm in pairs for tm in sorted(set(timers_ms))]
+
+    def one(job: tuple[int, int, float]) -> RxwinRow:
+        wi, wm, tm = job
+        try:
+            doc = sim_rxwin(pattern, nranks, f"adaptive:{wi}:{wm}", params=params,
+                            rnr_timer_ms=tm, iters=iters, eager_limit=eager_limit, tool=tool)
+        except RxwinError as exc:
+            raise TuneError(f"simulating adaptive:{wi}:{wm} with a {tm:g} ms timer: {exc}",
+                            user=exc.user) from None
+        if doc["verified"] is not True:
+            raise TuneError(f"adaptive:{wi}:{wm}, timer {tm:g} ms: the simulator did not "
+                            "verify the messages", user=False)
+        return RxwinRow(wi, wm, tm, float(doc["time_s"]), float(doc["mem_bytes"]["mean"]),
+                        int(doc["mem_bytes"]["max"]), int(doc["limit_events"]),
+                        int(doc["rnr"]))
+
+    with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
+        rows = list(pool.map(one, jobs))
+    best = min(r.time_s for r in rows)
+    ok = [r for r in rows if r.time_s <= best * (1 + tolerance)]
+    # Least memory; ties: the smaller W_max, then fewer refusals, then the timer nearest
+    # the runtime's default of 1 ms (where no message was refused the timer made no
+    # difference here, and the default is the safe guess for the run).
+    choice = min(ok, key=lambda r: (r.mem_mean, r.w_max, r.rnr,
+                                    abs(math.log10(r.rnr_timer_ms)), r.w_init))
+    rows.sort(key=lambda r: (r.mem_mean, r.time_s, r.w_max, -r.rnr_timer_ms, r.w_init))
+    return RxwinTuneResult(pattern=pattern, nranks=nranks, iters=iters, model=str(model),
+                           tolerance=tolerance, best_time_s=best, choice=choice, table=rows)

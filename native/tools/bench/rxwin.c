@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "base/json.h"
+#include "base/grid.h"
 #include "base/timer.h"
 #include "bench.h"
 #include "proto/proto.h"
@@ -212,34 +213,6 @@ static int rg__rxb_neighbours(const rg__rxb_t *x, int nd, int *nb)
     return n;
 }
 
-/* The most nearly cubic factorisation of size into nd factors: each of
- * dims[nd-1] .. dims[1] the largest divisor f of what is left with f^(d+1)
- * not above it, dims[0] the rest. */
-static void rg__rxb_dims(int size, int nd, int *dims)
-{
-    int d, f, k, best, rest = size;
-    long p;
-
-    dims[0] = dims[1] = dims[2] = 1;
-    for (d = nd - 1; d >= 1; d--) {
-        best = 1;
-        for (f = 1;; f++) {
-            for (k = 0, p = 1; k <= d; k++) {
-                p *= f;
-            }
-            if (p > rest) {
-                break;
-            }
-            if (rest % f == 0) {
-                best = f;
-            }
-        }
-        dims[d] = best;
-        rest /= best;
-    }
-    dims[0] = rest;
-}
-
 static rg_status_t rg__rxb_phase(rg__rxb_t *x, int it, int kind)
 {
     int nb[6], others[1], n, i;
@@ -259,11 +232,11 @@ static rg_status_t rg__rxb_phase(rg__rxb_t *x, int it, int kind)
         free(all);
         return status;
     case RG__RXB_HALO2D:
-        rg__rxb_dims(x->size, 2, x->dims);
+        rg_grid_dims(x->size, 2, x->dims);
         n = rg__rxb_neighbours(x, 2, nb);
         return rg__rxb_exchange(x, it, kind, nb, n, nb, n, 1);
     case RG__RXB_HALO3D:
-        rg__rxb_dims(x->size, 3, x->dims);
+        rg_grid_dims(x->size, 3, x->dims);
         n = rg__rxb_neighbours(x, 3, nb);
         return rg__rxb_exchange(x, it, kind, nb, n, nb, n, 1);
     default: /* incast */

@@ -4,6 +4,7 @@
  *
  *   railgauge-sim goal FILE [params] [--calc-unit ns|us|ms|s] [--json] [--per-rank]
  *   railgauge-sim barrier --algorithm A [--n N] -P P [params] [--json] [--per-rank]
+ *   railgauge-sim rxwin --pattern P -n N [--window W] [--rnr-timer-ms T] [params] [--json]
  *   ... --trace FILE [--trace-max-ranks N]: every operation's time on each CPU and NIC
  *   as Chrome trace JSON (opens in Perfetto), for runs of at most N ranks (4096).
  *
@@ -25,6 +26,7 @@
 #include "base/json.h"
 #include "sim/barrier.h"
 #include "sim/goal.h"
+#include "sim/rxwin_work.h"
 #include "sim/sim.h"
 
 #define PER_RANK_DEFAULT_MAX 4096
@@ -34,6 +36,8 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: railgauge-sim goal FILE [options]\n"
             "       railgauge-sim barrier --algorithm A [--n N] -P P [options]\n"
+            "       railgauge-sim rxwin --pattern P -n N [--window W] [options]\n"
+            "         (railgauge-sim rxwin --help)\n"
             "         A: linear, binomial, recdbl, dissem (dissemination), nway (with\n"
             "         --n N, or nway:N); the schedules of coll/ (docs/coll.md)\n"
             "options:\n"
@@ -221,6 +225,377 @@ static int parse_double(const char *opt, const char *text, double *v)
     return 0;
 }
 
+/* ---- railgauge-sim rxwin --------------------------------------------------- */
+
+/* The parameter that option a (--L, --o, --g, --G, --O, --S) sets, or NULL. */
+static double *loggops_field(const char *a, rg_sim_params_t *prm)
+{
+    static const char *const names[] = {"--L", "--o", "--g", "--G", "--O", "--S"};
+    double *const            fields[] = {&prm->L, &prm->o, &prm->g, &prm->G, &prm->O, &prm->S};
+    size_t                   i;
+
+    for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        if (strcmp(a, names[i]) == 0) {
+            return fields[i];
+        }
+    }
+    return NULL;
+}
+
+/* --range TO_BYTES,L,o,g,G,O: one more protocol range into ranges (prm's
+ * table); 0, or 2 after saying what is wrong. */
+static int parse_range(const char *text, rg_sim_params_t *prm, rg_sim_range_t *ranges)
+{
+    rg_sim_range_t *r = &ranges[prm->nranges];
+    char           *end;
+
+    if (prm->nranges == RG_SIM_MAX_RANGES) {
+        fprintf(stderr, "railgauge-sim: error: more than %d --range\n", RG_SIM_MAX_RANGES);
+        return 2;
+    }
+    errno = 0;
+    r->to_bytes = strtod(text, &end);
+    if (*end++ != ',' || (r->L = strtod(end, &end), *end++ != ',') ||
+        (r->o = strtod(end, &end), *end++ != ',') ||
+        (r->g = strtod(end, &end), *end++ != ',') ||
+        (r->G = strtod(end, &end), *end++ != ',') ||
+        (r->O = strtod(end, &end), *end != '\0') || errno != 0) {
+        fprintf(stderr, "railgauge-sim: error: --range '%s': expected TO_BYTES,L,o,g,G,O\n",
+                text);
+        return 2;
+    }
+    prm->nranges++;
+    prm->ranges = ranges;
+    return 0;
+}
+
+static void rxwin_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: railgauge-sim rxwin --pattern P -n N [options]\n"
+            "  The workloads of `railgauge-bench rxwin` under the shared receive window\n"
+            "  (docs/rxwin.md, docs/sim.md): eager messages land in posted buffers of\n"
+            "  their receiver's window, or are refused (RNR) and sent again after the\n"
+            "  RNR timer.\n"
+            "  --pattern P            alltoall, halo2d, halo3d, incast, mix\n"
+            "  -n N                   ranks, 2 .. %d\n"
+            "  --window W             fixed:N or adaptive:W_init:W_max[:reclaim]\n"
+            "                         (default adaptive:8:4096)\n"
+            "  --rnr-timer-ms T       RNR retry timer, 0.01 .. 655.36 ms (default 1)\n"
+            "  --limit N              the first limit, 1 .. W_init (default W_init/2)\n"
+            "  --quiet-us US          reclaim's quiet period (default 100000)\n"
+            "  --eager-limit BYTES    larger messages bypass the window (default 16384,\n"
+            "                         the runtime's over shm)\n"
+            "  --iters N --size BYTES --burst K --compute-us US\n"
+            "                         as railgauge-bench rxwin (50, 512, 32; compute 0,\n"
+            "                         mix 200 with rank r computing US (1 + r %% 4) / 2)\n"
+            "  --L --o --g --G --O --S, --range TO,L,o,g,G,O   LogGOPS parameters\n"
+            "  --per-rank             each rank's figures in the JSON\n"
+            "  --json                 one JSON object on stdout\n",
+            RG_SIM_RXWIN_MAX_RANKS);
+}
+
+static int rxwin_number(const char *opt, const char *text, double lo, double hi, double *v)
+{
+    if (parse_double(opt, text, v) != 0) {
+        return -1;
+    }
+    if (!(*v >= lo && *v <= hi)) {
+        fprintf(stderr, "railgauge-sim: error: %s %s: must be %g to %g\n", opt, text, lo, hi);
+        return -1;
+    }
+    return 0;
+}
+
+static int rxwin_integer(const char *opt, const char *text, double lo, double hi, double *v)
+{
+    if (rxwin_number(opt, text, lo, hi, v) != 0) {
+        return -1;
+    }
+    if (*v != floor(*v)) {
+        fprintf(stderr, "railgauge-sim: error: %s %s: must be a whole number\n", opt, text);
+        return -1;
+    }
+    return 0;
+}
+
+static int rxwin_main(int argc, char **argv)
+{
+    rg_sim_params_t      prm = {.S = INFINITY};
+    rg_sim_range_t       ranges[RG_SIM_MAX_RANGES];
+    rg_sim_rxwork_spec_t spec = {.pattern = -1, .nranks = 0, .iters = 50, .burst = 32,
+                                 .size = 512, .compute_us = -1};
+    rg_sim_rxwork_t      work;
+    rg_sim_rxwin_t       win;
+    rg_sim_rxwin_rank_t *per = NULL;
+    rg_sim_sched_t       sched;
+    rg_sim_result_t      res;
+    rg_sim_trace_t       trace = {NULL, NULL, NULL, NULL};
+    progress_t           prog = {0, 0, 0};
+    rg_err_t             err;
+    rg_status_t          st;
+    const char          *window = "adaptive:8:4096";
+    double               v, timer_ms = 1.0, limit = 0, quiet_us = 100000, eager = 16384;
+    double               t0, wall;
+    int                  i, as_json = 0, per_rank = 0, progress = -1, scalar = 0, rc = 0;
+
+    rg_err_clear(&err);
+    for (i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        double     *dst = NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            rxwin_usage(stdout);
+            return 0;
+        }
+        if (!strcmp(a, "--json") || !strcmp(a, "--per-rank")) {
+            *(a[2] == 'j' ? &as_json : &per_rank) = 1;
+            continue;
+        }
+        if (!strcmp(a, "--progress") || !strcmp(a, "--no-progress")) {
+            progress = a[2] == 'p';
+            continue;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "railgauge-sim: error: %s needs a value\n", a);
+            return 2;
+        }
+        if (!strcmp(a, "--pattern")) {
+            spec.pattern = rg_sim_rxwork_pattern(argv[++i]);
+            if (spec.pattern < 0) {
+                fprintf(stderr, "railgauge-sim: error: --pattern '%s': unknown (known: "
+                        "alltoall, halo2d, halo3d, incast, mix)\n", argv[i]);
+                return 2;
+            }
+            continue;
+        }
+        if (!strcmp(a, "--window")) {
+            window = argv[++i];
+            continue;
+        }
+        if (!strcmp(a, "-n") || !strcmp(a, "--n")) {
+            if (rxwin_integer(a, argv[++i], 2, RG_SIM_RXWIN_MAX_RANKS, &v) != 0) {
+                return 2;
+            }
+            spec.nranks = (uint32_t)v;
+            continue;
+        }
+        if (!strcmp(a, "--iters") || !strcmp(a, "--burst")) {
+            if (rxwin_integer(a, argv[++i], 1, 1000000, &v) != 0) {
+                return 2;
+            }
+            *(a[2] == 'i' ? &spec.iters : &spec.burst) = (uint32_t)v;
+            continue;
+        }
+        if (!strcmp(a, "--size")) {
+            if (rxwin_integer(a, argv[++i], 24, (double)(1 << 26), &spec.size) != 0) {
+                return 2;
+            }
+            continue;
+        }
+        if (!strcmp(a, "--compute-us")) {
+            if (rxwin_number(a, argv[++i], 0, 1e7, &spec.compute_us) != 0) {
+                return 2;
+            }
+            continue;
+        }
+        if (!strcmp(a, "--rnr-timer-ms")) {
+            if (rxwin_number(a, argv[++i], 0.01, 655.36, &timer_ms) != 0) {
+                return 2;
+            }
+            continue;
+        }
+        if (!strcmp(a, "--limit")) {
+            if (rxwin_integer(a, argv[++i], 1, RG_SIM_RXWIN_MAX, &limit) != 0) {
+                return 2;
+            }
+            continue;
+        }
+        if (!strcmp(a, "--quiet-us")) {
+            if (rxwin_number(a, argv[++i], 1e-3, 1e12, &quiet_us) != 0) {
+                return 2;
+            }
+            continue;
+        }
+        if (!strcmp(a, "--eager-limit")) {
+            if (rxwin_integer(a, argv[++i], 0, (double)(1 << 30), &eager) != 0) {
+                return 2;
+            }
+            continue;
+        }
+        if (!strcmp(a, "--range")) {
+            if (parse_range(argv[++i], &prm, ranges) != 0) {
+                return 2;
+            }
+            continue;
+        }
+        if ((dst = loggops_field(a, &prm)) == NULL) {
+            fprintf(stderr, "railgauge-sim: error: rxwin: unknown option '%s'\n", a);
+            return 2;
+        }
+        if (parse_double(a, argv[++i], dst) != 0) {
+            return 2;
+        }
+        scalar |= dst != &prm.S;
+    }
+    if (spec.pattern < 0) {
+        fprintf(stderr, "railgauge-sim: error: rxwin: --pattern is missing (alltoall, halo2d, "
+                "halo3d, incast, mix)\n");
+        return 2;
+    }
+    if (spec.nranks == 0) {
+        fprintf(stderr, "railgauge-sim: error: rxwin: -n is missing (2 .. %d ranks)\n",
+                RG_SIM_RXWIN_MAX_RANKS);
+        return 2;
+    }
+    if (scalar && prm.nranges > 0) {
+        fprintf(stderr, "railgauge-sim: error: --range replaces --L --o --g --G --O: give one "
+                "or the other\n");
+        return 2;
+    }
+    if (rg_sim_rxwin_parse(window, &win, eager, &err) != RG_OK) {
+        fprintf(stderr, "railgauge-sim: error: %s\n", rg_err_message(&err));
+        return 2;
+    }
+    if (limit > 0) {
+        win.first_limit = (int)limit;
+    }
+    win.rnr_timer_us = timer_ms * 1e3;
+    win.quiet_us = quiet_us;
+    prm.rxwin = &win;
+    if (rg_sim_params_check(&prm, &err) != RG_OK || rg_sim_rxwin_check(&win, &err) != RG_OK) {
+        fprintf(stderr, "railgauge-sim: error: %s\n", rg_err_message(&err));
+        return 2;
+    }
+    if (progress < 0) {
+        progress = isatty(STDERR_FILENO);
+    }
+    if (progress) {
+        trace.progress = progress_cb;
+        trace.progress_arg = &prog;
+    }
+    t0 = now_s();
+    prog.t0 = prog.last = t0;
+    if ((st = rg_sim_rxwork_build(&work, &sched, &spec, &err)) != RG_OK) {
+        fprintf(stderr, "railgauge-sim: error: %s\n", rg_err_message(&err));
+        return st == RG_ERR_NOMEM ? 1 : 2;
+    }
+    per = calloc(spec.nranks, sizeof(*per));
+    if (per == NULL) {
+        fprintf(stderr, "railgauge-sim: error: out of memory for %u ranks\n", spec.nranks);
+        rg_sim_rxwork_fini(&work);
+        return 1;
+    }
+    win.per_rank = per;
+    st = rg_sim_run_traced(&sched, &prm, &trace, &res, stderr, &err);
+    progress_end(&prog);
+    wall = now_s() - t0;
+    if (st != RG_OK) {
+        fprintf(stderr, "railgauge-sim: error: %s\n", rg_err_message(&err));
+        free(per);
+        rg_sim_rxwork_fini(&work);
+        return st == RG_ERR_NOMEM || st == RG_ERR_IO ? 1 : 2;
+    }
+    if (as_json) {
+        size_t    cap = 4096 + (per_rank ? (size_t)spec.nranks * 512 : 0);
+        char     *buf = malloc(cap);
+        rg_json_t js;
+        if (buf == NULL) {
+            fprintf(stderr, "railgauge-sim: error: out of memory for the output\n");
+            rc = 1;
+        } else {
+            rg_json_init(&js, buf, cap);
+            rg_json_object_begin(&js);
+            rg_json_kv_double(&js, "time_s", res.makespan * 1e-6);
+            rg_json_key(&js, "mem_bytes");
+            rg_json_object_begin(&js);
+            rg_json_kv_uint(&js, "min", res.rx.mem_min);
+            rg_json_kv_double(&js, "mean", res.rx.mem_mean);
+            rg_json_kv_uint(&js, "max", res.rx.mem_max);
+            rg_json_object_end(&js);
+            rg_json_kv_uint(&js, "limit_events", res.rx.limit_events);
+            rg_json_kv_uint(&js, "rnr", res.rx.rnr);
+            rg_json_kv_uint(&js, "retries", res.rx.retries);
+            rg_json_kv_uint(&js, "messages", res.rx.messages);
+            rg_json_kv_bool(&js, "verified", res.rx.verified);
+            rg_json_kv_string(&js, "pattern", rg_sim_rxwork_pattern_name(spec.pattern));
+            rg_json_kv_uint(&js, "ranks", spec.nranks);
+            rg_json_kv_uint(&js, "iters", spec.iters);
+            rg_json_kv_double(&js, "size", spec.size);
+            rg_json_kv_uint(&js, "burst", spec.burst);
+            rg_json_kv_double(&js, "compute_us", work.spec.compute_us);
+            rg_json_kv_string(&js, "window", window);
+            rg_json_kv_double(&js, "rnr_timer_ms", timer_ms);
+            rg_json_kv_int(&js, "limit", win.first_limit);
+            rg_json_kv_double(&js, "quiet_us", win.quiet_us);
+            rg_json_kv_double(&js, "eager_limit", win.eager_limit);
+            rg_json_kv_uint(&js, "pool_buf_bytes", win.buf_bytes);
+            rg_json_kv_double(&js, "makespan_us", res.makespan);
+            rg_json_kv_uint(&js, "delivered", res.rx.delivered);
+            rg_json_kv_uint(&js, "out_of_order", res.rx.out_of_order);
+            rg_json_kv_uint(&js, "duplicates", res.rx.duplicates);
+            rg_json_kv_uint(&js, "shrinks", res.rx.shrinks);
+            rg_json_kv_uint(&js, "events", res.events);
+            rg_json_kv_double(&js, "wall_s", wall);
+            if (per_rank) {
+                uint32_t r;
+                rg_json_key(&js, "per_rank");
+                rg_json_array_begin(&js);
+                for (r = 0; r < spec.nranks; r++) {
+                    const rg_sim_rxwin_rank_t *x = &per[r];
+                    rg_json_object_begin(&js);
+                    rg_json_kv_uint(&js, "rank", r);
+                    rg_json_kv_uint(&js, "mem_high_water", x->high_water);
+                    rg_json_kv_uint(&js, "mem_pool", x->pool);
+                    rg_json_kv_uint(&js, "mem_unexpected", x->unexpected);
+                    rg_json_kv_uint(&js, "mem_control", x->control);
+                    rg_json_kv_int(&js, "window", x->window);
+                    rg_json_kv_int(&js, "window_peak", x->window_peak);
+                    rg_json_kv_uint(&js, "limit_events", x->limit_events);
+                    rg_json_kv_uint(&js, "rnr_sent", x->rnr_sent);
+                    rg_json_kv_uint(&js, "rnr_recv", x->rnr_recv);
+                    rg_json_kv_uint(&js, "retries", x->retries);
+                    rg_json_kv_uint(&js, "shrinks", x->shrinks);
+                    rg_json_kv_uint(&js, "sent", x->sent);
+                    rg_json_kv_uint(&js, "received", x->received);
+                    rg_json_kv_uint(&js, "parked", x->parked);
+                    rg_json_kv_double(&js, "finish_us", res.finish[r]);
+                    rg_json_object_end(&js);
+                }
+                rg_json_array_end(&js);
+            }
+            rg_json_object_end(&js);
+            if (rg_json_write_line(&js, stdout, &err) != RG_OK) {
+                fprintf(stderr, "railgauge-sim: error: %s\n", rg_err_message(&err));
+                rc = 1;
+            }
+            free(buf);
+        }
+    } else {
+        printf("%s on %u ranks, window %s, RNR timer %g ms\n"
+               "time       %.9f s\nmemory     min %llu  mean %.0f  max %llu bytes\n"
+               "limit events %llu  rnr %llu  retries %llu  messages %llu  %s\n"
+               "events     %llu\nwall       %.3f s\n",
+               rg_sim_rxwork_pattern_name(spec.pattern), spec.nranks, window, timer_ms,
+               res.makespan * 1e-6, (unsigned long long)res.rx.mem_min, res.rx.mem_mean,
+               (unsigned long long)res.rx.mem_max, (unsigned long long)res.rx.limit_events,
+               (unsigned long long)res.rx.rnr, (unsigned long long)res.rx.retries,
+               (unsigned long long)res.rx.messages,
+               res.rx.verified ? "verified" : "NOT verified", (unsigned long long)res.events,
+               wall);
+    }
+    if (rc == 0 && !res.rx.verified) {
+        fprintf(stderr, "railgauge-sim: error: rxwin: %llu of %llu messages delivered, %llu "
+                "out of order, %llu twice\n", (unsigned long long)res.rx.delivered,
+                (unsigned long long)res.rx.messages, (unsigned long long)res.rx.out_of_order,
+                (unsigned long long)res.rx.duplicates);
+        rc = 1;
+    }
+    rg_sim_result_free(&res);
+    free(per);
+    rg_sim_rxwork_fini(&work);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     rg_sim_params_t prm = {.S = INFINITY};
@@ -248,8 +623,12 @@ int main(int argc, char **argv)
         return argc < 2 ? 2 : 0;
     }
     mode = argv[1];
+    if (!strcmp(mode, "rxwin")) {
+        return rxwin_main(argc, argv);
+    }
     if (strcmp(mode, "goal") != 0 && strcmp(mode, "barrier") != 0) {
-        fprintf(stderr, "railgauge-sim: error: unknown command '%s' (goal, barrier)\n", mode);
+        fprintf(stderr, "railgauge-sim: error: unknown command '%s' (goal, barrier, rxwin)\n",
+                mode);
         return 2;
     }
     for (i = 2; i < argc; i++) {
@@ -287,42 +666,14 @@ int main(int argc, char **argv)
             fprintf(stderr, "railgauge-sim: error: %s needs a value\n", a);
             return 2;
         }
-        if (!strcmp(a, "--L")) {
-            dst = &prm.L;
-        } else if (!strcmp(a, "--o")) {
-            dst = &prm.o;
-        } else if (!strcmp(a, "--g")) {
-            dst = &prm.g;
-        } else if (!strcmp(a, "--G")) {
-            dst = &prm.G;
-        } else if (!strcmp(a, "--O")) {
-            dst = &prm.O;
-        } else if (!strcmp(a, "--S")) {
-            dst = &prm.S;
+        if (loggops_field(a, &prm) != NULL) {
+            dst = loggops_field(a, &prm);
         } else if (!strcmp(a, "-P") || !strcmp(a, "--P")) {
             dst = &P;
         } else if (!strcmp(a, "--range")) {
-            rg_sim_range_t *r = &ranges[prm.nranges];
-            char           *end;
-            const char     *text = argv[++i];
-            if (prm.nranges == RG_SIM_MAX_RANGES) {
-                fprintf(stderr, "railgauge-sim: error: more than %d --range\n",
-                        RG_SIM_MAX_RANGES);
+            if (parse_range(argv[++i], &prm, ranges) != 0) {
                 return 2;
             }
-            errno = 0;
-            r->to_bytes = strtod(text, &end);
-            if (*end++ != ',' || (r->L = strtod(end, &end), *end++ != ',') ||
-                (r->o = strtod(end, &end), *end++ != ',') ||
-                (r->g = strtod(end, &end), *end++ != ',') ||
-                (r->G = strtod(end, &end), *end++ != ',') ||
-                (r->O = strtod(end, &end), *end != '\0') || errno != 0) {
-                fprintf(stderr, "railgauge-sim: error: --range '%s': expected "
-                        "TO_BYTES,L,o,g,G,O\n", text);
-                return 2;
-            }
-            prm.nranges++;
-            prm.ranges = ranges;
             continue;
         } else if (!strcmp(a, "--lop-rtt") || !strcmp(a, "--lop-os")) {
             int is_rtt = a[6] == 'r';

@@ -68,3 +68,87 @@ def barrier(P: int, model: Path, max_n: int, plot: Path | None, as_json: bool) -
     if plot is not None:
         term.result(f"plot: {plot}")
     return 0
+
+
+def _int_list(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[int, ...]:
+    if value is None:
+        return ()
+    try:
+        return tuple(int(v) for v in value.split(",") if v.strip())
+    except ValueError:
+        raise click.BadParameter(f"{value!r}: a comma-separated list of buffer counts",
+                                 ctx=ctx, param=param) from None
+
+
+def _float_list(ctx: click.Context, param: click.Parameter,
+                value: str | None) -> tuple[float, ...]:
+    if value is None:
+        return ()
+    try:
+        return tuple(float(v) for v in value.split(",") if v.strip())
+    except ValueError:
+        raise click.BadParameter(f"{value!r}: a comma-separated list of milliseconds",
+                                 ctx=ctx, param=param) from None
+
+
+@tune.command("rxwin")
+@click.option("--model", "model", type=click.Path(dir_okay=False, path_type=Path),
+              required=True, help="model-loggp.json from `railgauge fit`.")
+@click.option("--pattern", required=True,
+              type=click.Choice(("alltoall", "halo2d", "halo3d", "incast", "mix")),
+              help="The workload (as `railgauge rxwin eval`).")
+@click.option("-n", "nranks", type=click.IntRange(2, 4096), default=64, show_default=True,
+              help="Number of ranks to simulate.")
+@click.option("--iters", type=click.IntRange(1, 1000000), default=10, show_default=True,
+              help="Phases of the workload per simulation.")
+@click.option("--w-init", "w_inits", callback=_int_list, default="1,8,32", show_default=True,
+              help="W_init values to try (comma-separated).")
+@click.option("--w-max", "w_maxes", callback=_int_list, default="16,64,256,1024,4096",
+              show_default=True, help="W_max values to try (comma-separated).")
+@click.option("--rnr-timer-ms", "timers", callback=_float_list, default="0.01,0.1,1,10",
+              show_default=True, help="RNR timers to try, ms (comma-separated).")
+@click.option("--tolerance", type=float, default=0.02, show_default=True,
+              help="Settings within this fraction of the best time count as fast.")
+@click.option("--eager-limit", type=click.IntRange(0, 1 << 30), default=16384,
+              show_default=True, help="Messages up to this many bytes use the window.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print {w_init, w_max, rnr_timer_ms, window, time_s, mem_bytes_mean, "
+                   "table, ...} as JSON.")
+def rxwin(model: Path, pattern: str, nranks: int, iters: int, w_inits: tuple[int, ...],
+          w_maxes: tuple[int, ...], timers: tuple[float, ...], tolerance: float,
+          eager_limit: int, as_json: bool) -> int:
+    """Which receive window (W_init, W_max) and RNR timer for a workload: the least memory
+    within the tolerance of the best simulated time."""
+    from railgauge.native import NativeToolError, find_tool
+    from railgauge.tune import TuneError, tune_rxwin
+
+    term = Terminal()
+    try:
+        tool = find_tool("railgauge-sim")
+        res = tune_rxwin(pattern, model, tool=tool, nranks=nranks, iters=iters,
+                         w_inits=w_inits, w_maxes=w_maxes, timers_ms=timers,
+                         tolerance=tolerance, eager_limit=eager_limit)
+    except NativeToolError as exc:
+        raise FailError(str(exc)) from None
+    except TuneError as exc:
+        if exc.user:
+            raise UserError(str(exc)) from None
+        raise FailError(str(exc)) from None
+    if as_json:
+        term.result(json.dumps(res.to_json()))
+        return 0
+    term.result(f"receive window for {pattern} on {nranks} ranks ({iters} phases), model "
+                f"{model}; best time {res.best_time_s * 1e3:.4f} ms, tolerance "
+                f"{res.tolerance:.0%}:")
+    term.result(f"  {'window':<22s} {'timer ms':>9s} {'time ms':>10s} {'rel':>6s} "
+                f"{'mem KiB mean':>13s} {'max':>9s} {'limits':>7s} {'rnr':>8s}")
+    for r in res.table:
+        mark = " <- choice" if r is res.choice else ""
+        term.result(f"  {r.window:<22s} {r.rnr_timer_ms:>9g} {r.time_s * 1e3:>10.4f} "
+                    f"{r.time_s / res.best_time_s:>6.3f} {r.mem_mean / 1024:>13.1f} "
+                    f"{r.mem_max / 1024:>9.0f} {r.limit_events:>7d} {r.rnr:>8d}{mark}")
+    c = res.choice
+    term.result(f"choice: RG_PROTO_RXWIN={c.window} RG_PROTO_RNR=1 "
+                f"RG_PROTO_RNR_TIMER_MS={c.rnr_timer_ms:g} ({c.time_s * 1e3:.4f} ms, "
+                f"{c.mem_mean / 1024:.1f} KiB per rank)")
+    return 0
