@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
 
 from railgauge.rxwin import RxwinError, eval_rxwin, sim_params, sim_rxwin
-from run_bench import BUILD, REPO, machine_facts, write_sections
+from run_bench import BUILD, REPO, emit_section, machine_facts
 
 DOC = REPO / "docs" / "BENCHMARKS.md"
 PATTERNS = ("alltoall", "halo2d", "halo3d", "incast", "mix")
@@ -254,12 +254,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sim-L", type=float, default=None, help="simulate with this L instead")
     ap.add_argument("--sim-o", type=float, default=None, help="... and this o")
     ap.add_argument("--sim-g", type=float, default=None, help="... and this g")
+    ap.add_argument("--add-sim", action="store_true",
+                    help="with --from: simulate here and store the rows in its results.json "
+                         "(a machine lent for the real runs need not spend its time on them)")
     args = ap.parse_args(argv)
     args.transports = [t for t in args.transports.split(",") if t]
     command = "python3 bench/rxwin_bench.py " + shlex.join(sys.argv[1:] if argv is None
                                                             else argv)
     if args.from_dir is not None:
         res = json.loads((args.from_dir / "results.json").read_text())
+        if args.add_sim:
+            try:
+                res["sim"] = simulate(args)
+            except RxwinError as exc:
+                log(str(exc))
+                return 1
+            (args.from_dir / "results.json").write_text(json.dumps(res, indent=1) + "\n")
         facts = res["facts"]
         facts["how"] = f"Measured with `{facts.pop('command', '?')}`; analysed with"
         name = args.section or "rxwin-from"
@@ -286,11 +296,7 @@ def main(argv: list[str] | None = None) -> int:
         plot(res, REPO / "docs" / png_name)
         png = png_name
     md = section(res, facts, name, command.strip(), png)
-    if args.no_write:
-        print(md)
-    else:
-        write_sections(DOC, {name: md})
-        log(f"wrote section {name} of {DOC}")
+    emit_section(DOC, name, md, args.no_write, log)
     return 0
 
 
