@@ -318,3 +318,18 @@ def test_cli_tune_rxwin_json_and_table(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "W_init 64 is above every W_max" in bad.stderr
     missing = cli("tune", "rxwin", "--model", str(tmp_path / "no.json"), "--pattern", "mix")
     assert missing.returncode == 2 and "no such file" in missing.stderr
+
+
+def test_incast_events_grow_with_the_messages_not_their_square() -> None:
+    """A thousand messages at one receiving NIC at once wait in one queue, served as the
+    NIC frees (one event per service), not by every waiter trying again each time the
+    NIC frees: the events per message stay flat from 64 to 512 senders (with every
+    waiter trying again they grew with the senders: about 950 a message at 64 here)."""
+    per_msg = []
+    for n in (64, 512):
+        d = sim_json("--pattern", "incast", "-n", str(n), "--window", "fixed:512",
+                     "--iters", "2", "--L", "5", "--o", "1", "--g", "0.5")
+        assert d["verified"] is True
+        per_msg.append(d["events"] / d["messages"])
+    assert per_msg[1] < 1.5 * per_msg[0], per_msg
+    assert per_msg[1] < 20, per_msg

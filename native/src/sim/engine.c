@@ -21,7 +21,7 @@ enum { EV_READY = 0, EV_ARRIVE = 1 };
  * these instead of EV_ARRIVE; the type's bits above the low three carry the
  * message's sequence number within its (sender, receiver) pair. Runs without
  * the window never see them. */
-enum { EV_RX_ARRIVE = 2, EV_RX_HANDLE = 3, EV_RX_RETRY = 4, EV_RX_ACK = 5 };
+enum { EV_RX_ARRIVE = 2, EV_RX_HANDLE = 3, EV_RX_RETRY = 4, EV_RX_ACK = 5, EV_RX_NIC = 6 };
 #define RX_TYPE_BITS 3u
 #define RX_SEQ_MAX   (UINT32_MAX >> RX_TYPE_BITS)
 /* The window model's entry points stay out of line: runs without it must
@@ -58,6 +58,21 @@ typedef struct rxnode {
     int32_t  tag;
     uint32_t gov;    /* the message uses the window */
 } rxnode_t;
+
+/* Arrivals waiting for a busy receiving NIC, a min-heap by event sequence
+ * number: served one at a time as the NIC frees, smallest number first,
+ * which is the order in which their events, each put back at the NIC's free
+ * time, would have won it; but one event per service instead of one per
+ * waiter and service (an incast of k messages cost k^2/2 events). */
+typedef struct rxwait {
+    uint64_t seq;
+    uint32_t op, type;
+} rxwait_t;
+
+typedef struct rxnicq {
+    rxwait_t *h;
+    uint32_t  n, cap;
+} rxnicq_t;
 
 /* A rank's window (the runtime's rg_rxwin_t, proto/rxwin.c) and accounts. */
 typedef struct rxrank {
@@ -118,6 +133,7 @@ typedef struct eng {
     uint32_t  rn_free;
     uint32_t *sseq, *rseq, *last;
     uint8_t  *dlv;                  /* per op: delivered (a bitmap) */
+    rxnicq_t *nicq;                 /* per receiving NIC (rank * nnics + nic) */
     uint64_t  rx_msgs, rx_delivered, rx_ooo, rx_dup;
     char      rx_fail[200];         /* bad input found while running */
 } eng_t;
@@ -984,23 +1000,105 @@ static void rx_deliver(eng_t *e, uint32_t n, uint32_t d, double t, double ack_t)
     rl_append(e, rq_list(e, d, src, 1), n);
 }
 
-/* A message reaches its receiver's NIC at t: once the NIC's receive side is
- * free it lands in a posted buffer (taken in posting order) and waits for the
- * CPU, or, with none posted, is refused: the NAK flies back (L) and the
- * sender retries after the RNR timer. */
+static void rx_land(eng_t *e, uint32_t op, uint32_t type, double t);
+
+static int nicq_push(eng_t *e, rxnicq_t *q, uint64_t seq, uint32_t op, uint32_t type)
+{
+    uint32_t i;
+
+    if (q->n == q->cap) {
+        uint32_t  nc = q->cap ? q->cap * 2 : 16;
+        rxwait_t *nh = nc > q->cap ? realloc(q->h, (size_t)nc * sizeof(*nh)) : NULL;
+        if (nh == NULL) {
+            e->nomem = 1;
+            return -1;
+        }
+        q->h = nh;
+        q->cap = nc;
+    }
+    for (i = q->n++; i > 0 && seq < q->h[(i - 1) / 2].seq; i = (i - 1) / 2) {
+        q->h[i] = q->h[(i - 1) / 2];
+    }
+    q->h[i] = (rxwait_t){seq, op, type};
+    return 0;
+}
+
+static rxwait_t nicq_pop(rxnicq_t *q)
+{
+    rxwait_t top = q->h[0], last = q->h[--q->n];
+    uint32_t i = 0, c;
+
+    while ((c = 2 * i + 1) < q->n) {
+        if (c + 1 < q->n && q->h[c + 1].seq < q->h[c].seq) {
+            c++;
+        }
+        if (!(q->h[c].seq < last.seq)) {
+            break;
+        }
+        q->h[i] = q->h[c];
+        i = c;
+    }
+    if (q->n > 0) {
+        q->h[i] = last;
+    }
+    return top;
+}
+
+/* A message reaches its receiver's NIC at t: it takes the NIC if the NIC is
+ * free and nothing waits for it, else it waits (rxnicq_t). */
 static void rx_arrive(eng_t *e, const ev_t *ev)
 {
     const rg_sim_op_t m = rg_sim_op_get(e->s, ev->op);
+    size_t            nic = (size_t)(uint32_t)m.peer * e->s->nnics + m.nic;
+    rxnicq_t         *q = &e->nicq[nic];
+
+    if (e->nic_r[nic] > ev->t || q->n > 0) {
+        int newmin = q->n == 0 || ev->seq < q->h[0].seq;
+        if (nicq_push(e, q, ev->seq, ev->op, ev->type) != 0) {
+            return;
+        }
+        if (newmin) {
+            /* The service event carries the smallest waiting number: at the
+             * NIC's free time it is ordered among other events as that
+             * waiter's own event would be. */
+            ev_push(e, e->nic_r[nic] > ev->t ? e->nic_r[nic] : ev->t, ev->seq, (uint32_t)nic,
+                    EV_RX_NIC);
+        }
+        return;
+    }
+    rx_land(e, ev->op, ev->type, ev->t);
+}
+
+/* The receiving NIC `nic` may be free at t: it serves its first waiter. */
+static void rx_nic(eng_t *e, const ev_t *ev)
+{
+    rxnicq_t *q = &e->nicq[ev->op];
+    rxwait_t  w;
+
+    if (q->n == 0 || e->nic_r[ev->op] > ev->t) {
+        return; /* served already by another service event at this time */
+    }
+    w = nicq_pop(q);
+    rx_land(e, w.op, w.type, ev->t);
+    if (q->n > 0) {
+        ev_push(e, e->nic_r[ev->op] > ev->t ? e->nic_r[ev->op] : ev->t, q->h[0].seq, ev->op,
+                EV_RX_NIC);
+    }
+}
+
+/* Message op (event type `type`) takes its receiver's NIC at t: once it is
+ * through the NIC it lands in a posted buffer (taken in posting order) and
+ * waits for the CPU, or, with none posted, is refused: the NAK flies back (L)
+ * and the sender retries after the RNR timer. */
+static void rx_land(eng_t *e, uint32_t op, uint32_t type, double t)
+{
+    const rg_sim_op_t m = rg_sim_op_get(e->s, op);
     uint32_t          d = (uint32_t)m.peer, n;
     size_t            c, nic = (size_t)d * e->s->nnics + m.nic;
     const rg_sim_range_t *r;
-    double            t = ev->t, when;
+    double            when;
     int               gov = rx_governed(e, &m);
 
-    if (e->nic_r[nic] > t) {
-        ev_push(e, e->nic_r[nic], ev->seq, ev->op, ev->type);
-        return;
-    }
     r = prm(e, m.amount);
     e->nic_r[nic] = t + r->g + per_byte(m.amount) * r->G;
     if (e->trace != NULL && e->trace->span != NULL) {
@@ -1010,8 +1108,8 @@ static void rx_arrive(eng_t *e, const ev_t *ev)
     if (n == NIL) {
         return;
     }
-    e->rn[n].op = ev->op;
-    e->rn[n].seq = ev->type >> RX_TYPE_BITS;
+    e->rn[n].op = op;
+    e->rn[n].seq = type >> RX_TYPE_BITS;
     e->rn[n].src = m.rank;
     e->rn[n].tag = m.tag;
     e->rn[n].gov = (uint32_t)gov;
@@ -1155,6 +1253,9 @@ static RX_HOT void rx_event(eng_t *e, const ev_t *ev)
     case EV_RX_RETRY:
         rx_retry(e, ev);
         break;
+    case EV_RX_NIC:
+        rx_nic(e, ev);
+        break;
     default:
         rx_ack(e, ev);
         break;
@@ -1203,8 +1304,9 @@ static rg_status_t rx_setup(eng_t *e, rg_err_t *err)
     e->rseq = calloc(pairs ? pairs : 1, sizeof(uint32_t));
     e->last = malloc(pairs * sizeof(uint32_t) + 1);
     e->dlv = calloc(s->nops / 8 + 1, 1);
+    e->nicq = calloc(n * s->nnics + 1, sizeof(*e->nicq));
     if (!e->rr || !e->rq || !e->land || !e->retry || !e->sseq || !e->rseq || !e->last ||
-        !e->dlv) {
+        !e->dlv || !e->nicq) {
         return rg_err_set(err, RG_ERR_NOMEM, "the receive-window model: out of memory for %zu "
                           "ranks", n);
     }
@@ -1511,6 +1613,21 @@ rg_status_t rg_sim_run_traced(rg_sim_sched_t *s, const rg_sim_params_t *p,
     while (e.q.count > 0 && !e.nomem && !e.q.nomem) {
         rg_simq_ev_t qe;
         ev_t         ev;
+        if (s->gen == RG_SIM_GEN_NONE) {
+            /* A stored schedule's operations are visited in time order, not in
+             * the order they are stored: fetch what the events a few places
+             * ahead will read (their records, dependents lists and
+             * counters), so that their cache misses overlap this one's. */
+            uint32_t far = rg_simq_ahead(&e.q, 6), near = rg_simq_ahead(&e.q, 3);
+            if (far != UINT32_MAX) {
+                __builtin_prefetch(&s->ops[far]);
+                __builtin_prefetch(&s->dep_off[far]);
+                __builtin_prefetch(&e.state[far]);
+            }
+            if (near != UINT32_MAX) {
+                __builtin_prefetch(&s->deps[s->dep_off[near]]);
+            }
+        }
         rg_simq_pop(&e.q, &ev.t, &qe);
         ev.seq = qe.seq;
         ev.op = qe.op;
@@ -1599,5 +1716,11 @@ out:
     free(e.rseq);
     free(e.last);
     free(e.dlv);
+    if (e.nicq != NULL) {
+        for (i = 0; i < (size_t)s->nranks * s->nnics; i++) {
+            free(e.nicq[i].h);
+        }
+        free(e.nicq);
+    }
     return st;
 }
