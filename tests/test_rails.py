@@ -159,3 +159,57 @@ def test_testbed_weights_and_adaptive(native_tool: Callable[[str], str]) -> None
         assert rec["verified"] is True
         w = [r["weight"] for r in rec["rails"]]
         assert w[1] > 0.65, rec
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    from conftest import ROOT, find_native_tool
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+    env.setdefault("RG_NATIVE_DIR", str(Path(find_native_tool("railgauge-bench")).parent))
+    return subprocess.run([sys.executable, "-m", "railgauge.cli.main", *args],
+                          capture_output=True, text=True, timeout=300, check=False, env=env)
+
+
+@pytest.mark.native
+def test_gauge_measures_each_rail(tmp_path: Path) -> None:
+    """`railgauge gauge --rails`: rails shaped 200 and 800 Mbit/s, each measured alone by
+    PRTT and fitted; the weights are the rails' bandwidths 1/G with the fastest at 1, and
+    rails.json holds the settings that use them."""
+    with netns_testbed(2, 2, "200mbit,800mbit") as tb:
+        names = [r.ifname for r in tb.rails]
+        out = tmp_path / "g"
+        proc = _cli("gauge", "--quick", "--no-onen", "--netns", ",".join(tb.hosts),
+                    "--rails", ",".join(names), "--out", str(out), "--json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads((out / "rails.json").read_text())
+    assert json.loads(proc.stdout)["rails"] == doc
+    w = doc["weights"]
+    assert w[1] == 1 and 0.15 < w[0] < 0.4, doc
+    bw = [r["bandwidth_MBps"] for r in doc["rails"]]
+    assert 15 < bw[0] < 30 and 60 < bw[1] < 110, bw  # 25 and 100 MB/s shaped
+    assert doc["env"] == rails_env(names, "weighted", w)
+    for i, r in enumerate(doc["rails"]):
+        assert r["name"] == names[i] and r["transport"] == f"tcp:{names[i]}"
+        model = json.loads((out / r["model"]).read_text())
+        assert model["model"] == "loggp"
+        assert (out / f"rail{i}-measurements.jsonl").stat().st_size > 0
+
+
+def test_gauge_rails_bad_lists() -> None:
+    from railgauge.gauge_rails import RailsGaugeError, parse_rails, rail_bandwidth
+
+    assert parse_rails(" eth0 , 198.18.0.0/24,tcp:ib0") == ["eth0", "198.18.0.0/24", "tcp:ib0"]
+    for bad, says in (("eth0,,eth1", "separated by commas"), ("eth0,eth0", "more than once")):
+        with pytest.raises(RailsGaugeError, match=says):
+            parse_rails(bad)
+
+    class Range:
+        from_bytes, G_us_per_byte = 65536, 0.0
+
+    class Fit:
+        success, message, ranges = True, "", [Range()]
+
+    with pytest.raises(RailsGaugeError, match="no bandwidth"):
+        rail_bandwidth(Fit())
+    proc = _cli("gauge", "--rails", "eth0,eth0")
+    assert proc.returncode == 2 and "more than once" in proc.stderr

@@ -9,7 +9,13 @@ from typing import Any
 
 import click
 
-from railgauge.cli.common import FailError, make_plan, measure_options, run_measurement
+from railgauge.cli.common import (
+    FailError,
+    UserError,
+    make_plan,
+    measure_options,
+    run_measurement,
+)
 from railgauge.terminal import Terminal
 
 
@@ -46,10 +52,16 @@ def default_out_dir() -> Path:
                    "compare added.")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seed of the bootstrap confidence intervals.")
+@click.option("--rails", "rails_text", default=None, metavar="R0,R1,...|testbed",
+              help="Also measure each rail alone (PRTT over tcp:<rail>: an interface, address "
+                   "or subnet, as RG_RAILS_LIST takes them; 'testbed' for the rails of "
+                   "`railgauge testbed up`), fit it, and write rails.json with the weights "
+                   "of the weighted policy (the rails' bandwidths 1/G) and the RG_RAILS_* "
+                   "settings that use them. With --netns the ranks run there.")
 def gauge(transport: str, quick: bool, min_size: int, max_size: int, n_msgs: int,
           budget: float | None, no_refine: bool, per_octave: int | None, verbose: int,
           quiet: int, ranks: int, no_onen: bool, no_barrier: bool, onen_budget: float | None,
-          out: Path | None, as_json: bool, seed: int) -> int:
+          out: Path | None, as_json: bool, seed: int, rails_text: str | None) -> int:
     """Measure LogGP by PRTT, fit it per protocol range, measure 1:n / n:1 (LoP), compare
     the models, and write a report.
 
@@ -58,6 +70,14 @@ def gauge(transport: str, quick: bool, min_size: int, max_size: int, n_msgs: int
     term = Terminal(verbose - quiet)
     plan = make_plan(transport, quick, min_size, max_size, n_msgs, budget, no_refine,
                      per_octave)
+    rail_names: list[str] | None = None
+    if rails_text is not None:
+        from railgauge.gauge_rails import RailsGaugeError, parse_rails
+
+        try:
+            rail_names = parse_rails(rails_text)
+        except RailsGaugeError as exc:
+            raise UserError(str(exc)) from None
     out_dir = out if out is not None else default_out_dir()
     created = not out_dir.exists()
     try:
@@ -92,6 +112,16 @@ def gauge(transport: str, quick: bool, min_size: int, max_size: int, n_msgs: int
             barrier = measure_barriers(plan, ranks, progress=bcb)
         if barrier.reason:
             term.warn(f"barriers not measured: {barrier.reason}")
+
+    rails = None
+    if rail_names is not None:
+        from railgauge.gauge_rails import RailsGaugeError, measure_rails
+
+        try:
+            rails = measure_rails(plan, rail_names, out_dir,
+                                  lambda p, path: run_measurement(p, path, term), seed=seed)
+        except RailsGaugeError as exc:
+            raise FailError(str(exc)) from None
 
     from railgauge.fit.loggp import fit_loggp
     from railgauge.gauge_lop import LopPart, analyse_lop
@@ -132,6 +162,8 @@ def gauge(transport: str, quick: bool, min_size: int, max_size: int, n_msgs: int
     if as_json:
         term.result(json.dumps({**model, **part.summary(),
                                 **({"barrier": barrier.to_json()} if barrier is not None
+                                   else {}),
+                                **({"rails": rails.to_json()} if rails is not None
                                    else {})}, indent=2))
         term.info(f"report: {out_dir}")
     else:
@@ -141,6 +173,8 @@ def gauge(transport: str, quick: bool, min_size: int, max_size: int, n_msgs: int
             from railgauge.gauge_barrier import barrier_text
 
             term.result(barrier_text(barrier))
+        if rails is not None:
+            term.result(rails.text() + f"\n  (rails.json in {out_dir})")
         term.result(f"\nreport folder: {out_dir}\n  {report}\n  measured + fitted in {wall:.1f} s")
     return 0
 
