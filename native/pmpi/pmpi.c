@@ -372,7 +372,11 @@ static int rg__pmpi_shm(MPI_Comm comm, rg_pmpi_comm_t *c, int size, int rank)
         rc = PMPI_Win_shared_query(c->win, 0, &got, &unit, &base);
     }
     PMPI_Comm_free(&node);
-    if (rc != MPI_SUCCESS || got < bytes || base == NULL) {
+    /* A library that cannot give the window (where errors return) leaves the
+     * barrier on messages, on every rank alike. */
+    mine = rc == MPI_SUCCESS && got >= bytes && base != NULL;
+    rc = PMPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_LAND, comm);
+    if (rc != MPI_SUCCESS || !all) {
         if (c->win != MPI_WIN_NULL) {
             PMPI_Win_free(&c->win);
         }
