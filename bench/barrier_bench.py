@@ -191,6 +191,30 @@ def fmt(v: float | None, d: int = 2) -> str:
     return "-" if v is None else f"{v:.{d}f}"
 
 
+def schedule_key(alg: str, P: int) -> Any:
+    """The schedule of ``alg`` on P ranks (every rank's send and receive peers, round by
+    round, as coll/sched.c plans them) for dissem, nway:n and recdbl at a power of two;
+    the name for the others. Algorithms with one key are one schedule at that P: their
+    measured difference is noise."""
+    if alg == "recdbl" and P & (P - 1) == 0:
+        rounds = P.bit_length() - 1
+        return tuple(tuple(((me ^ (1 << r),), (me ^ (1 << r),)) for r in range(rounds))
+                     for me in range(P))
+    if alg != "dissem" and not alg.startswith("nway:"):
+        return alg
+    n = 1 if alg == "dissem" else int(alg.split(":", 1)[1])
+    plan = []
+    for me in range(P):
+        rounds, base = [], 1
+        while base < P:
+            dist = [i * base for i in range(1, n + 1) if i * base < P]
+            rounds.append((tuple(sorted((me + d) % P for d in dist)),
+                           tuple(sorted((me - d) % P for d in dist))))
+            base *= n + 1
+        plan.append(tuple(rounds))
+    return tuple(plan)
+
+
 def section(res: dict[str, Any], facts: dict[str, Any], name: str, command: str) -> str:
     ranks, flavours = res["ranks"], res["flavours"]
     nproc = facts.get("nproc") or 0
@@ -216,8 +240,12 @@ def section(res: dict[str, Any], facts: dict[str, Any], name: str, command: str)
         tl = f"nway:{t['n']}" if t["algorithm"] == "nway" else t["algorithm"]
         tv = vals.get(tl)
         best = min(v for v in vals.values() if v is not None)
-        if tv is not None:
-            verdict_tuned.append(tv <= 1.05 * best)
+        # The tuned schedule's time: the best measurement of any algorithm that is the
+        # same schedule at this P (at P = 2, dissem, recdbl and every nway are one).
+        same = [vals[a] for a in ALGORITHMS
+                if vals[a] is not None and schedule_key(a, P) == schedule_key(tl, P)]
+        if same:
+            verdict_tuned.append(min(same) <= 1.05 * best)
         mpis = [med(res, f"{f} {P}") for f in flavours]
         if P >= 4 and (not nproc or nproc >= P):
             verdict_2x.append(all(m is not None and best * 2 <= m for m in mpis))
@@ -285,7 +313,8 @@ def section(res: dict[str, Any], facts: dict[str, Any], name: str, command: str)
               f"flag floor at P <= CPUs: {verdict(floor_ok)}; the PMPI barrier never more "
               f"than 10% slower than the library's own at P <= CPUs: {verdict(pmpi_ok)}; "
               f"the tuned choice within 5% of "
-              f"the best fixed algorithm at every P: {verdict(verdict_tuned)}; the simulator "
+              f"the best fixed algorithm at every P (algorithms that are one schedule at "
+              f"that P counted as one): {verdict(verdict_tuned)}; the simulator "
               f"within 20% of the measurement at P <= CPUs: {verdict(within)} "
               f"over {len(within)} cells."]
     return "\n".join(lines)
