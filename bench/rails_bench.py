@@ -112,6 +112,38 @@ def pingpong_8(tb: netns.Testbed, transport: str, env: dict[str, str]) -> float:
     raise RuntimeError(f"pingpong over {transport}: no 8-byte record in {out}")
 
 
+def ucx_perftest(tb: netns.Testbed, test: str, size: int, iters: int) -> list[float]:
+    """UCX's ucx_perftest between the testbed's first two hosts over tcp on every rail
+    (UCX_TLS=tcp, UCX_NET_DEVICES the rails: UCX's own multirail): the numbers of its
+    "Final:" line (iterations, overhead 50%ile, average and overall in us, bandwidth
+    average and overall in MiB/s, message rate average and overall)."""
+    env = ["env", "UCX_TLS=tcp", "UCX_NET_DEVICES=" + ",".join(r.ifname for r in tb.rails)]
+    args = ["ucx_perftest", "-t", test, "-s", str(size), "-n", str(iters), "-p", "13337"]
+    srv = subprocess.Popen(tb.exec_argv(1, [*env, *args]), stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.5)
+        cli = subprocess.run(tb.exec_argv(0, [*env, args[0], tb.address(1, 0), *args[1:]]),
+                             capture_output=True, text=True, timeout=300, check=False)
+    finally:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            srv.wait(timeout=30)
+        if srv.poll() is None:
+            srv.kill()
+            srv.wait()
+    for line in cli.stdout.splitlines():
+        if line.startswith("Final:"):
+            return [float(x) for x in line.split()[1:]]
+    raise RuntimeError(f"ucx_perftest {test}: no result ({cli.returncode}): "
+                       f"{(cli.stderr or cli.stdout).strip()[-300:]}")
+
+
+def ucx_bw(tb: netns.Testbed, size: int, secs: float) -> float:
+    """MB/s (10^6 bytes/s) of UCX's tag_bw with ``size``-byte messages for about secs."""
+    iters = max(20, int(secs * 400 * MB / size))
+    return ucx_perftest(tb, "tag_bw", size, iters)[5] * 1048576 / MB
+
+
 def one_round(tb: netns.Testbed, size: int, secs: float, weights: list[float]) -> dict[str, Any]:
     row: dict[str, Any] = {}
     nr = len(tb.rails)
@@ -145,6 +177,19 @@ def one_round(tb: netns.Testbed, size: int, secs: float, weights: list[float]) -
                                verify=False)
                 bg.communicate(timeout=120)
             row[f"bg rail{loaded} {pol}"] = rec["bandwidth_MBps"]
+        if shutil.which("ucx_perftest"):
+            with iperf3_server(tb, loaded, 5301):
+                bg = subprocess.Popen(
+                    tb.exec_argv(0, ["iperf3", "-c", tb.address(1, loaded), "-B",
+                                     tb.address(0, loaded), "-p", "5301",
+                                     "-t", f"{secs + 6:g}", "-J"]),
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                time.sleep(1.0)
+                row[f"bg rail{loaded} ucx"] = ucx_bw(tb, size, secs)
+                bg.communicate(timeout=120)
+    if shutil.which("ucx_perftest"):
+        row["ucx both rails"] = ucx_bw(tb, size, secs)
+        row["ucx lat8"] = ucx_perftest(tb, "tag_lat", 8, 20000)[1]
     env_even = rl.rails_env([r.ifname for r in tb.rails], "even")
     row["rtt8 rails"] = pingpong_8(tb, "rails", env_even)
     row["rtt8 rail0"] = pingpong_8(tb, f"tcp:{tb.rails[0].ifname}", {})
@@ -168,9 +213,14 @@ def section(rows: list[dict[str, Any]], facts: dict[str, Any], rates: str, size:
              "| run | MB/s | Gbit/s | of the iperf3 aggregate |", "|---|---:|---:|---:|"]
     keys = [f"iperf3 rail{r}" for r in range(nr)] + ["iperf3 aggregate"] + \
         [f"railgauge rail{r}" for r in range(nr)] + [f"rails {p}" for p in rl.POLICIES]
+    have_ucx = all("ucx both rails" in r for r in rows)
+    if have_ucx:
+        keys.append("ucx both rails")
     for k in keys:
         v = med(rows, k)
-        lines.append(f"| {k} | {v:.1f} | {v * 8e-3:.3f} | {100 * v / agg:.1f}% |")
+        name = ("ucx_perftest tag_bw, UCX_TLS=tcp on both rails" if k == "ucx both rails"
+                else k)
+        lines.append(f"| {name} | {v:.1f} | {v * 8e-3:.3f} | {100 * v / agg:.1f}% |")
     even, wtd, ada = med(rows, "rails even"), med(rows, "rails weighted"), \
         med(rows, "rails adaptive")
     lines += ["", f"Weighted striping with the measured weights: {100 * wtd / agg:.1f}% of the "
@@ -180,18 +230,41 @@ def section(rows: list[dict[str, Any]], facts: dict[str, Any], rates: str, size:
               f"weights: {100 * ada / agg:.1f}% of the aggregate.", "",
               "With a greedy iperf3 stream on one rail during the run:", "",
               "| background stream on | even | weighted (static) | adaptive | adaptive / "
-              "weighted | adaptive / even |", "|---|---:|---:|---:|---:|---:|"]
+              "weighted | adaptive / even |" + (" UCX | adaptive / UCX |" if have_ucx else ""),
+              "|---|---:|---:|---:|---:|---:|" + ("---:|---:|" if have_ucx else "")]
+    verdicts = []
     for loaded in (nr - 1, 0):
         e = med(rows, f"bg rail{loaded} even")
         w = med(rows, f"bg rail{loaded} weighted")
         a = med(rows, f"bg rail{loaded} adaptive")
-        name = f"rail{loaded} ({'fast' if loaded == nr - 1 else 'slow'})"
-        lines.append(f"| {name} | {e:.1f} | {w:.1f} | {a:.1f} | {a / w:.2f} | {a / e:.2f} |")
+        fast = loaded == nr - 1
+        name = f"rail{loaded} ({'fast' if fast else 'slow'})"
+        cells = f"| {name} | {e:.1f} | {w:.1f} | {a:.1f} | {a / w:.2f} | {a / e:.2f} |"
+        u = med(rows, f"bg rail{loaded} ucx") if have_ucx else None
+        if u is not None:
+            cells += f" {u:.1f} | {a / u:.2f} |"
+        lines.append(cells)
+        if fast:
+            verdicts.append("fast rail loaded: adaptive at least the best peer "
+                            + ("(UCX): " + ("PASS" if a >= u else "not met") if u is not None
+                               else "(no peer measured)")
+                            + "; adaptive >= 1.25x static weighted: "
+                            + ("PASS" if a >= 1.25 * w else "not met"))
+        else:
+            verdicts.append("slow rail loaded: adaptive >= 1.5x even: "
+                            + ("PASS" if a >= 1.5 * e else "not met")
+                            + "; >= 1.2x static weighted: "
+                            + ("PASS" if a >= 1.2 * w else "not met"))
+    lines += ["", "Targets: " + "; ".join(verdicts) + "."]
     r1, r0 = med(rows, "rtt8 rails"), med(rows, "rtt8 rail0")
     lines += ["", f"8-byte round trip (median): rails on (even) {r1:.2f} us, one rail "
-              f"{r0:.2f} us ({100 * (r1 / r0 - 1):+.1f}%; small messages stay on one rail).",
-              "", "Not in this run yet: Open MPI's ob1 over two TCP BTLs and UCX's "
-              "ucx_perftest on the same testbed, and failover."]
+              f"{r0:.2f} us ({100 * (r1 / r0 - 1):+.1f}%; small messages stay on one rail; "
+              "target within 5%: " + ("PASS" if r1 <= 1.05 * r0 else "not met") + ")"
+              + (f"; UCX tag_lat over tcp on both rails: {med(rows, 'ucx lat8'):.2f} us one "
+                 f"way, railgauge {r1 / 2:.2f} us one way (half the round trip)"
+                 if have_ucx else "") + ".",
+              "", "Not in this run yet: Open MPI's ob1 over two TCP BTLs on the same testbed, "
+              "and failover."]
     return "\n".join(lines)
 
 
