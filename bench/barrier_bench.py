@@ -307,9 +307,11 @@ def section(res: dict[str, Any], facts: dict[str, Any], name: str, command: str)
                     if v is not None and own and (not nproc or nproc >= P):
                         pmpi_ok.append(v <= 1.10 * own)
             lines.append(f"| {P} | " + " | ".join(cells) + " |")
+    top = min(max(ranks), nproc) if nproc else max(ranks)
+    span = f"P = 4 .. {top} (one rank per CPU)" if top >= 4 else \
+        "P from 4 up with one rank per CPU (none here)"
     lines += ["", "Targets: runtime barrier at least 2x faster than MPI_Barrier of each library "
-              f"at P = 4 .. {min(max(ranks), nproc) if nproc else max(ranks)} (one rank per "
-              f"CPU): {verdict(verdict_2x)}; the best runtime barrier at most 1.5x the best "
+              f"at {span}: {verdict(verdict_2x)}; the best runtime barrier at most 1.5x the best "
               f"flag floor at P <= CPUs: {verdict(floor_ok)}; the PMPI barrier never more "
               f"than 10% slower than the library's own at P <= CPUs: {verdict(pmpi_ok)}; "
               f"the tuned choice within 5% of "
