@@ -159,9 +159,15 @@ def ompi_bw(tb: netns.Testbed, size: int, secs: float,
     src = REPO / "bench" / "mpi_msgrate.c"
     if not exe.exists() or exe.stat().st_mtime < src.stat().st_mtime:
         subprocess.run(["mpicc.openmpi", "-O2", "-o", str(exe), str(src)], check=True)
-    agent.write_text('#!/bin/sh\nhost="$1"; shift\nexec ip netns exec "$host" sh -c "$*"\n')
+    # Open MPI reads a dot in a host name as the start of a domain, and the testbed's
+    # namespace names may have one: the hostfile names the hosts nshost0, nshost1, and
+    # the agent maps them to their namespaces.
+    cases = "".join(f'  nshost{i}) ns="{h}" ;;\n' for i, h in enumerate(tb.hosts[:2]))
+    agent.write_text('#!/bin/sh\nhost="$1"; shift\ncase "$host" in\n' + cases +
+                     '  *) echo "nsagent: unknown host $host" >&2; exit 1 ;;\nesac\n'
+                     'exec ip netns exec "$ns" sh -c "$*"\n')
     agent.chmod(0o755)
-    hosts.write_text("".join(f"{h} slots=1\n" for h in tb.hosts[:2]))
+    hosts.write_text("".join(f"nshost{i} slots=1\n" for i in range(2)))
     ifs = [r.ifname for r in tb.rails]
     argv = ["mpirun.openmpi", "--allow-run-as-root", "--hostfile", str(hosts),
             "--mca", "plm_rsh_agent", str(agent), "--mca", "btl", "tcp,self",
