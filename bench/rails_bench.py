@@ -24,6 +24,7 @@ import datetime as dt
 import json
 import shlex
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -159,18 +160,20 @@ def ompi_bw(tb: netns.Testbed, size: int, secs: float,
     src = REPO / "bench" / "mpi_msgrate.c"
     if not exe.exists() or exe.stat().st_mtime < src.stat().st_mtime:
         subprocess.run(["mpicc.openmpi", "-O2", "-o", str(exe), str(src)], check=True)
-    # Open MPI reads a dot in a host name as the start of a domain, and the testbed's
-    # namespace names may have one: the hostfile names the hosts nshost0, nshost1, and
-    # the agent maps them to their namespaces.
-    cases = "".join(f'  nshost{i}) ns="{h}" ;;\n' for i, h in enumerate(tb.hosts[:2]))
-    agent.write_text('#!/bin/sh\nhost="$1"; shift\ncase "$host" in\n' + cases +
+    # Rank 0 runs beside mpirun (this machine's name: in the first namespace, where
+    # mpirun is); rank 1 on "nshost1", whose daemon the agent starts in the second
+    # namespace (the testbed's namespace names may hold dots, which Open MPI reads as
+    # the start of a domain, so the hostfile does not use them).
+    agent.write_text('#!/bin/sh\nhost="$1"; shift\ncase "$host" in\n'
+                     f'  nshost1) ns="{tb.hosts[1]}" ;;\n'
                      '  *) echo "nsagent: unknown host $host" >&2; exit 1 ;;\nesac\n'
                      'exec ip netns exec "$ns" sh -c "$*"\n')
     agent.chmod(0o755)
-    hosts.write_text("".join(f"nshost{i} slots=1\n" for i in range(2)))
+    hosts.write_text(f"{socket.gethostname()} slots=1\nnshost1 slots=1\n")
     ifs = [r.ifname for r in tb.rails]
     argv = ["mpirun.openmpi", "--allow-run-as-root", "--hostfile", str(hosts),
-            "--mca", "plm_rsh_agent", str(agent), "--mca", "btl", "tcp,self",
+            "--mca", "plm_rsh_agent", str(agent), "--mca", "routed", "direct",
+            "--mca", "btl", "tcp,self",
             "--mca", "btl_tcp_if_include", ",".join(ifs), "--mca", "oob_tcp_if_include",
             ifs[0], "-np", "2", "--map-by", "node"]
     for name, w in zip(ifs, weights or [], strict=False):
