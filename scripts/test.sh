@@ -22,6 +22,7 @@ echo "== C unit tests (ASan + UBSan build)" >&2
 
 echo "== lint" >&2
 .venv/bin/ruff check python tests bench
+.venv/bin/python -m mypy python/railgauge
 
 echo "== pytest (installed tools)" >&2
 .venv/bin/python -m pytest -q tests

@@ -46,7 +46,8 @@ def lop_params_from_model(path: Path, doc: dict[str, Any], *,
     ``{"lop_rtt": [l1..l6], "lop_os": [a1, a2, a3], "lop_list": bool}`` from the primary
     series' RTT and o_s fits, or with ``list_mode`` from the list-mode fits (``list``); a
     model whose primary series is list-mode is list-mode either way."""
-    primary = doc.get("primary") if isinstance(doc.get("primary"), dict) else {}
+    raw = doc.get("primary")
+    primary: dict[str, Any] = raw if isinstance(raw, dict) else {}
     if list_mode and primary.get("mode") != "list":
         lst = doc.get("list")
         if not isinstance(lst, dict):

@@ -882,7 +882,7 @@ def _excess(
 def _draw_series(
     tr: Triples,
     d: FloatArray,
-    sigmas: tuple[FloatArray, FloatArray, FloatArray, FloatArray],
+    sigmas: tuple[FloatArray, FloatArray, FloatArray, FloatArray | None],
     rng: np.random.Generator,
     count: int,
 ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]:
@@ -900,7 +900,8 @@ def _draw_series(
     o_r_raw = np.asarray(tr.o_r, dtype=np.float64)
     if bool(np.isfinite(o_r_raw).any()):
         # Drawn only when measured, so that fits without o_r repeat the paper mode exactly.
-        s_r = np.nan_to_num(np.asarray(sigmas[3], dtype=np.float64))
+        s_r = (np.zeros(n) if sigmas[3] is None
+               else np.nan_to_num(np.asarray(sigmas[3], dtype=np.float64)))
         o_r_star = o_r_raw + s_r * rng.standard_normal((count, n))
     else:
         o_r_star = np.broadcast_to(o_r_raw, (count, n))

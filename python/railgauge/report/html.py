@@ -326,9 +326,9 @@ def _ranges_table(fit: LoggpFit) -> str:
         "next range. Break support: the fraction of redraws of the data that find the change "
         "at the range's start again.</p>"
     )
-    sup = support_lines(fit)
-    if sup:
-        out += "<p>" + "<br>".join(_e(t) for t in sup) + "</p>"
+    sup_lines = support_lines(fit)
+    if sup_lines:
+        out += "<p>" + "<br>".join(_e(t) for t in sup_lines) + "</p>"
     if notes:
         out += "<ul>" + "".join(notes) + "</ul>"
     return out
