@@ -40,6 +40,20 @@ def test_conformance(native_tool: Callable[[str], str], policy: str, nranks: int
 
 
 @pytest.mark.native
+@pytest.mark.parametrize("nranks", [2, 3])
+@pytest.mark.parametrize("policy", ["even", "weighted", "adaptive"])
+def test_conformance_over_ofi(native_tool: Callable[[str], str], policy: str,
+                              nranks: int) -> None:
+    """RG_RAILS_OVER=ofi:tcp: every rail an ofi:tcp@<rail> instance (libfabric's tcp
+    provider bound to the rail's address); the transport contract holds as over tcp."""
+    env = _env(policy, RG_RAILS_OVER="ofi:tcp", RG_RAILS_WEIGHTS="1,3",
+               RG_RAILS_STRIPE_MIN="64KiB")
+    res = launch([native_tool("railgauge-xport-test")], nranks, transport="rails", env=env,
+                 timeout_s=240)
+    assert res.returncode == 0, res.failure
+
+
+@pytest.mark.native
 def test_runtime_over_rails(native_tool: Callable[[str], str]) -> None:
     """proto/ (tags, eager pool of any-source receives, rendezvous on a second rails
     instance) over rails."""
@@ -108,6 +122,10 @@ def test_bw_bidir_small_messages(native_tool: Callable[[str], str], tmp_path: Pa
         ({"RG_RAILS_LIST": LOOP, "RG_RAILS_POLICY": "fastest"}, "is not a policy"),
         ({"RG_RAILS_LIST": "127.0.0.1,198.18.250.77"}, "198.18.250.77"),
         ({"RG_RAILS_LIST": "127.0.0.1,norail9"}, "norail9"),
+        ({"RG_RAILS_LIST": LOOP, "RG_RAILS_OVER": "mpi"}, "rails run over tcp or ofi:"),
+        ({"RG_RAILS_LIST": LOOP, "RG_RAILS_OVER": "ofi:"}, "rails run over tcp or ofi:"),
+        ({"RG_RAILS_LIST": LOOP, "RG_RAILS_OVER": "ofi:tcp@lo"}, "rails run over tcp or ofi:"),
+        ({"RG_RAILS_LIST": "127.0.0.1,norail9", "RG_RAILS_OVER": "ofi:tcp"}, "norail9"),
     ],
 )
 def test_bad_settings(native_tool: Callable[[str], str], env: dict[str, str],
@@ -213,3 +231,15 @@ def test_gauge_rails_bad_lists() -> None:
         rail_bandwidth(Fit())
     proc = _cli("gauge", "--rails", "eth0,eth0")
     assert proc.returncode == 2 and "more than once" in proc.stderr
+
+
+@pytest.mark.native
+def test_ofi_instance_on_an_address(native_tool: Callable[[str], str]) -> None:
+    """ofi:<provider>@<where> on its own: the instance binds where it is told (a loopback
+    address no interface lists included); a name without a provider is refused."""
+    res = launch([native_tool("railgauge-xport-test")], 2, transport="ofi:tcp@127.0.0.2",
+                 timeout_s=240)
+    assert res.returncode == 0, res.failure
+    bad = launch([native_tool("railgauge-xport-test")], 2, transport="ofi:@lo",
+                 timeout_s=120)
+    assert bad.returncode != 0

@@ -24,8 +24,10 @@ from railgauge.native import find_tool
 TRANSPORTS = ("shm", "tcp", "ofi:tcp", "ofi:shm", "ofi:udp", "mpi", "rails")
 
 #: Names with a variant part: tcp:<interface|address|subnet> (one tcp instance bound
-#: there) and ofi:<provider> (any libfabric provider, verbs, efa, cxi, ...).
-_VARIANT = re.compile(r"(tcp:[A-Za-z0-9_.:/%-]+|ofi:[a-z0-9_]+(;[a-z0-9_]+)?)")
+#: there), ofi:<provider> (any libfabric provider, verbs, efa, cxi, ...) and
+#: ofi:<provider>@<interface|address|subnet> (one instance bound there).
+_VARIANT = re.compile(r"(tcp:[A-Za-z0-9_.:/%-]+|ofi:[a-z0-9_]+(;[a-z0-9_]+)?"
+                      r"(@[A-Za-z0-9_.:/%-]+)?)")
 
 
 def transport_error(name: str) -> str | None:
@@ -33,7 +35,7 @@ def transport_error(name: str) -> str | None:
     if name in TRANSPORTS or _VARIANT.fullmatch(name):
         return None
     return (f"unknown transport '{name}' (known: {', '.join(TRANSPORTS)}, "
-            "tcp:<interface|address|subnet>, ofi:<provider>)")
+            "tcp:<interface|address|subnet>, ofi:<provider>[@<interface|address|subnet>])")
 
 #: Who starts the ranks: railgauge's own launcher, or an MPI one (railgauge.mpilaunch).
 LAUNCHERS = ("local", "openmpi", "mpich")

@@ -4,6 +4,7 @@
  * over the bootstrap, the greetings of open; and its config table. The
  * design is described at the top of ofi.c.
  */
+#include <arpa/inet.h>
 #include <endian.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,21 +120,63 @@ static const struct {
 };
 
 
-static const char *rg__ofi_provider_of(const char *name)
+/* The provider of "ofi", "ofi:<provider>" or "ofi:<provider>@<where>" (its
+ * alias resolved; buf holds a name that is not an alias): NULL for "ofi". */
+static const char *rg__ofi_provider_of(const char *name, char *buf, size_t cap)
 {
-    const char *variant;
-    size_t      i;
+    const char *variant, *at;
+    size_t      i, n;
 
     if (strcmp(name, "ofi") == 0) {
         return NULL;
     }
     variant = name + strlen("ofi:");
+    at      = strchr(variant, '@');
+    n       = at != NULL ? (size_t)(at - variant) : strlen(variant);
+    if (n >= cap) {
+        n = cap - 1;
+    }
+    memcpy(buf, variant, n);
+    buf[n] = '\0';
     for (i = 0; rg__ofi_aliases[i].alias != NULL; i++) {
-        if (strcmp(variant, rg__ofi_aliases[i].alias) == 0) {
+        if (strcmp(buf, rg__ofi_aliases[i].alias) == 0) {
             return rg__ofi_aliases[i].provider;
         }
     }
-    return variant;
+    return buf;
+}
+
+/* "ofi:<provider>@<where>" (several instances side by side, one per rail, as
+ * tcp:<where>): <where> replaces RG_OFI_IFACE and RG_OFI_SUBNET for this
+ * instance: a CIDR subnet (contains '/'), a numeric address (the subnet of
+ * that one address), or else an interface name. */
+static rg_status_t rg__ofi_variant_where(const char *name, rg__ofi_config_t *cfg,
+                                         rg_err_t *err)
+{
+    const char   *at = strchr(name, '@'), *where;
+    unsigned char ip[16];
+    size_t        n;
+
+    if (at == NULL) {
+        return RG_OK;
+    }
+    where = at + 1;
+    n     = strlen(where);
+    if (n == 0 || n + 4 >= RG_CONFIG_STRING_MAX || at == name + strlen("ofi:")) {
+        return rg_err_set(err, RG_ERR_INVALID, "transport '%s': expected "
+                          "ofi:<provider>@<interface|address|subnet>", name);
+    }
+    cfg->iface[0] = cfg->subnet[0] = '\0';
+    if (strchr(where, '/') != NULL) {
+        memcpy(cfg->subnet, where, n + 1);
+    } else if (inet_pton(AF_INET, where, ip) == 1) {
+        snprintf(cfg->subnet, sizeof(cfg->subnet), "%s/32", where);
+    } else if (inet_pton(AF_INET6, where, ip) == 1) {
+        snprintf(cfg->subnet, sizeof(cfg->subnet), "%s/128", where);
+    } else {
+        memcpy(cfg->iface, where, n + 1);
+    }
+    return RG_OK;
 }
 
 /* Hints for fi_getinfo; strict adds what only the matching needs (in-order
@@ -262,6 +305,29 @@ static rg_status_t rg__ofi_pick_domain(rg__ofi_t *ofi, const rg__ofi_config_t *c
     return RG_OK;
 }
 
+/* 1 where the subnet is one IPv4 loopback address ("127.x.y.z/32", what
+ * ofi:<provider>@127.x.y.z sets), filled into *pick on lo. */
+static int rg__ofi_loopback_host(const rg__ofi_config_t *cfg, rg_netaddr_t *pick)
+{
+    char   text[INET6_ADDRSTRLEN];
+    size_t n = strlen(cfg->subnet);
+
+    if (cfg->iface[0] != '\0' || n < 4 || n - 3 >= sizeof(text) ||
+        strcmp(cfg->subnet + n - 3, "/32") != 0) {
+        return 0;
+    }
+    memcpy(text, cfg->subnet, n - 3);
+    text[n - 3] = '\0';
+    memset(pick, 0, sizeof(*pick));
+    if (inet_pton(AF_INET, text, pick->ip) != 1 || pick->ip[0] != 127) {
+        return 0;
+    }
+    pick->family = AF_INET;
+    memcpy(pick->text, text, n - 2);
+    snprintf(pick->ifname, sizeof(pick->ifname), "lo");
+    return 1;
+}
+
 /* With RG_OFI_IFACE or RG_OFI_SUBNET, asks fi_getinfo again for the address
  * they pick on this host as the source (FI_SOURCE), so that the endpoint
  * listens there and its name (what peers are told) carries it. Providers not
@@ -285,6 +351,13 @@ static rg_status_t rg__ofi_source(rg__ofi_t *ofi, const char *provider,
     }
     status = rg_netaddr_pick(cfg->iface, cfg->subnet, "RG_OFI_IFACE", "RG_OFI_SUBNET", &pick,
                              err);
+    if (status != RG_OK && rg__ofi_loopback_host(cfg, &pick)) {
+        /* A loopback address of 127.0.0.0/8 that no interface lists (as
+         * ofi:tcp@127.0.0.2, a second rail on one host) is still bound to
+         * by the kernel, as tcp:127.0.0.2 is. */
+        rg_err_clear(err);
+        status = RG_OK;
+    }
     if (status != RG_OK) {
         return status;
     }
@@ -756,7 +829,8 @@ void rg__ofi_close(rg_xport_t *xp)
 static rg_status_t rg__ofi_setup(rg__ofi_t *ofi, const rg__ofi_config_t *cfg,
                                  rg__ofi_record_t *rec, void **name_p, rg_err_t *err)
 {
-    const char *provider = rg__ofi_provider_of(ofi->name);
+    char        pbuf[RG_CONFIG_STRING_MAX];
+    const char *provider = rg__ofi_provider_of(ofi->name, pbuf, sizeof(pbuf));
     size_t      head = 0, frag = 0, len = 0;
     void       *name;
     rg_status_t status;
@@ -883,6 +957,7 @@ rg_status_t rg__ofi_open(const char *name, rg_boot_t *boot, rg_xport_t **xp_p,
     unsigned         tag_bits = 64;
     int              size = rg_boot_size(boot), rank = rg_boot_rank(boot), i;
     int              no_rma_rank = -1;
+    char             pbuf[RG_CONFIG_STRING_MAX];
 
     status = rg_config_load(&rg_xport_ofi_config_table, &cfg, err);
     if (status != RG_OK) {
@@ -892,6 +967,10 @@ rg_status_t rg__ofi_open(const char *name, rg_boot_t *boot, rg_xport_t **xp_p,
         return rg_err_set(err, RG_ERR_RANGE,
                           "RG_OFI_CONNECT_TIMEOUT=%gns is outside 1ms .. 1h",
                           cfg.connect_timeout_ns);
+    }
+    status = rg__ofi_variant_where(name, &cfg, err);
+    if (status != RG_OK) {
+        return status;
     }
     if (strcmp(name, "ofi:") == 0) {
         return rg_err_set(err, RG_ERR_NOT_FOUND,
@@ -919,7 +998,7 @@ rg_status_t rg__ofi_open(const char *name, rg_boot_t *boot, rg_xport_t **xp_p,
     /* libfabric reads its settings when it initializes, at the first
      * fi_getinfo of the process: before it, tcp's staging send buffer is
      * turned off (see SEND_SAFE), unless the user chose a size. */
-    if (cfg.send_safe && rg__ofi_is_tcp(rg__ofi_provider_of(name)) &&
+    if (cfg.send_safe && rg__ofi_is_tcp(rg__ofi_provider_of(name, pbuf, sizeof(pbuf))) &&
         getenv("FI_TCP_STAGING_SBUF_SIZE") == NULL) {
         (void)setenv("FI_TCP_STAGING_SBUF_SIZE", "0", 0);
     }

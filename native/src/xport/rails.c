@@ -90,7 +90,8 @@ static const rg_config_field_t rg__rails_config_fields[] = {
      "CIDR subnet that the rail's transport instance binds to (OVER:<item>); two "
      "or more, no duplicates",
      offsetof(rg__rails_config_t, list), RG_CONFIG_STRING},
-    {"OVER", "tcp", "the transport of every rail (tcp)",
+    {"OVER", "tcp", "the transport of every rail: tcp (rail X is tcp:X) or ofi:<provider> "
+     "(rail X is ofi:<provider>@X)",
      offsetof(rg__rails_config_t, over), RG_CONFIG_STRING},
     {"POLICY", "even",
      "binding, round-robin, even, weighted or adaptive (see docs/transports.md)",
@@ -941,10 +942,12 @@ static rg_status_t rg__rails_parse(rg__rails_t *rl, rg_err_t *err)
                           "round-robin, even, weighted and adaptive", cfg->policy);
     }
     rl->policy = i;
-    if (strcmp(cfg->over, "tcp") != 0) {
+    if (strcmp(cfg->over, "tcp") != 0 &&
+        (strncmp(cfg->over, "ofi:", 4) != 0 || cfg->over[4] == '\0' ||
+         strchr(cfg->over, '@') != NULL)) {
         return rg_err_set(err, RG_ERR_INVALID,
-                          "RG_RAILS_OVER='%s': rails run over tcp (one instance per rail)",
-                          cfg->over);
+                          "RG_RAILS_OVER='%s': rails run over tcp or ofi:<provider> (one "
+                          "instance per rail)", cfg->over);
     }
     if (cfg->list[0] == '\0') {
         return rg_err_set(err, RG_ERR_INVALID,
@@ -964,7 +967,8 @@ static rg_status_t rg__rails_parse(rg__rails_t *rl, rg_err_t *err)
             return rg_err_set(err, RG_ERR_RANGE, "RG_RAILS_LIST has more than %d rails",
                               RG__RAILS_MAX);
         }
-        snprintf(rl->rname[rl->nrails], sizeof(rl->rname[0]), "%s:%s", cfg->over, item);
+        snprintf(rl->rname[rl->nrails], sizeof(rl->rname[0]), "%s%s%s", cfg->over,
+                 strcmp(cfg->over, "tcp") == 0 ? ":" : "@", item);
         for (j = 0; j < rl->nrails; j++) {
             if (strcmp(rl->rname[j], rl->rname[rl->nrails]) == 0) {
                 return rg_err_set(err, RG_ERR_INVALID,

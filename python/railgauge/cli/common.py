@@ -32,8 +32,8 @@ def verbosity(verbose: int, quiet: int) -> int:
 
 
 class TransportType(click.ParamType):
-    """A transport name: one of railgauge.measure.TRANSPORTS, tcp:<where> or
-    ofi:<provider>."""
+    """A transport name: one of railgauge.measure.TRANSPORTS, tcp:<where>,
+    ofi:<provider> or ofi:<provider>@<where>."""
 
     name = "transport"
 
