@@ -189,6 +189,22 @@ def ompi_bw(tb: netns.Testbed, size: int, secs: float,
                        f"{(proc.stderr or proc.stdout).strip()[-400:]}")
 
 
+@contextlib.contextmanager
+def background_stream(tb: netns.Testbed, rail: int, secs: float) -> Iterator[None]:
+    """A greedy iperf3 stream on one rail for secs, started a second before the body
+    runs, and waited for after it."""
+    with iperf3_server(tb, rail, 5301):
+        bg = subprocess.Popen(
+            tb.exec_argv(0, ["iperf3", "-c", tb.address(1, rail), "-B", tb.address(0, rail),
+                             "-p", "5301", "-t", f"{secs:g}", "-J"]),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.0)
+        try:
+            yield
+        finally:
+            bg.communicate(timeout=120)
+
+
 def one_round(tb: netns.Testbed, size: int, secs: float, weights: list[float]) -> dict[str, Any]:
     row: dict[str, Any] = {}
     nr = len(tb.rails)
@@ -210,28 +226,14 @@ def one_round(tb: netns.Testbed, size: int, secs: float, weights: list[float]) -
     # railgauge run and lasting beyond it.
     for loaded in (nr - 1, 0):
         for pol in ("even", "weighted", "adaptive"):
-            with iperf3_server(tb, loaded, 5301):
-                bg = subprocess.Popen(
-                    tb.exec_argv(0, ["iperf3", "-c", tb.address(1, loaded), "-B",
-                                     tb.address(0, loaded), "-p", "5301",
-                                     "-t", f"{secs + 4:g}", "-J"]),
-                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                time.sleep(1.0)
+            with background_stream(tb, loaded, secs + 4):
                 w = weights if pol == "weighted" else None
                 rec = rl.bench(tb, pol, size, time_s=secs, warmup_s=1.0, weights=w,
                                verify=False)
-                bg.communicate(timeout=120)
             row[f"bg rail{loaded} {pol}"] = rec["bandwidth_MBps"]
         if shutil.which("ucx_perftest"):
-            with iperf3_server(tb, loaded, 5301):
-                bg = subprocess.Popen(
-                    tb.exec_argv(0, ["iperf3", "-c", tb.address(1, loaded), "-B",
-                                     tb.address(0, loaded), "-p", "5301",
-                                     "-t", f"{secs + 6:g}", "-J"]),
-                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                time.sleep(1.0)
+            with background_stream(tb, loaded, secs + 6):
                 row[f"bg rail{loaded} ucx"] = ucx_bw(tb, size, secs)
-                bg.communicate(timeout=120)
     if have_ompi():
         row["ompi both rails"] = ompi_bw(tb, size, secs)
         row["ompi both rails weighted"] = ompi_bw(tb, size, secs, weights)

@@ -3,12 +3,30 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
 
 from railgauge.cli.common import FailError, UserError
 from railgauge.terminal import Terminal
+
+
+@contextmanager
+def _tune_errors() -> Iterator[None]:
+    """The simulator missing, or a tuning that failed: FailError; bad input: UserError."""
+    from railgauge.native import NativeToolError
+    from railgauge.tune import TuneError
+
+    try:
+        yield
+    except NativeToolError as exc:
+        raise FailError(str(exc)) from None
+    except TuneError as exc:
+        if exc.user:
+            raise UserError(str(exc)) from None
+        raise FailError(str(exc)) from None
 
 
 @click.group()
@@ -30,9 +48,8 @@ def tune() -> None:
               help="Print {algorithm, n, predicted_us, table} as JSON.")
 def barrier(P: int, model: Path, max_n: int, plot: Path | None, as_json: bool) -> int:
     """Which barrier, and which n, for P ranks: every algorithm simulated on the model."""
-    from railgauge.native import NativeToolError, find_tool
+    from railgauge.native import find_tool
     from railgauge.tune import (
-        TuneError,
         barrier_curves,
         plot_barrier_curves,
         plot_points,
@@ -41,7 +58,7 @@ def barrier(P: int, model: Path, max_n: int, plot: Path | None, as_json: bool) -
 
     term = Terminal()
     ns = tuple(range(2, max_n + 1))
-    try:
+    with _tune_errors():
         tool = find_tool("railgauge-sim")
         res = tune_barrier(P, model, tool=tool, ns=ns)
         if plot is not None:
@@ -49,12 +66,6 @@ def barrier(P: int, model: Path, max_n: int, plot: Path | None, as_json: bool) -
             choice = f"nway:{res.n}" if res.algorithm == "nway" else res.algorithm
             plot_barrier_curves(curves, plot, title=f"barrier on the model {model.name}",
                                 choice=choice)
-    except NativeToolError as exc:
-        raise FailError(str(exc)) from None
-    except TuneError as exc:
-        if exc.user:
-            raise UserError(str(exc)) from None
-        raise FailError(str(exc)) from None
     if as_json:
         term.result(json.dumps(res.to_json()))
         return 0
@@ -119,21 +130,15 @@ def rxwin(model: Path, pattern: str, nranks: int, iters: int, w_inits: tuple[int
           eager_limit: int, as_json: bool) -> int:
     """Which receive window (W_init, W_max) and RNR timer for a workload: the least memory
     within the tolerance of the best simulated time."""
-    from railgauge.native import NativeToolError, find_tool
-    from railgauge.tune import TuneError, tune_rxwin
+    from railgauge.native import find_tool
+    from railgauge.tune import tune_rxwin
 
     term = Terminal()
-    try:
+    with _tune_errors():
         tool = find_tool("railgauge-sim")
         res = tune_rxwin(pattern, model, tool=tool, nranks=nranks, iters=iters,
                          w_inits=w_inits, w_maxes=w_maxes, timers_ms=timers,
                          tolerance=tolerance, eager_limit=eager_limit)
-    except NativeToolError as exc:
-        raise FailError(str(exc)) from None
-    except TuneError as exc:
-        if exc.user:
-            raise UserError(str(exc)) from None
-        raise FailError(str(exc)) from None
     if as_json:
         term.result(json.dumps(res.to_json()))
         return 0
