@@ -41,6 +41,7 @@ typedef struct freed {
     uint64_t key; /* rank, kind, order freed */
     double   t;
     uint32_t op;
+    uint16_t cpu, nic; /* the op's (with key's rank and kind: what due() needs) */
 } freed_t;
 
 typedef struct qnode {
@@ -89,6 +90,13 @@ typedef struct rxrank {
 
 #define NIL UINT32_MAX
 
+/* A rank's accounts: CPU time in overheads and calc, the union of busy CPU
+ * intervals (every interval starts at the current event's time, so they
+ * come sorted by start and one running end suffices), and its finish. */
+typedef struct racc {
+    double ov, calc, busy, busy_end, finish;
+} racc_t;
+
 typedef struct eng {
     rg_sim_sched_t        *s;
     const rg_sim_params_t *p;
@@ -96,7 +104,7 @@ typedef struct eng {
     const rg_sim_trace_t *trace;
     rg_sim_range_t        flat;     /* the scalar parameters as one range */
     uint64_t  seq;
-    double   *cpu, *nic_s, *nic_r, *finish;
+    double   *cpu, *nic_s, *nic_r;
     uint32_t *left;                 /* unmet dependencies per op */
     uint8_t  *state;                /* per op: 0 waiting, 3 queued, 1 started, 2 done */
     uint32_t *posted, *unexp;       /* per rank: head, tail */
@@ -107,10 +115,9 @@ typedef struct eng {
     size_t    nfreed, freed_cap;
     size_t    ndone;
     int       nomem;
-    /* Per rank: CPU time in overheads and calc, and the union of busy CPU
-     * intervals (every interval starts at the current event's time, so they
-     * come sorted by start and one running end suffices). */
-    double   *ov, *calc, *busy, *busy_end;
+    /* Per rank: its accounts (racc_t), one record per rank rather than an
+     * array per figure, so that an event touches one place, not five. */
+    struct racc *acc;
     /* LoP (p->lop): o_s(p) and L(p) for p = 0..lop_max (index 0 unused), the
      * end of posting of each rank's current send batch (list mode), and each
      * rank's receives in program order (rcv_off CSR) with the first one not
@@ -142,19 +149,20 @@ typedef struct eng {
  * a computation. */
 static void busy(eng_t *e, uint32_t rank, double t, double dur, int is_calc)
 {
-    double end = t + dur;
+    double  end = t + dur;
+    racc_t *a = &e->acc[rank];
 
     if (is_calc) {
-        e->calc[rank] += dur;
+        a->calc += dur;
     } else {
-        e->ov[rank] += dur;
+        a->ov += dur;
     }
-    if (t >= e->busy_end[rank]) {
-        e->busy[rank] += dur;
-        e->busy_end[rank] = end;
-    } else if (end > e->busy_end[rank]) {
-        e->busy[rank] += end - e->busy_end[rank];
-        e->busy_end[rank] = end;
+    if (t >= a->busy_end) {
+        a->busy += dur;
+        a->busy_end = end;
+    } else if (end > a->busy_end) {
+        a->busy += end - a->busy_end;
+        a->busy_end = end;
     }
 }
 
@@ -227,7 +235,7 @@ static uint32_t q_take(eng_t *e, uint32_t *ht, const rg_sim_op_t *op, int queue_
     return NIL;
 }
 
-static double due(const eng_t *e, uint32_t v, double t);
+static double due(const eng_t *e, const freed_t *f);
 
 /* Queues op v, freed at t, for flush_freed. */
 static inline void freed_add(eng_t *e, uint32_t v, double t)
@@ -249,6 +257,8 @@ static inline void freed_add(eng_t *e, uint32_t v, double t)
                               (uint64_t)e->nfreed;
     e->freed[e->nfreed].op = v;
     e->freed[e->nfreed].t = t;
+    e->freed[e->nfreed].cpu = o.cpu;
+    e->freed[e->nfreed].nic = o.nic;
     e->nfreed++;
 }
 
@@ -278,6 +288,9 @@ static void release(eng_t *e, uint32_t op, double t, int ireq)
     uint32_t        gen[2], cnt, i;
 
     if (s->gen == RG_SIM_GEN_NONE) {
+        if (ireq && !(s->ops[op].flags & RG_SIM_OPF_IREQ)) {
+            return; /* none irequires op (the common case) */
+        }
         list = s->deps + s->dep_off[op];
         cnt = s->dep_off[op + 1] - s->dep_off[op];
     } else if (s->gen == RG_SIM_GEN_HOOKS) {
@@ -345,24 +358,25 @@ static void flush_freed(eng_t *e)
         }
     }
     for (i = 0; i < e->nfreed; i++) {
-        ev_push(e, due(e, e->freed[i].op, e->freed[i].t), e->seq++, e->freed[i].op, EV_READY);
+        ev_push(e, due(e, &e->freed[i]), e->seq++, e->freed[i].op, EV_READY);
     }
     e->nfreed = 0;
 }
 
 /* When a freed operation can start at the earliest: for a send, the later of
- * its CPU and its NIC send gap; otherwise its CPU; never before t. Checked
- * again when the event comes up, since the resources may be taken by then. */
-static double due(const eng_t *e, uint32_t v, double t)
+ * its CPU and its NIC send gap; otherwise its CPU; never before it was freed.
+ * Checked again when the event comes up, since the resources may be taken by
+ * then. (From the freed record: no second look at the operation.) */
+static double due(const eng_t *e, const freed_t *f)
 {
-    const rg_sim_op_t op = rg_sim_op_get(e->s, v);
-    double c = e->cpu[(size_t)op.rank * e->s->ncpus + op.cpu];
+    uint32_t rank = (uint32_t)(f->key >> 34), kind = (uint32_t)(f->key >> 32) & 3u;
+    double   t = f->t, c = e->cpu[(size_t)rank * e->s->ncpus + f->cpu];
 
     if (c > t) {
         t = c;
     }
-    if (op.kind == RG_SIM_SEND && e->lop == NULL) {
-        double n = e->nic_s[(size_t)op.rank * e->s->nnics + op.nic];
+    if (kind == RG_SIM_SEND && e->lop == NULL) {
+        double n = e->nic_s[(size_t)rank * e->s->nnics + f->nic];
         if (n > t) {
             t = n;
         }
@@ -376,14 +390,13 @@ static void start(eng_t *e, uint32_t op, double t)
     release(e, op, t, 1);
 }
 
-static void done(eng_t *e, uint32_t op, double t)
+/* Op, of `rank` (the caller has the op at hand), is done at t. */
+static void done(eng_t *e, uint32_t op, uint32_t rank, double t)
 {
-    uint32_t rank = rg_sim_op_get(e->s, op).rank;
-
     e->state[op] = 2;
     e->ndone++;
-    if (t > e->finish[rank]) {
-        e->finish[rank] = t;
+    if (t > e->acc[rank].finish) {
+        e->acc[rank].finish = t;
     }
     release(e, op, t, 0);
 }
@@ -421,7 +434,7 @@ static void rndv_done(eng_t *e, uint32_t send, double t)
     if (e->nic_s[n] < t) {
         e->nic_s[n] = t;
     }
-    done(e, send, t);
+    done(e, send, m.rank, t);
 }
 
 /* A receive matched a message at t: the receive is done, and so is a
@@ -431,13 +444,14 @@ static void complete_match(eng_t *e, uint32_t recv, uint32_t send, double t)
 {
     const rg_sim_op_t m = rg_sim_op_get(e->s, send);
 
+    /* The receive is on the message's destination rank. */
     if (!(m.amount > e->p->S)) {
-        done(e, recv, t);
+        done(e, recv, (uint32_t)m.peer, t);
     } else if (m.rank < (uint32_t)m.peer) {
         rndv_done(e, send, t);
-        done(e, recv, t);
+        done(e, recv, (uint32_t)m.peer, t);
     } else {
-        done(e, recv, t);
+        done(e, recv, (uint32_t)m.peer, t);
         rndv_done(e, send, t);
     }
 }
@@ -504,7 +518,7 @@ static void lop_send(eng_t *e, const ev_t *ev, const rg_sim_op_t *op, double t)
                        op);
     }
     ev_push(e, arrive, e->seq++, ev->op, EV_ARRIVE);
-    done(e, ev->op, t);
+    done(e, ev->op, op->rank, t);
 }
 
 static RX_COLD void rx_sent(eng_t *e, uint32_t m, const rg_sim_op_t *op, double t,
@@ -554,7 +568,7 @@ static void on_ready(eng_t *e, const ev_t *ev)
         }
         ev_push(e, t + r->o + r->L, e->seq++, ev->op, EV_ARRIVE);
         if (op->amount <= p->S) {
-            done(e, ev->op, t);
+            done(e, ev->op, op->rank, t);
         }
         return;
     }
@@ -571,7 +585,7 @@ static void on_ready(eng_t *e, const ev_t *ev)
         if (e->trace != NULL && e->trace->span != NULL) {
             e->trace->span(e->trace->arg, op->rank, "cpu", op->cpu, "calc", t, op->amount, op);
         }
-        done(e, ev->op, t);
+        done(e, ev->op, op->rank, t);
         return;
     }
     if (e->rx != NULL) {
@@ -926,7 +940,7 @@ static RX_COLD void rx_sent(eng_t *e, uint32_t m, const rg_sim_op_t *op, double 
     if (rx_governed(e, op)) {
         rx_stage(e, op->rank, op->amount, 1);
     } else if (op->amount <= e->p->S) {
-        done(e, m, t);
+        done(e, m, op->rank, t);
     }
 }
 
@@ -1238,7 +1252,7 @@ static void rx_ack(eng_t *e, const ev_t *ev)
     const rg_sim_op_t m = rg_sim_op_get(e->s, ev->op);
 
     rx_stage(e, m.rank, m.amount, 0);
-    done(e, ev->op, ev->t);
+    done(e, ev->op, m.rank, ev->t);
 }
 
 static RX_HOT void rx_event(eng_t *e, const ev_t *ev)
@@ -1281,10 +1295,11 @@ static rg_status_t rx_setup(eng_t *e, rg_err_t *err)
     }
     if (s->gen == RG_SIM_GEN_NONE) {
         for (i = 0; i < s->nops; i++) {
-            if (s->ops[i].kind == RG_SIM_RECV && s->ops[i].peer == RG_SIM_ANY) {
+            const rg_sim_op_t *o = &s->ops[s->added ? s->added[i] : i];
+            if (o->kind == RG_SIM_RECV && o->peer == RG_SIM_ANY) {
                 return rg_err_set(err, RG_ERR_INVALID, "the receive-window model needs every "
                                   "receive to name its source (rank %u receives from any)",
-                                  s->ops[i].rank);
+                                  o->rank);
             }
         }
     }
@@ -1380,11 +1395,13 @@ static rg_status_t deadlock(eng_t *e, FILE *report, rg_err_t *err)
 {
     const rg_sim_sched_t *s = e->s;
     char   msg[RG_ERR_MSG_MAX];
-    size_t len, i, shown = 0, waiting = s->nops - e->ndone;
+    size_t len, k, shown = 0, waiting = s->nops - e->ndone;
 
     len = (size_t)snprintf(msg, sizeof(msg), "deadlock: %zu operation(s) never done:", waiting);
-    for (i = 0; i < s->nops; i++) {
-        const rg_sim_op_t opv = rg_sim_op_get(s, i);
+    for (k = 0; k < s->nops; k++) {
+        /* In the order added (sched_finish may have renumbered). */
+        size_t             i = s->added != NULL ? s->added[k] : k;
+        const rg_sim_op_t  opv = rg_sim_op_get(s, i);
         const rg_sim_op_t *op = &opv;
         char one[160];
         if (e->state[i] == 2) {
@@ -1420,7 +1437,7 @@ static rg_status_t deadlock(eng_t *e, FILE *report, rg_err_t *err)
 static rg_status_t lop_setup(eng_t *e, rg_err_t *err)
 {
     const rg_sim_sched_t *s = e->s;
-    size_t                i, maxb = 1;
+    size_t                i, k, maxb = 1;
 
     e->lop = e->p->lop;
     if (s->gen == RG_SIM_GEN_NONE) {
@@ -1472,9 +1489,11 @@ static rg_status_t lop_setup(eng_t *e, rg_err_t *err)
         return rg_err_set(err, RG_ERR_NOMEM, "simulate: out of memory for the receives");
     }
     memcpy(e->rcv_ptr, e->rcv_off, (size_t)s->nranks * sizeof(uint32_t));
-    for (i = 0; i < s->nops; i++) {
-        if (s->ops[i].kind == RG_SIM_RECV) {
-            e->rcv[e->rcv_ptr[s->ops[i].rank]++] = (uint32_t)i;
+    for (k = 0; k < s->nops; k++) {
+        /* In program order: the order added (sched_finish may renumber). */
+        size_t j = s->added != NULL ? s->added[k] : k;
+        if (s->ops[j].kind == RG_SIM_RECV) {
+            e->rcv[e->rcv_ptr[s->ops[j].rank]++] = (uint32_t)j;
         }
     }
     memcpy(e->rcv_ptr, e->rcv_off, (size_t)s->nranks * sizeof(uint32_t));
@@ -1485,11 +1504,13 @@ static rg_status_t lop_setup(eng_t *e, rg_err_t *err)
  * and within a rank its sends, then its receives, then its computations, each
  * in program order (the order decides ties between events at one time). A
  * generated schedule's first round is already in that order; a stored one is
- * sorted by a counting sort on the rank, fed kind by kind. */
+ * sorted by a counting sort on the rank, fed kind by kind. (Where
+ * sched_finish renumbered, the operations free at the start, those of depth
+ * 0, kept the order they were added in.) */
 static rg_status_t queue_initial(eng_t *e, rg_err_t *err)
 {
     const rg_sim_sched_t *s = e->s;
-    uint32_t             *cnt, *out;
+    uint32_t             *cnt, *idx, *out;
     size_t                i, nfree = 0;
     int                   kind;
 
@@ -1502,29 +1523,40 @@ static rg_status_t queue_initial(eng_t *e, rg_err_t *err)
         }
         return RG_OK;
     }
-    for (i = 0; i < s->nops; i++) {
-        nfree += e->left[i] == 0;
-    }
+    /* One pass over the counters collects the free operations in index order
+     * (idx: sized for all, only its used part is touched); the sort then
+     * reads those alone. */
     cnt = calloc((size_t)s->nranks + 1, sizeof(*cnt));
-    out = malloc((nfree ? nfree : 1) * sizeof(*out));
-    if (cnt == NULL || out == NULL) {
+    idx = malloc((s->nops ? s->nops : 1) * sizeof(*idx));
+    if (cnt == NULL || idx == NULL) {
         free(cnt);
-        free(out);
+        free(idx);
         return rg_err_set(err, RG_ERR_NOMEM, "simulate: out of memory for %zu operations",
-                          nfree);
+                          s->nops);
     }
     for (i = 0; i < s->nops; i++) {
         if (e->left[i] == 0) {
-            cnt[s->ops[i].rank + 1]++;
+            idx[nfree++] = (uint32_t)i;
         }
+    }
+    out = malloc((nfree ? nfree : 1) * sizeof(*out));
+    if (out == NULL) {
+        free(cnt);
+        free(idx);
+        return rg_err_set(err, RG_ERR_NOMEM, "simulate: out of memory for %zu operations",
+                          nfree);
+    }
+    for (i = 0; i < nfree; i++) {
+        cnt[s->ops[idx[i]].rank + 1]++;
     }
     for (i = 0; i < s->nranks; i++) {
         cnt[i + 1] += cnt[i];
     }
     for (kind = RG_SIM_SEND; kind <= RG_SIM_CALC; kind++) {
-        for (i = 0; i < s->nops; i++) {
-            if (e->left[i] == 0 && s->ops[i].kind == kind) {
-                out[cnt[s->ops[i].rank]++] = (uint32_t)i;
+        for (i = 0; i < nfree; i++) {
+            const rg_sim_op_t *o = &s->ops[idx[i]];
+            if (o->kind == kind) {
+                out[cnt[o->rank]++] = idx[i];
             }
         }
     }
@@ -1533,6 +1565,7 @@ static rg_status_t queue_initial(eng_t *e, rg_err_t *err)
         ev_push(e, 0.0, e->seq++, out[i], EV_READY);
     }
     free(cnt);
+    free(idx);
     free(out);
     return RG_OK;
 }
@@ -1572,21 +1605,13 @@ rg_status_t rg_sim_run_traced(rg_sim_sched_t *s, const rg_sim_params_t *p,
     e.cpu = calloc(ncpu ? ncpu : 1, sizeof(double));
     e.nic_s = calloc(nnic ? nnic : 1, sizeof(double));
     e.nic_r = calloc(nnic ? nnic : 1, sizeof(double));
-    e.finish = calloc(s->nranks ? s->nranks : 1, sizeof(double));
+    e.acc = calloc(s->nranks ? s->nranks : 1, sizeof(*e.acc));
     e.left = malloc((s->nops ? s->nops : 1) * sizeof(uint32_t));
     e.state = calloc(s->nops ? s->nops : 1, 1);
     e.posted = malloc((s->nranks ? s->nranks : 1) * 2 * sizeof(uint32_t));
     e.unexp = malloc((s->nranks ? s->nranks : 1) * 2 * sizeof(uint32_t));
-    if (!e.cpu || !e.nic_s || !e.nic_r || !e.finish || !e.left || !e.state || !e.posted ||
+    if (!e.cpu || !e.nic_s || !e.nic_r || !e.acc || !e.left || !e.state || !e.posted ||
         !e.unexp) {
-        st = rg_err_set(err, RG_ERR_NOMEM, "simulate: out of memory for %u ranks", s->nranks);
-        goto out;
-    }
-    e.ov = calloc(s->nranks ? s->nranks : 1, sizeof(double));
-    e.calc = calloc(s->nranks ? s->nranks : 1, sizeof(double));
-    e.busy = calloc(s->nranks ? s->nranks : 1, sizeof(double));
-    e.busy_end = calloc(s->nranks ? s->nranks : 1, sizeof(double));
-    if (!e.ov || !e.calc || !e.busy || !e.busy_end) {
         st = rg_err_set(err, RG_ERR_NOMEM, "simulate: out of memory for %u ranks", s->nranks);
         goto out;
     }
@@ -1613,21 +1638,6 @@ rg_status_t rg_sim_run_traced(rg_sim_sched_t *s, const rg_sim_params_t *p,
     while (e.q.count > 0 && !e.nomem && !e.q.nomem) {
         rg_simq_ev_t qe;
         ev_t         ev;
-        if (s->gen == RG_SIM_GEN_NONE) {
-            /* A stored schedule's operations are visited in time order, not in
-             * the order they are stored: fetch what the events a few places
-             * ahead will read (their records, dependents lists and
-             * counters), so that their cache misses overlap this one's. */
-            uint32_t far = rg_simq_ahead(&e.q, 6), near = rg_simq_ahead(&e.q, 3);
-            if (far != UINT32_MAX) {
-                __builtin_prefetch(&s->ops[far]);
-                __builtin_prefetch(&s->dep_off[far]);
-                __builtin_prefetch(&e.state[far]);
-            }
-            if (near != UINT32_MAX) {
-                __builtin_prefetch(&s->deps[s->dep_off[near]]);
-            }
-        }
         rg_simq_pop(&e.q, &ev.t, &qe);
         ev.seq = qe.seq;
         ev.op = qe.op;
@@ -1658,49 +1668,60 @@ rg_status_t rg_sim_run_traced(rg_sim_sched_t *s, const rg_sim_params_t *p,
         st = deadlock(&e, report, err);
         goto out;
     }
+    /* The per-operation state is done with: give it back before the
+     * results take their memory, so that the two do not add up. */
+    free(e.left);
+    free(e.state);
+    e.left = NULL;
+    e.state = NULL;
+    rg_simq_free(&e.q);
+    res->finish = malloc((s->nranks ? s->nranks : 1) * sizeof(double));
+    res->overhead = malloc((s->nranks ? s->nranks : 1) * sizeof(double));
+    res->calc = malloc((s->nranks ? s->nranks : 1) * sizeof(double));
+    res->wait = malloc((s->nranks ? s->nranks : 1) * sizeof(double));
+    if (!res->finish || !res->overhead || !res->calc || !res->wait) {
+        st = rg_err_set(err, RG_ERR_NOMEM, "simulate: out of memory for %u ranks", s->nranks);
+        goto out;
+    }
     for (i = 0; i < ncpu; i++) {
         uint32_t r = (uint32_t)(i / s->ncpus);
-        if (e.cpu[i] > e.finish[r]) {
-            e.finish[r] = e.cpu[i];
+        if (e.cpu[i] > e.acc[r].finish) {
+            e.acc[r].finish = e.cpu[i];
         }
     }
     res->makespan = 0;
     for (i = 0; i < s->nranks; i++) {
-        if (e.finish[i] > res->makespan) {
-            res->makespan = e.finish[i];
+        const racc_t *a = &e.acc[i];
+        if (a->finish > res->makespan) {
+            res->makespan = a->finish;
+        }
+        res->finish[i] = a->finish;
+        res->overhead[i] = a->ov;
+        res->calc[i] = a->calc;
+        res->wait[i] = a->finish - a->busy;
+        if (res->wait[i] < 0) {
+            res->wait[i] = 0; /* rounding */
         }
     }
-    for (i = 0; i < s->nranks; i++) {
-        e.busy[i] = e.finish[i] - e.busy[i];
-        if (e.busy[i] < 0) {
-            e.busy[i] = 0; /* rounding */
-        }
-    }
-    res->finish = e.finish;
-    res->overhead = e.ov;
-    res->calc = e.calc;
-    res->wait = e.busy;
     res->events = events;
     if (e.rx != NULL) {
         rx_finish(&e, res);
     }
-    e.finish = e.ov = e.calc = e.busy = NULL;
 out:
+    if (st != RG_OK) {
+        rg_sim_result_free(res);
+    }
     rg_simq_free(&e.q);
     free(e.freed);
     free(e.cpu);
     free(e.nic_s);
     free(e.nic_r);
-    free(e.finish);
+    free(e.acc);
     free(e.left);
     free(e.state);
     free(e.posted);
     free(e.unexp);
     free(e.pool);
-    free(e.ov);
-    free(e.calc);
-    free(e.busy);
-    free(e.busy_end);
     free(e.lop_os);
     free(e.lop_L);
     free(e.batch_end);

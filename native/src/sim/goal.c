@@ -297,6 +297,14 @@ bad:
     return syntax(p, p->tline, p->tcol, msg);
 }
 
+/* Whether c, after leading digits, continues a number for strtod (a call to
+ * strchr per size was a visible cost). */
+static int amount_more(char c)
+{
+    return (c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' || c == 'x' ||
+           c == 'X' || c == 'p' || c == 'P';
+}
+
 /* A size (bytes, optional suffix) or a calc amount (a number, no suffix).
  * Plain digits are read by hand; decimals, exponents and the like by strtod. */
 static rg_status_t amount(parser_t *p, int is_size, double *v)
@@ -315,7 +323,7 @@ static rg_status_t amount(parser_t *p, int is_size, double *v)
         u = u * 10 + (uint64_t)(p->tok[i] - '0');
         i++;
     }
-    if (i > 0 && (i == p->tlen || !strchr(".eExXpP0123456789", p->tok[i]))) {
+    if (i > 0 && (i == p->tlen || !amount_more(p->tok[i]))) {
         x = (double)u;
         end = p->tok + i;
     } else {
@@ -404,8 +412,16 @@ static lslot_t *label_slot(parser_t *p, const char *s, size_t n, uint32_t h)
         if (sl->gen != p->gen) {
             return sl;
         }
-        if (sl->hash == h && sl->len == n && memcmp(p->arena + sl->name, s, n) == 0) {
-            return sl;
+        if (sl->hash == h && sl->len == n) {
+            /* Labels are short: a byte loop beats a call to memcmp. */
+            const char *a = p->arena + sl->name;
+            size_t      k = 0;
+            while (k < n && a[k] == s[k]) {
+                k++;
+            }
+            if (k == n) {
+                return sl;
+            }
         }
     }
 }

@@ -51,20 +51,6 @@ void rg_simq_init(rg_simq_t *q);
 void rg_simq_free(rg_simq_t *q);
 /* Queues an event; on allocation failure sets q->nomem (checked by the loop). */
 void rg_simq_push(rg_simq_t *q, double t, uint64_t seq, uint32_t op, uint32_t type);
-/* The operation of the event k places behind the least one where it is in
- * the least time's FIFO (the common case), else UINT32_MAX: a hint for
- * prefetching, never an order. */
-static inline uint32_t rg_simq_ahead(const rg_simq_t *q, size_t k)
-{
-    const rg_simq_bucket_t *b;
-
-    if (q->ntop == 0) {
-        return UINT32_MAX;
-    }
-    b = &q->b[q->top[0]];
-    return b->head + k < b->n ? b->fifo[b->head + k].op : UINT32_MAX;
-}
-
 /* Removes the least event (q->count > 0) into *ev and its time into *t. */
 void rg_simq_pop(rg_simq_t *q, double *t, rg_simq_ev_t *ev);
 

@@ -24,6 +24,7 @@ void rg_sim_sched_free(rg_sim_sched_t *s)
     free(s->dep_off);
     free(s->deps);
     free(s->ndeps);
+    free(s->added);
     memset(s, 0, sizeof(*s));
 }
 
@@ -174,7 +175,7 @@ static rg_status_t mark_batches(rg_sim_sched_t *s, rg_err_t *err)
     for (i = 0; i < s->nops; i++) {
         rg_sim_op_t *op = &s->ops[i];
         uint32_t     r = op->rank;
-        op->flags &= (uint8_t)~RG_SIM_OPF_FIRST;
+        op->flags &= (uint8_t)~(RG_SIM_OPF_FIRST | RG_SIM_OPF_IREQ);
         if (op->kind == RG_SIM_CALC) {
             pos[r] = 0;
         } else if (op->kind != last[r] || pos[r] == 0) {
@@ -206,10 +207,108 @@ static rg_status_t mark_batches(rg_sim_sched_t *s, rg_err_t *err)
     return RG_OK;
 }
 
+/* Renumbers the operations by depth (stable: in the order added within a
+ * depth), where they are not in that order already. The engine visits
+ * operations in time order, and operations of one depth tend to run at
+ * about the same time: in the order added (rank by rank, as GOAL is
+ * written), each event touched a cache line of its own in every per-operation
+ * array; by depth, consecutive events touch consecutive entries (a 2^16-rank
+ * dissemination barrier from GOAL simulated in 0.077 s instead of 0.128 s).
+ * Nothing else depends on the numbering: dependents lists keep their order,
+ * the operations free at the start (depth 0) keep theirs, and what needs the
+ * order added (LoP's receives, the deadlock report, the receive window's
+ * check) follows s->added. depth is taken (freed or kept as s->added);
+ * *spare1 (n + 1 entries) and *spare0 (n) are taken where used (then set to
+ * NULL). */
+static rg_status_t renumber(rg_sim_sched_t *s, uint32_t *depth, uint32_t maxd,
+                           uint32_t **spare1, uint32_t **spare0, rg_err_t *err)
+{
+    size_t       n = s->nops, i, e;
+    uint32_t    *cnt = NULL, *off = NULL, *deps = NULL, *nd = NULL;
+    rg_sim_op_t *ops = NULL;
+
+    for (i = 1; i < n && depth[i] >= depth[i - 1]; i++) {
+    }
+    if (i >= n) {
+        free(depth);
+        return RG_OK;
+    }
+    /* A counting sort: depth[i] becomes operation i's new index. */
+    cnt = calloc((size_t)maxd + 1, sizeof(*cnt));
+    if (cnt == NULL) {
+        free(depth);
+        return rg_err_set(err, RG_ERR_NOMEM, "schedule: out of memory");
+    }
+    for (i = 0; i < n; i++) {
+        cnt[depth[i]]++;
+    }
+    for (i = 0, e = 0; i <= maxd; i++) {
+        uint32_t c = cnt[i];
+        cnt[i] = (uint32_t)e;
+        e += c;
+    }
+    for (i = 0; i < n; i++) {
+        depth[i] = cnt[depth[i]]++;
+    }
+    free(cnt);
+    s->added = depth;
+    /* The arrays one by one, so that at most one is held twice; the
+     * operations (the largest) from the end, giving back the old array's
+     * tail as it is consumed: where the new order spreads a rank's
+     * operations apart (rounds of a collective), the new array's pages are
+     * touched about as fast, so the two together hold about one's worth. */
+    ops = malloc(n * sizeof(*ops));
+    if (ops == NULL) {
+        return rg_err_set(err, RG_ERR_NOMEM, "schedule: out of memory for %zu operations", n);
+    }
+    for (i = n; i-- > 0;) {
+        ops[depth[i]] = s->ops[i];
+        if ((i & 0xffff) == 0 && i > 0) {
+            rg_sim_op_t *shrunk = realloc(s->ops, i * sizeof(*shrunk));
+            if (shrunk != NULL) { /* else keep it whole: no harm */
+                s->ops = shrunk;
+            }
+        }
+    }
+    free(s->ops);
+    s->ops = ops;
+    s->ops_cap = n;
+    nd = *spare0;
+    off = *spare1;
+    *spare0 = *spare1 = NULL;
+    off[0] = 0;
+    for (i = 0; i < n; i++) {
+        nd[depth[i]] = s->ndeps[i];
+        off[depth[i] + 1] = s->dep_off[i + 1] - s->dep_off[i];
+    }
+    free(s->ndeps);
+    s->ndeps = nd;
+    for (i = 0; i < n; i++) {
+        off[i + 1] += off[i];
+    }
+    deps = malloc((off[n] ? off[n] : 1) * sizeof(*deps));
+    if (deps == NULL) {
+        free(off);
+        return rg_err_set(err, RG_ERR_NOMEM, "schedule: out of memory for the dependencies");
+    }
+    for (i = 0; i < n; i++) {
+        uint32_t to = off[depth[i]];
+        for (e = s->dep_off[i]; e < s->dep_off[i + 1]; e++) {
+            uint32_t d = s->deps[e];
+            deps[to++] = depth[d & ~RG_SIM_EDGE_IREQ] | (d & RG_SIM_EDGE_IREQ);
+        }
+    }
+    free(s->deps);
+    free(s->dep_off);
+    s->deps = deps;
+    s->dep_off = off;
+    return RG_OK;
+}
+
 rg_status_t rg_sim_sched_finish(rg_sim_sched_t *s, rg_err_t *err)
 {
     size_t    n = s->nops, ne = s->npairs / 2, i;
-    uint32_t *queue = NULL, *left = NULL, head = 0, tail = 0;
+    uint32_t *queue = NULL, *left = NULL, *depth = NULL, head = 0, tail = 0, maxd = 0;
     rg_status_t st = RG_OK;
     char      one[96];
 
@@ -246,28 +345,29 @@ rg_status_t rg_sim_sched_finish(rg_sim_sched_t *s, rg_err_t *err)
         }
         s->dep_off[before + 1]++;
         s->ndeps[after]++;
+        if (s->pairs[2 * i + 1] & RG_SIM_EDGE_IREQ) {
+            s->ops[before].flags |= RG_SIM_OPF_IREQ;
+        }
     }
     for (i = 0; i < n; i++) {
         s->dep_off[i + 1] += s->dep_off[i];
     }
-    /* Fill in input order (stable), so dependents keep program order. */
-    {
-        uint32_t *pos = malloc((n ? n : 1) * sizeof(*pos));
-        if (pos == NULL) {
-            return rg_err_set(err, RG_ERR_NOMEM, "schedule: out of memory");
-        }
-        memcpy(pos, s->dep_off, n * sizeof(*pos));
-        for (i = 0; i < ne; i++) {
-            s->deps[pos[s->pairs[2 * i]]++] = s->pairs[2 * i + 1];
-        }
-        free(pos);
+    /* Fill in input order (stable), so dependents keep program order. queue
+     * (n + 1 entries) serves here, then in the cycle check, then in
+     * renumber(), as does the check's left: fewer fresh pages to fault in. */
+    queue = malloc((n + 1) * sizeof(*queue));
+    if (queue == NULL) {
+        return rg_err_set(err, RG_ERR_NOMEM, "schedule: out of memory");
+    }
+    memcpy(queue, s->dep_off, n * sizeof(*queue));
+    for (i = 0; i < ne; i++) {
+        s->deps[queue[s->pairs[2 * i]]++] = s->pairs[2 * i + 1];
     }
     free(s->pairs);
     s->pairs = NULL;
     s->npairs = s->pairs_cap = 0;
 
     /* Cycle check (Kahn): every operation must become free. */
-    queue = malloc((n ? n : 1) * sizeof(*queue));
     left = malloc((n ? n : 1) * sizeof(*left));
     if (queue == NULL || left == NULL) {
         st = rg_err_set(err, RG_ERR_NOMEM, "schedule: out of memory");
@@ -280,12 +380,23 @@ rg_status_t rg_sim_sched_finish(rg_sim_sched_t *s, rg_err_t *err)
         }
     }
     /* A stack, not a queue: an operation's dependents (of the same rank,
-     * nearby in memory) are then taken next, which keeps the walk in cache. */
+     * nearby in memory) are then taken next, which keeps the walk in cache.
+     * Each operation's depth (the longest chain of dependencies before it)
+     * is found on the way, for renumber(). */
+    depth = calloc(n ? n : 1, sizeof(*depth));
+    if (depth == NULL) {
+        st = rg_err_set(err, RG_ERR_NOMEM, "schedule: out of memory");
+        goto out;
+    }
     while (tail > 0) {
-        uint32_t u = queue[--tail], e;
+        uint32_t u = queue[--tail], e, du = depth[u] + 1;
         head++;
         for (e = s->dep_off[u]; e < s->dep_off[u + 1]; e++) {
             uint32_t v = s->deps[e] & ~RG_SIM_EDGE_IREQ;
+            if (depth[v] < du) {
+                depth[v] = du;
+                maxd = du > maxd ? du : maxd;
+            }
             if (--left[v] == 0) {
                 queue[tail++] = v;
             }
@@ -293,10 +404,14 @@ rg_status_t rg_sim_sched_finish(rg_sim_sched_t *s, rg_err_t *err)
     }
     if (head != n) {
         st = name_cycle(s, left, err);
+        goto out;
     }
+    st = renumber(s, depth, maxd, &queue, &left, err);
+    depth = NULL; /* renumber took it */
 out:
     free(queue);
     free(left);
+    free(depth);
     return st;
 }
 
@@ -371,6 +486,7 @@ rg_status_t rg_sim_barrier_dissemination(rg_sim_sched_t *s, uint32_t P, rg_err_t
     s->gen = RG_SIM_GEN_DISSEMINATION;
     s->gen_rounds = rounds;
     s->gen_inv2p = 1.0 / (2.0 * (double)P);
+    s->gen_shift = (P & (P - 1)) == 0 ? rounds + 1 : 0;
     for (k = 0; k < rounds; k++) {
         s->gen_dist[k] = (uint32_t)((1ull << k) % P);
     }
