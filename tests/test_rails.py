@@ -126,6 +126,11 @@ def test_bw_bidir_small_messages(native_tool: Callable[[str], str], tmp_path: Pa
         ({"RG_RAILS_LIST": LOOP, "RG_RAILS_OVER": "ofi:"}, "rails run over tcp or ofi:"),
         ({"RG_RAILS_LIST": LOOP, "RG_RAILS_OVER": "ofi:tcp@lo"}, "rails run over tcp or ofi:"),
         ({"RG_RAILS_LIST": "127.0.0.1,norail9", "RG_RAILS_OVER": "ofi:tcp"}, "norail9"),
+        ({"RG_RAILS_LIST": LOOP, "RG_RAILS_FAILOVER": "2"}, "RG_RAILS_FAILOVER=2"),
+        ({"RG_RAILS_LIST": LOOP, "RG_RAILS_CHUNK": "4KiB"}, "below 64 KiB"),
+        ({"RG_RAILS_LIST": LOOP, "RG_RAILS_FAULT": "0:2:100"}, "RAIL below 2"),
+        ({"RG_RAILS_LIST": LOOP, "RG_RAILS_FAULT": "0:1"}, "is not RANK:RAIL:BYTES"),
+        ({"RG_RAILS_LIST": LOOP, "RG_TCP_DEAD_AFTER": "1ms"}, "RG_TCP_DEAD_AFTER"),
     ],
 )
 def test_bad_settings(native_tool: Callable[[str], str], env: dict[str, str],
@@ -243,3 +248,164 @@ def test_ofi_instance_on_an_address(native_tool: Callable[[str], str]) -> None:
     bad = launch([native_tool("railgauge-xport-test")], 2, transport="ofi:@lo",
                  timeout_s=120)
     assert bad.returncode != 0
+
+
+# ---- failover ------------------------------------------------------------------------
+
+def _bw_fault(native_tool: Callable[[str], str], tmp_path: Path, env: dict[str, str],
+              *args: str) -> dict[str, Any]:
+    out = tmp_path / "bw.json"
+    res = launch([native_tool("railgauge-bench"), "bw", "--warmup", "0", "--verify",
+                  "--out", str(out), *args], 2, transport="rails", env=env, timeout_s=120)
+    assert res.returncode == 0, res.failure
+    rec: dict[str, Any] = json.loads(out.read_text())
+    assert rec["verified"] is True and rec["bad_bytes"] == 0
+    return rec
+
+
+@pytest.mark.native
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize(("rank", "after", "size"), [
+    (0, 3000000, "1MiB"),    # the sender's rail, mid-stripe (zero copy, ACK-completed)
+    (1, 3000, "1MiB"),       # the receiver's rail, which carries its ACKs
+    (0, 2000000, "20KiB"),   # staged copies below the stripe size, both ways
+    (1, 50000, "100"),       # inline messages, both ways
+])
+def test_failover_every_byte(native_tool: Callable[[str], str], tmp_path: Path,
+                             capfd: pytest.CaptureFixture[str], policy: str, rank: int,
+                             after: int, size: str) -> None:
+    """A rail that fails mid-run (RG_RAILS_FAULT closes it at one rank after some bytes,
+    as a failed transport would): both ranks take it down, the traffic it had not
+    delivered goes on the other rail, and every byte of every message arrives once and
+    right, under every policy and at every message size class."""
+    # The rail that carries whole messages and control traffic: the best-weighted (the
+    # first of equals), or binding's (0 + 1) mod 2.
+    dead = 0 if policy == "even" else 1
+    env = _env(policy, RG_RAILS_WEIGHTS="1,3", RG_RAILS_STRIPE_MIN="64KiB",
+               RG_RAILS_CHUNK="256KiB", RG_RAILS_FAULT=f"{rank}:{dead}:{after}")
+    bidir = () if size == "1MiB" else ("--bidir",)
+    rec = _bw_fault(native_tool, tmp_path, env, "--size", size, "--time", "0.5",
+                    "--window", "8", *bidir)
+    info = rec["transport_info"]
+    err = capfd.readouterr().err
+    for rank in (0, 1):   # the event is logged at both ranks
+        assert f"rank {rank}: rail {dead} (tcp:127.0.0.{dead + 1}) is down" in err, err
+    assert info["failover"] is True and info["failovers"] == 1, info
+    assert info["rails"][dead]["state"] == "down"
+    assert info["rails"][1 - dead]["state"] == "up"
+    assert info["events"][0]["rail"] == dead
+    # Everything after the failure went on the other rail.
+    assert info["rails"][1 - dead]["bytes_sent"] > info["rails"][dead]["bytes_sent"] or \
+        rec["batches"] < 4
+
+
+@pytest.mark.native
+@pytest.mark.parametrize("policy", ["even", "weighted", "adaptive", "round-robin"])
+@pytest.mark.parametrize("fault", ["0:0:300000", "1:1:5000000", "2:0:2000000"])
+def test_failover_conformance(native_tool: Callable[[str], str], policy: str,
+                              fault: str) -> None:
+    """The transport contract (per-pair order, any-source matching, truncation, 0 B to
+    64 MiB, both ways) holds across a rail failure among 3 ranks: nothing lost, nothing
+    delivered twice, whichever rank's rail fails."""
+    env = _env(policy, RG_RAILS_WEIGHTS="1,3", RG_RAILS_STRIPE_MIN="64KiB",
+               RG_RAILS_FAULT=fault)
+    res = launch([native_tool("railgauge-xport-test")], 3, transport="rails", env=env,
+                 timeout_s=240)
+    assert res.returncode == 0, res.failure
+
+
+def _bw_fails(native_tool: Callable[[str], str], env: dict[str, str]) -> str:
+    """bw over rails with env through `railgauge run`; it must fail: its stderr."""
+    full = {k: v for k, v in os.environ.items() if not k.startswith("RG_RAILS_")}
+    full.update(env, RG_TRANSPORT="rails")
+    proc = subprocess.run(
+        [sys.executable, "-m", "railgauge.cli.main", "run", "-n", "2", "--timeout", "60",
+         "--", native_tool("railgauge-bench"), "bw", "--size", "1MiB", "--time", "2"],
+        capture_output=True, text=True, env=full, timeout=120, check=False)
+    assert proc.returncode != 0
+    return proc.stderr
+
+
+@pytest.mark.native
+def test_every_rail_failed_names_them(native_tool: Callable[[str], str]) -> None:
+    """Both rails fail: the transfer ends with an error that names every rail and why,
+    on both ranks; nothing hangs."""
+    err = _bw_fails(native_tool, _env("even", RG_RAILS_FAULT="0:0:1000000,0:1:3000000"))
+    assert "every rail has failed: rail 0 (tcp:127.0.0.1)" in err, err
+    assert "rail 1 (tcp:127.0.0.2)" in err
+    assert "is down" in err   # the event is logged
+
+
+@pytest.mark.native
+def test_failover_off_fails_naming_the_rail(native_tool: Callable[[str], str]) -> None:
+    """RG_RAILS_FAILOVER=0: a failed rail fails the transport, naming it (the setting
+    for those who would rather stop than run on fewer rails)."""
+    err = _bw_fails(native_tool, _env("even", RG_RAILS_FAILOVER="0",
+                                      RG_RAILS_FAULT="0:1:2000000"))
+    assert "rail 1 (tcp:127.0.0.2) failed" in err, err
+
+
+def _bw_netns(tb: Any, transport: str, env: dict[str, str], tmp_path: Path, total: str,
+              down: int | None, at_s: float) -> tuple[Any, dict[str, Any] | None, float]:
+    """bw of ``total`` bytes between the testbed's two hosts; rail ``down`` set down on
+    host 0 ``at_s`` seconds in (and up again after)."""
+    import threading
+    import time
+
+    out = tmp_path / "bw.json"
+    timer = None
+    if down is not None:
+        timer = threading.Timer(at_s, lambda: tb.set_link(down, False, host=0))
+        timer.start()
+    t0 = time.monotonic()
+    try:
+        res = launch([native_tool_path("railgauge-bench"), "bw", "--size", "4MiB", "--bytes",
+                      total, "--warmup", "0", "--window", "8", "--verify", "--out", str(out)],
+                     2, transport=transport, env=env, timeout_s=120, netns=tb.hosts[:2])
+    finally:
+        if timer is not None:
+            timer.cancel()
+            tb.set_link(down, True, host=0)
+    wall = time.monotonic() - t0
+    rec = json.loads(out.read_text()) if out.exists() and out.read_text() else None
+    return res, rec, wall
+
+
+def native_tool_path(name: str) -> str:
+    from conftest import find_native_tool
+
+    return str(find_native_tool(name))
+
+
+@pytest.mark.native
+def test_failover_link_down_on_testbed(tmp_path: Path) -> None:
+    """A real failure: rail 1's link set down on one host mid-transfer (no error reaches
+    the socket; TCP would retry for minutes). The rail is found dead from what the
+    peer's kernel stopped acknowledging (RG_TCP_DEAD_AFTER), taken down on both hosts,
+    and the transfer ends on rail 0 with every byte verified."""
+    with netns_testbed(2, 2, "400mbit,800mbit") as tb:
+        names = [r.ifname for r in tb.rails]
+        env = {"RG_RAILS_LIST": ",".join(names), "RG_RAILS_POLICY": "weighted",
+               "RG_RAILS_WEIGHTS": "1,2", "RG_TCP_DEAD_AFTER": "400ms"}
+        res, rec, _ = _bw_netns(tb, "rails", env, tmp_path, "160MiB", 1, 0.6)
+        assert res.returncode == 0, res.failure
+        assert rec is not None and rec["verified"] is True
+        info = rec["transport_info"]
+        assert [r["state"] for r in info["rails"]] == ["up", "down"], info
+        assert "acknowledged nothing" in info["events"][0]["why"] or \
+            "reported it down" in info["events"][0]["why"]
+
+
+@pytest.mark.native
+def test_tcp_dead_path_is_an_error_not_a_hang(tmp_path: Path,
+                                              capfd: pytest.CaptureFixture[str]) -> None:
+    """Plain tcp over a link that goes down: the transport fails within about
+    RG_TCP_DEAD_AFTER, naming the peer and the path, instead of the kernel's quarter of
+    an hour of retries."""
+    with netns_testbed(2, 1, "400mbit") as tb:
+        env = {**tb.rank_env(0), "RG_TCP_DEAD_AFTER": "300ms"}
+        res, _, wall = _bw_netns(tb, "tcp", env, tmp_path, "400MiB", 0, 0.5)
+        assert res.returncode != 0
+        err = capfd.readouterr().err
+        assert "acknowledged nothing for" in err and "the path to it is down" in err, err
+        assert wall < 30

@@ -180,7 +180,7 @@ static void rg_xt_test_api(rg_xt_t *t)
     rg_xport_t *other = NULL;
     rg_err_t    err;
     rg_xreq_t   req;
-    char        info[1024];
+    char        info[16384];
     int         bad[] = {t->rank, t->size, -1, -7};
     size_t      i;
 

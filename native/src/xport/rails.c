@@ -41,8 +41,29 @@
  * other. No deadlock: the lowest unmatched message of a peer always heads
  * the rails it is on, since each rail carries a peer's messages in order.
  *
- * A rail that fails fails the transport (the error names the rail); failover
- * is not done here yet.
+ * Failover (RG_RAILS_FAILOVER, on by default). Every header carries the
+ * sender's cumulative acknowledgement of the other direction: all messages
+ * of the peer below that sequence number are complete here. It travels on
+ * the traffic there is, and in an ACK message when a striped message
+ * completes (its send completes only then: the sender keeps sending from
+ * the user's buffer until the bytes are known to be in) and after every
+ * RG__RAILS_ACK_EVERY inline messages (their bytes are kept in the staging
+ * buffer until acknowledged). Stripes go in pieces of at most RG_RAILS_CHUNK,
+ * so that a rail's failure costs at most the pieces in flight on it.
+ *
+ * A rail fails when its transport errs: a peer reset the connection, or the
+ * path is down (tcp: RG_TCP_DEAD_AFTER, from what the peer's kernel has
+ * acknowledged, so a peer that is merely busy is not taken for dead). The
+ * rank closes that rail's transport instance (no request of it touches a
+ * user buffer any more), tells every peer on every remaining rail (DOWN,
+ * ahead of what follows on that rail, so the peer closes the rail before
+ * the resent pieces arrive) and sends again, on the remaining rails, every
+ * unacknowledged piece that the failed rail carried. The receiver counts
+ * each piece of a message once (by its offset) and drops messages below its
+ * acknowledgement, acknowledging them again, so that nothing is lost or
+ * delivered twice. The event goes to stderr and into the transport's info
+ * ("events"). With every rail failed the transport fails, naming them. A
+ * failed rail stays down for the rest of the run.
  */
 #include <endian.h>
 #include <errno.h>
@@ -64,10 +85,18 @@
 #define RG__RAILS_RATE_MIN   ((size_t)65536) /* stripes shorter say nothing of a rate */
 #define RG__RAILS_IDLE_AFTER 64u             /* empty progress calls before a rail idles */
 #define RG__RAILS_IDLE_EVERY 8u              /* an idle rail: progressed every 8th call */
+#define RG__RAILS_ACK_EVERY  32u             /* inline messages between two ACKs */
+#define RG__RAILS_EVENTS     16              /* failover events kept for info_json */
 
-enum { RG__T_INLINE = 1, RG__T_STRIPE = 2, RG__T_RATE = 3, RG__T_BYE = 4 };
+enum {
+    RG__T_INLINE = 1, RG__T_STRIPE = 2, RG__T_RATE = 3, RG__T_BYE = 4, RG__T_ACK = 5,
+    RG__T_DOWN = 6
+};
+/* In a STRIPE header's type: the sender's send waits for the acknowledgement. */
+#define RG__T_ACKWANT 0x100u
 enum { RG__P_BINDING, RG__P_RR, RG__P_EVEN, RG__P_WEIGHTED, RG__P_ADAPTIVE };
-enum { RG__RX_HDR = 0, RG__RX_STALL, RG__RX_DATA, RG__RX_CLOSED };
+/* DROP: a duplicate piece's bytes go to the sink; DEAD: the rail failed. */
+enum { RG__RX_HDR = 0, RG__RX_STALL, RG__RX_DATA, RG__RX_CLOSED, RG__RX_DROP, RG__RX_DEAD };
 
 static const char *const rg__rails_policies[] = {
     "binding", "round-robin", "even", "weighted", "adaptive", NULL
@@ -82,6 +111,9 @@ typedef struct rg__rails_config {
     size_t inline_max;
     double alpha;
     double floor;
+    int    failover;
+    size_t chunk;
+    char   fault[RG_CONFIG_STRING_MAX];
 } rg__rails_config_t;
 
 static const rg_config_field_t rg__rails_config_fields[] = {
@@ -113,19 +145,61 @@ static const rg_config_field_t rg__rails_config_fields[] = {
      "adaptive: the smallest share of a message a rail keeps (0 <= f < 1/rails), so "
      "that a slowed rail is still measured and taken back",
      offsetof(rg__rails_config_t, floor), RG_CONFIG_DOUBLE},
+    {"FAILOVER", "1",
+     "1: a rail that fails is closed and its unacknowledged traffic sent again on the "
+     "others (sends of striped messages complete when the receiver has acknowledged "
+     "them); 0: a failed rail fails the transport",
+     offsetof(rg__rails_config_t, failover), RG_CONFIG_INT},
+    {"CHUNK", "4MiB",
+     "stripes go in pieces of at most this (64 KiB or more): what a failed rail's "
+     "traffic costs to send again is at most the pieces in flight on it",
+     offsetof(rg__rails_config_t, chunk), RG_CONFIG_SIZE},
+    {"FAULT", "",
+     "fault injection for tests: RANK:RAIL:BYTES[,...] fails rail RAIL at rank RANK once it "
+     "has sent BYTES bytes, as if its transport had erred",
+     offsetof(rg__rails_config_t, fault), RG_CONFIG_STRING},
     {NULL, NULL, NULL, 0, 0}
 };
 
 const rg_config_table_t rg_xport_rails_config_table = {"RAILS", rg__rails_config_fields};
 
+struct rg__rout;
+
 /* A request of a rail's transport, with what the rails layer needs of it. */
 typedef struct rg__rsub {
     rg_xreq_t        x;
     struct rg__rsub *next;     /* in flight on its rail, or free */
-    rg_xreq_t       *user;     /* the send it is part of (NULL: a RATE message) */
+    rg_xreq_t       *user;     /* the send it is part of (NULL: a control message) */
+    struct rg__rout *rout;     /* the unacknowledged message whose bytes it sends */
+    int              live;     /* posted on a rail, not completed */
     unsigned char   *stage;    /* header (+ inline bytes) */
     size_t           stage_cap;
 } rg__rsub_t;
+
+/* Where one piece of a sent message went. */
+typedef struct rg__rpart {
+    int      rail;
+    uint64_t off, len;
+} rg__rpart_t;
+
+/* A sent message the receiver has not acknowledged yet (failover). Its bytes
+ * are a copy (inline: in the staging buffer of its header; below the stripe
+ * size: in copy) or the user's buffer (striped: the send then completes with
+ * the acknowledgement). It goes when acknowledged and no rail request reads
+ * its bytes any more (live). */
+typedef struct rg__rout {
+    uint64_t         seq, total;
+    rg_xreq_t       *user;     /* the send, until it completes */
+    int              ackshare; /* the user's send waits for the ACK too */
+    int              acked;
+    unsigned         live;     /* rail requests that read its bytes */
+    rg__rsub_t      *stage;    /* inline: header and bytes */
+    unsigned char   *copy;     /* staged: the bytes */
+    size_t           copy_cap;
+    rg__rpart_t     *parts;
+    unsigned         nparts, cap;
+    struct rg__rout *next;
+} rg__rout_t;
 
 /* A message of a peer known to the receiver (a header of it has arrived). */
 typedef struct rg__rmsg {
@@ -133,6 +207,11 @@ typedef struct rg__rmsg {
     unsigned char   *tmp;      /* inline bytes that came before a receive matched */
     rg_xreq_t       *user;     /* the matched receive */
     int              striped;  /* had a stripe: send rates back when complete */
+    int              ackwant;  /* its sender waits for the acknowledgement */
+    unsigned         tmp_live; /* pieces being received into tmp */
+    int              delivered;
+    uint64_t        *offs;     /* failover: offsets of the pieces counted in got */
+    unsigned         noffs, offcap;
     struct rg__rmsg *next;
 } rg__rmsg_t;
 
@@ -145,6 +224,7 @@ typedef struct rg__rrx {
     uint64_t       off, len;
     uint64_t       t_done_ns;  /* the last stripe's bytes were all in */
     int            busy;       /* this stripe's header was there when they were */
+    int            intmp;      /* DATA: the bytes go to msg->tmp (not matched yet) */
 } rg__rrx_t;
 
 typedef struct rg__rpeer {
@@ -153,7 +233,12 @@ typedef struct rg__rpeer {
     rg__rmsg_t *msgs;          /* known messages, by sequence number */
     double      w[RG__RAILS_MAX];     /* send weights to this peer (sum 1) */
     double      rate[RG__RAILS_MAX];  /* receive rates from this peer, bytes/ns */
-    int         byes;                 /* rails on which the peer said goodbye */
+    unsigned    byes;                 /* rails on which the peer said goodbye (bits) */
+    /* Failover: messages from the peer below ack_upto are complete here
+     * (ack_sent: the last value told); the peer has all of ours below acked. */
+    uint64_t    ack_upto, ack_sent, acked;
+    int         ack_due;              /* a striped message passed: tell it this call */
+    rg__rout_t *outs, *outs_last;     /* ours, not acknowledged, by sequence */
 } rg__rpeer_t;
 
 typedef struct rg__rails {
@@ -185,6 +270,22 @@ typedef struct rg__rails {
     unsigned          idle[RG__RAILS_MAX];
     unsigned          busy_rx[RG__RAILS_MAX];  /* subchannels inside a stripe */
     unsigned          polls;
+    /* Failover. */
+    int               fo;
+    int               acks_due;                /* peers with ack_due set */
+    unsigned          alive;                   /* rails up (bits) */
+    unsigned          down_pending;            /* failed, not torn down yet (bits) */
+    char              down_why[RG__RAILS_MAX][320];
+    rg__rout_t       *free_outs;
+    uint64_t          fault_at[RG__RAILS_MAX];  /* RG_RAILS_FAULT here; 0: none */
+    uint64_t          failovers, resent_bytes, resent_pieces, dup_pieces, acks_sent;
+    struct {
+        double   t_s;
+        int      rail;
+        char     why[320];
+    }                 events[RG__RAILS_EVENTS];
+    int               nevents;
+    uint64_t          t0_ns;
 } rg__rails_t;
 
 /* User request scratch: sends: priv[0] = rail messages still pending;
@@ -200,36 +301,52 @@ static inline rg__rails_t *rg__rails(rg_xport_t *xp)
 /* ---- small helpers -------------------------------------------------------- */
 
 static void rg__hdr_put(unsigned char *b, uint32_t type, uint64_t seq, uint64_t total,
-                        uint64_t off, uint64_t len)
+                        uint64_t off, uint64_t len, uint64_t ack)
 {
     uint32_t m = htole32(RG__RAILS_MAGIC), t = htole32(type);
-    uint64_t v[4] = {htole64(seq), htole64(total), htole64(off), htole64(len)};
+    uint64_t v[5] = {htole64(seq), htole64(total), htole64(off), htole64(len), htole64(ack)};
 
     memcpy(b, &m, 4);
     memcpy(b + 4, &t, 4);
     memcpy(b + 8, v, sizeof(v));
-    memset(b + 40, 0, 8);
 }
 
-static int rg__hdr_get(const unsigned char *b, uint32_t *type, uint64_t v[4])
+/* v = seq, total, off, len, ack. */
+static int rg__hdr_get(const unsigned char *b, uint32_t *type, uint64_t v[5])
 {
     uint32_t m, t;
     int      i;
 
     memcpy(&m, b, 4);
     memcpy(&t, b + 4, 4);
-    memcpy(v, b + 8, 4 * sizeof(uint64_t));
-    for (i = 0; i < 4; i++) {
+    memcpy(v, b + 8, 5 * sizeof(uint64_t));
+    for (i = 0; i < 5; i++) {
         v[i] = le64toh(v[i]);
     }
     *type = le32toh(t);
     return le32toh(m) == RG__RAILS_MAGIC;
 }
 
+/* A header to peer, with this rank's acknowledgement of the peer's messages. */
+static void rg__rails_hdr(rg__rails_t *rl, int peer, unsigned char *b, uint32_t type,
+                          uint64_t seq, uint64_t total, uint64_t off, uint64_t len)
+{
+    rg__rpeer_t *pp = &rl->peers[peer];
+
+    rg__hdr_put(b, type, seq, total, off, len, pp->ack_upto);
+    pp->ack_sent = pp->ack_upto;
+}
+
+static int rg__rails_up(const rg__rails_t *rl, int r)
+{
+    return ((rl->alive & ~rl->down_pending) >> r) & 1u;
+}
+
 static rg_status_t rg__rails_fail(rg__rails_t *rl, rg_status_t status)
 {
     rg_xreq_t  *req;
     rg__rsub_t *s;
+    rg__rout_t *o;
     int         r;
 
     if (rl->failed != RG_OK) {
@@ -255,16 +372,34 @@ static rg_status_t rg__rails_fail(rg__rails_t *rl, rg_status_t status)
                 m->user->status = status;
             }
         }
+        for (o = rl->peers[r].outs; o != NULL; o = o->next) {
+            if (o->user != NULL && o->user->status == RG_INPROGRESS) {
+                o->user->status = status;
+            }
+        }
     }
     return status;
 }
 
-/* A rail's transport failed: the rails transport fails, naming it. */
-static rg_status_t rg__rails_rail_failed(rg__rails_t *rl, int r, rg_status_t status)
+/* A rail's transport failed (why: NULL for its own message). Without
+ * failover the rails transport fails, naming the rail. With it, the rail is
+ * torn down at the next safe point (rg__rails_reap: not inside a walk of the
+ * rail's lists) and RG_OK returned, so that the caller goes on. */
+static rg_status_t rg__rails_rail_failed(rg__rails_t *rl, int r, rg_status_t status,
+                                         const char *why)
 {
-    rg_err_set(&rl->super.err, status, "rail %d (%s) failed: %s", r, rl->rname[r],
-               rg_xport_strerror(rl->rail[r]));
-    return rg__rails_fail(rl, status);
+    if (why == NULL) {
+        why = rl->rail[r] != NULL ? rg_xport_strerror(rl->rail[r]) : rg_status_name(status);
+    }
+    if (!rl->fo) {
+        rg_err_set(&rl->super.err, status, "rail %d (%s) failed: %s", r, rl->rname[r], why);
+        return rg__rails_fail(rl, status);
+    }
+    if (rg__rails_up(rl, r)) {
+        snprintf(rl->down_why[r], sizeof(rl->down_why[r]), "%s", why);
+        rl->down_pending |= 1u << r;
+    }
+    return rl->failed;
 }
 
 static rg__rsub_t *rg__rsub_get(rg__rails_t *rl, size_t stage)
@@ -291,6 +426,8 @@ static rg__rsub_t *rg__rsub_get(rg__rails_t *rl, size_t stage)
         s->stage_cap = stage;
     }
     s->user = NULL;
+    s->rout = NULL;
+    s->live = 0;
     s->next = NULL;
     return s;
 }
@@ -301,80 +438,250 @@ static void rg__rsub_put(rg__rails_t *rl, rg__rsub_t *s)
     rl->free_subs = s;
 }
 
+static void rg__rout_free(rg__rails_t *rl, rg__rout_t *o)
+{
+    if (o->stage != NULL) {
+        o->stage->rout = NULL;
+        rg__rsub_put(rl, o->stage);
+        o->stage = NULL;
+    }
+    o->next       = rl->free_outs;
+    rl->free_outs = o;
+}
+
+/* s is off its rail (done, refused or dropped with a failed rail). */
+static void rg__rsub_done(rg__rails_t *rl, rg__rsub_t *s)
+{
+    rg__rout_t *o = s->rout;
+
+    s->live = 0;
+    s->user = NULL;
+    if (o == NULL) {
+        rg__rsub_put(rl, s);
+        return;
+    }
+    o->live--;
+    if (o->stage != s) {
+        s->rout = NULL;
+        rg__rsub_put(rl, s);
+    }
+    if (o->acked && o->live == 0) {
+        rg__rout_free(rl, o);
+    }
+}
+
 /* ---- sending --------------------------------------------------------------- */
 
-/* Posts one rail message (len bytes at buf) for user (NULL: internal). */
+/* Posts one rail message (len bytes at buf) for user (NULL: internal). A
+ * rail that refuses it has failed (see rg__rails_rail_failed). */
 static rg_status_t rg__rails_post(rg__rails_t *rl, int r, int peer, rg__rsub_t *s,
                                   const void *buf, size_t len, rg_xreq_t *user)
 {
     rg_status_t status;
 
     s->user = user;
-    status  = rg_xport_isend(rl->rail[r], peer, buf, len, &s->x);
+    if (s->rout != NULL) {
+        s->rout->live++;
+    }
+    status = rg_xport_isend(rl->rail[r], peer, buf, len, &s->x);
     if (status < 0) {
-        rg__rsub_put(rl, s);
-        return rg__rails_rail_failed(rl, r, status);
+        rg__rsub_done(rl, s);
+        return rg__rails_rail_failed(rl, r, status, NULL);
     }
     if (user != NULL) {
         RG__RAILS_PENDING(user)++;
     }
+    s->live            = 1;
     rl->sent_bytes[r] += len;
-    s->next           = rl->inflight[r];
-    rl->inflight[r]   = s;
+    s->next            = rl->inflight[r];
+    rl->inflight[r]    = s;
+    if (rl->fault_at[r] != 0 && rl->sent_bytes[r] >= rl->fault_at[r]) {
+        char why[96];
+
+        rl->fault_at[r] = 0;
+        snprintf(why, sizeof(why), "fault injected by RG_RAILS_FAULT after %llu bytes",
+                 (unsigned long long)rl->sent_bytes[r]);
+        return rg__rails_rail_failed(rl, r, RG_ERR_IO, why);
+    }
     return RG_OK;
 }
 
-/* The rail of a message that goes whole. */
+/* The rail of a message that goes whole (or of a piece sent again). */
 static int rg__rails_one(rg__rails_t *rl, int peer)
 {
     const double *w = rl->peers[peer].w;
-    int           r, best = 0;
+    int           r, k, best = -1;
 
     switch (rl->policy) {
     case RG__P_BINDING:
-        return (rl->super.rank + peer) % rl->nrails;
+        r = (rl->super.rank + peer) % rl->nrails;
+        for (k = 0; k < rl->nrails && !rg__rails_up(rl, (r + k) % rl->nrails); k++) {
+        }
+        return (r + k) % rl->nrails;
     case RG__P_RR:
-        return (int)(rl->rr_next++ % (unsigned)rl->nrails);
+        for (k = 0; k < rl->nrails; k++) {
+            r = (int)(rl->rr_next++ % (unsigned)rl->nrails);
+            if (rg__rails_up(rl, r)) {
+                return r;
+            }
+        }
+        return 0;
     default:
-        for (r = 1; r < rl->nrails; r++) {
-            if (w[r] > w[best]) {
+        for (r = 0; r < rl->nrails; r++) {
+            if (rg__rails_up(rl, r) && (best < 0 || w[r] > w[best])) {
                 best = r;
             }
         }
-        return best;
+        return best < 0 ? 0 : best;
     }
 }
+
+/* The best rail up for a control message or a piece sent again. */
+static int rg__rails_best(rg__rails_t *rl, int peer)
+{
+    const double *w = rl->peers[peer].w;
+    int           r, best = -1;
+
+    for (r = 0; r < rl->nrails; r++) {
+        if (rg__rails_up(rl, r) && (best < 0 || w[r] > w[best])) {
+            best = r;
+        }
+    }
+    return best < 0 ? 0 : best;
+}
+
+static rg__rout_t *rg__rout_get(rg__rails_t *rl, int peer, uint64_t seq, uint64_t total,
+                                rg_xreq_t *user)
+{
+    rg__rpeer_t *pp = &rl->peers[peer];
+    rg__rout_t  *o  = rl->free_outs;
+
+    if (o != NULL) {
+        rl->free_outs = o->next;
+    } else if ((o = calloc(1, sizeof(*o))) == NULL) {
+        return NULL;
+    }
+    o->seq      = seq;
+    o->total    = total;
+    o->user     = user;
+    o->ackshare = 0;
+    o->acked    = 0;
+    o->live     = 0;
+    o->stage    = NULL;
+    o->nparts   = 0;
+    o->next     = NULL;
+    if (pp->outs_last != NULL) {
+        pp->outs_last->next = o;
+    } else {
+        pp->outs = o;
+    }
+    pp->outs_last = o;
+    return o;
+}
+
+static rg_status_t rg__rout_part(rg__rout_t *o, int r, uint64_t off, uint64_t len)
+{
+    rg__rpart_t *p;
+
+    if (o->nparts == o->cap) {
+        unsigned cap = o->cap == 0 ? 4 : 2 * o->cap;
+
+        if ((p = realloc(o->parts, cap * sizeof(*p))) == NULL) {
+            return RG_ERR_NOMEM;
+        }
+        o->parts = p;
+        o->cap   = cap;
+    }
+    o->parts[o->nparts].rail = r;
+    o->parts[o->nparts].off  = off;
+    o->parts[o->nparts].len  = len;
+    o->nparts++;
+    return RG_OK;
+}
+
+/* Posts piece [off, off + len) of message seq (total bytes) to peer on rail
+ * r: a header, then the bytes, from src (the message's first byte: the
+ * user's buffer, or the copy of o), for user (NULL: a send that is
+ * complete). */
+static rg_status_t rg__rails_piece(rg__rails_t *rl, int r, int peer, uint64_t seq,
+                                   uint64_t total, uint64_t off, uint64_t len,
+                                   const unsigned char *src, rg_xreq_t *user, rg__rout_t *o)
+{
+    rg__rsub_t *s = rg__rsub_get(rl, RG__RAILS_HDR + rl->cfg.inline_max);
+    rg_status_t status;
+
+    if (s == NULL) {
+        return RG_ERR_NOMEM;
+    }
+    rg__rails_hdr(rl, peer, s->stage,
+                  RG__T_STRIPE | (rl->fo && o == NULL ? RG__T_ACKWANT : 0u), seq, total, off,
+                  len);
+    s->rout = o;   /* whichever of the two completes the send clears o->user */
+    status  = rg__rails_post(rl, r, peer, s, s->stage, RG__RAILS_HDR, user);
+    if (status != RG_OK || !rg__rails_up(rl, r)) {
+        return status;
+    }
+    if ((s = rg__rsub_get(rl, 0)) == NULL) {
+        return RG_ERR_NOMEM;
+    }
+    s->rout = o;
+    return rg__rails_post(rl, r, peer, s, src + off, (size_t)len, user);
+}
+
+static rg_status_t rg__rails_nomem(rg__rails_t *rl)
+{
+    rg_err_set(&rl->super.err, RG_ERR_NOMEM, "cannot allocate a rail request");
+    return rg__rails_fail(rl, RG_ERR_NOMEM);
+}
+
+static rg_status_t rg__rails_reap(rg__rails_t *rl);
 
 static rg_status_t rg__rails_isend(rg_xport_t *xp, rg_xreq_t *req)
 {
     rg__rails_t   *rl = rg__rails(xp);
     rg__rpeer_t   *pp = &rl->peers[req->peer];
     rg__rsub_t    *s;
+    rg__rout_t    *o = NULL;
     rg_status_t    status;
+    const unsigned char *src;
     const double  *w  = pp->w;
-    uint64_t       seq = pp->send_seq++, off = 0, part;
+    uint64_t       seq, off = 0, part, k, piece;
     size_t         len = req->len, cut[RG__RAILS_MAX];
-    int            r, nparts = 0, one;
+    int            r, one;
 
+    if (rl->down_pending != 0 && rl->failed == RG_OK) {
+        (void)rg__rails_reap(rl);
+    }
     if (rl->failed != RG_OK) {
         req->status = rl->failed;
         return rl->failed;
     }
-    if (pp->byes > 0) {
+    if (pp->byes != 0) {
         req->status = RG_ERR_PEER_DEAD;
         return rg_err_set(&xp->err, RG_ERR_PEER_DEAD, "rank %d has closed the rails transport",
                           req->peer);
     }
+    seq = pp->send_seq++;
     RG__RAILS_PENDING(req) = 0;
+    if (rl->fo && (o = rg__rout_get(rl, req->peer, seq, len, req)) == NULL) {
+        goto nomem;
+    }
     if (len <= rl->cfg.inline_max) {
         r = rg__rails_one(rl, req->peer);
         s = rg__rsub_get(rl, RG__RAILS_HDR + rl->cfg.inline_max);
         if (s == NULL) {
             goto nomem;
         }
-        rg__hdr_put(s->stage, RG__T_INLINE, seq, len, 0, len);
+        rg__rails_hdr(rl, req->peer, s->stage, RG__T_INLINE, seq, len, 0, len);
         if (len > 0) {
             memcpy(s->stage + RG__RAILS_HDR, req->buf, len);
+        }
+        if (o != NULL) {
+            o->stage = s;
+            s->rout  = o;
+            if (rg__rout_part(o, r, 0, len) != RG_OK) {
+                goto nomem;
+            }
         }
         status = rg__rails_post(rl, r, req->peer, s, s->stage, RG__RAILS_HDR + len, req);
         goto posted;
@@ -398,44 +705,107 @@ static rg_status_t rg__rails_isend(rg_xport_t *xp, rg_xreq_t *req)
             }
         }
     }
-    off = 0;
-    for (r = 0; r < rl->nrails; r++) {
-        if (cut[r] == 0) {
-            continue;
+    src = req->buf;
+    if (o != NULL && len < rl->cfg.stripe_min) {
+        /* Below the stripe size a copy costs less than waiting for the
+         * acknowledgement: the send completes when the rail has taken it. */
+        if (o->copy_cap < len) {
+            unsigned char *b = realloc(o->copy, len);
+
+            if (b == NULL) {
+                goto nomem;
+            }
+            o->copy     = b;
+            o->copy_cap = len;
         }
-        s = rg__rsub_get(rl, RG__RAILS_HDR + rl->cfg.inline_max);
-        if (s == NULL) {
-            goto nomem;
-        }
-        rg__hdr_put(s->stage, RG__T_STRIPE, seq, len, off, cut[r]);
-        status = rg__rails_post(rl, r, req->peer, s, s->stage, RG__RAILS_HDR, req);
-        if (status != RG_OK) {
-            goto posted;
-        }
-        s = rg__rsub_get(rl, 0);
-        if (s == NULL) {
-            goto nomem;
-        }
-        status = rg__rails_post(rl, r, req->peer, s, (const unsigned char *)req->buf + off,
-                                cut[r], req);
-        if (status != RG_OK) {
-            goto posted;
+        memcpy(o->copy, req->buf, len);
+        src = o->copy;
+    } else if (o != NULL) {
+        /* From the user's buffer: the send completes once the receiver has
+         * acknowledged it, too. */
+        o->ackshare = 1;
+        RG__RAILS_PENDING(req)++;
+    }
+    off    = 0;
+    status = RG_OK;
+    for (r = 0; r < rl->nrails && status == RG_OK; r++) {
+        for (k = 0; k < cut[r] && status == RG_OK; k += piece) {
+            piece = cut[r] - k < rl->cfg.chunk ? cut[r] - k : rl->cfg.chunk;
+            if (o != NULL && rg__rout_part(o, r, off + k, piece) != RG_OK) {
+                goto nomem;
+            }
+            /* A rail that failed while posting: its pieces are recorded and
+             * go again on the others at the reaping below. */
+            if (rg__rails_up(rl, r)) {
+                status = rg__rails_piece(rl, r, req->peer, seq, len, off + k, piece, src, req,
+                                         src == req->buf ? NULL : o);
+                if (status == RG_ERR_NOMEM) {
+                    goto nomem;
+                }
+            }
         }
         off += cut[r];
-        nparts++;
     }
-    status = RG_OK;
 posted:
+    if (status == RG_OK && rl->down_pending != 0) {
+        status = rg__rails_reap(rl);
+    }
     if (status != RG_OK) {
         req->status = status;
         return status;
     }
-    (void)nparts;
     return RG_OK;
 nomem:
-    rg_err_set(&xp->err, RG_ERR_NOMEM, "cannot allocate a rail request");
-    req->status = rg__rails_fail(rl, RG_ERR_NOMEM);
+    req->status = rg__rails_nomem(rl);
     return RG_ERR_NOMEM;
+}
+
+/* Tells peer how far its messages are complete here. */
+static rg_status_t rg__rails_send_ack(rg__rails_t *rl, int peer)
+{
+    rg__rsub_t *s;
+
+    if (rl->peers[peer].byes != 0) {
+        return RG_OK;  /* it is closing: it waits for nothing more */
+    }
+    if ((s = rg__rsub_get(rl, RG__RAILS_HDR)) == NULL) {
+        return rg__rails_nomem(rl);
+    }
+    rg__rails_hdr(rl, peer, s->stage, RG__T_ACK, 0, 0, 0, 0);
+    rl->acks_sent++;
+    return rg__rails_post(rl, rg__rails_best(rl, peer), peer, s, s->stage, RG__RAILS_HDR,
+                          NULL);
+}
+
+/* The peer has all our messages below ack: their sends may complete and
+ * their staging buffers go. */
+static void rg__rails_take_ack(rg__rails_t *rl, int peer, uint64_t ack)
+{
+    rg__rpeer_t *pp = &rl->peers[peer];
+    rg__rout_t  *o;
+    rg_xreq_t   *u;
+
+    if (!rl->fo || ack <= pp->acked) {
+        return;
+    }
+    pp->acked = ack;
+    while ((o = pp->outs) != NULL && o->seq < ack) {
+        pp->outs = o->next;
+        if (pp->outs == NULL) {
+            pp->outs_last = NULL;
+        }
+        u = o->user;
+        if (u != NULL && o->ackshare && --RG__RAILS_PENDING(u) == 0 &&
+            u->status == RG_INPROGRESS) {
+            u->done   = u->len;
+            u->status = RG_OK;
+        }
+        o->user  = NULL;
+        o->acked = 1;
+        if (o->live == 0) {
+            rg__rout_free(rl, o);
+        }
+    }
 }
 
 /* Sends this rank's measured rates from peer back to it (adaptive). */
@@ -446,22 +816,24 @@ static rg_status_t rg__rails_send_rates(rg__rails_t *rl, int peer)
     double       v;
     int          r;
 
+    if (pp->byes != 0) {
+        return RG_OK;
+    }
     s = rg__rsub_get(rl, RG__RAILS_HDR + (size_t)rl->nrails * sizeof(double));
     if (s == NULL) {
-        rg_err_set(&rl->super.err, RG_ERR_NOMEM, "cannot allocate a rail request");
-        return rg__rails_fail(rl, RG_ERR_NOMEM);
+        return rg__rails_nomem(rl);
     }
-    rg__hdr_put(s->stage, RG__T_RATE, 0, 0, 0, (uint64_t)rl->nrails);
+    rg__rails_hdr(rl, peer, s->stage, RG__T_RATE, 0, 0, 0, (uint64_t)rl->nrails);
     for (r = 0; r < rl->nrails; r++) {
         v = pp->rate[r];
         memcpy(s->stage + RG__RAILS_HDR + (size_t)r * sizeof(double), &v, sizeof(v));
     }
     rl->rate_msgs++;
-    return rg__rails_post(rl, rg__rails_one(rl, peer), peer, s, s->stage,
+    return rg__rails_post(rl, rg__rails_best(rl, peer), peer, s, s->stage,
                           RG__RAILS_HDR + (size_t)rl->nrails * sizeof(double), NULL);
 }
 
-/* A RATE message from peer: new send weights to it. */
+/* A RATE message from peer: new send weights to it (over the rails up). */
 static void rg__rails_take_rates(rg__rails_t *rl, int peer, const unsigned char *b, size_t n)
 {
     rg__rpeer_t *pp = &rl->peers[peer];
@@ -472,13 +844,22 @@ static void rg__rails_take_rates(rg__rails_t *rl, int peer, const unsigned char 
         return;
     }
     for (r = 0; r < rl->nrails; r++) {
+        if (!rg__rails_up(rl, r)) {
+            continue;
+        }
         memcpy(&rate[r], b + (size_t)r * sizeof(double), sizeof(double));
         if (!(rate[r] > 0) || !isfinite(rate[r])) {
             return;  /* a rail not measured yet: keep the weights */
         }
         sum += rate[r];
     }
+    if (!(sum > 0)) {
+        return;
+    }
     for (r = 0; r < rl->nrails; r++) {
+        if (!rg__rails_up(rl, r)) {
+            continue;
+        }
         share    = rate[r] / sum;
         pp->w[r] = rl->cfg.alpha * share + (1.0 - rl->cfg.alpha) * pp->w[r];
         if (pp->w[r] < fl) {
@@ -487,7 +868,7 @@ static void rg__rails_take_rates(rg__rails_t *rl, int peer, const unsigned char 
         tot += pp->w[r];
     }
     for (r = 0; r < rl->nrails; r++) {
-        pp->w[r] /= tot;
+        pp->w[r] = rg__rails_up(rl, r) ? pp->w[r] / tot : 0.0;
     }
 }
 
@@ -498,14 +879,28 @@ static rg_status_t rg__rails_post_hdr(rg__rails_t *rl, int r, int peer)
     rg__rrx_t  *x = &rl->rx[(size_t)r * (size_t)rl->super.size + (size_t)peer];
     rg_status_t status;
 
-    if (x->state == RG__RX_STALL || x->state == RG__RX_DATA) {
+    if (x->state == RG__RX_STALL || x->state == RG__RX_DATA || x->state == RG__RX_DROP) {
         rl->busy_rx[r]--;
     }
     x->state = RG__RX_HDR;
     x->msg   = NULL;
     status   = rg_xport_irecv(rl->rail[r], peer, x->hbuf, RG__RAILS_HDR + rl->cfg.inline_max,
                               &x->x);
-    return status < 0 ? rg__rails_rail_failed(rl, r, status) : RG_OK;
+    return status < 0 ? rg__rails_rail_failed(rl, r, status, NULL) : RG_OK;
+}
+
+/* A piece this rank has already: its bytes are received and dropped. */
+static rg_status_t rg__rails_post_drop(rg__rails_t *rl, int r, int peer)
+{
+    rg__rrx_t  *x = &rl->rx[(size_t)r * (size_t)rl->super.size + (size_t)peer];
+    rg_status_t status;
+
+    rl->dup_pieces++;
+    rl->busy_rx[r]++;
+    x->state = RG__RX_DROP;
+    x->msg   = NULL;
+    status   = rg_xport_irecv(rl->rail[r], peer, rl->sink, 0, &x->x);
+    return status < 0 ? rg__rails_rail_failed(rl, r, status, NULL) : RG_OK;
 }
 
 /* The stripe's message is matched: receive its bytes into the buffer (the
@@ -525,7 +920,7 @@ static rg_status_t rg__rails_post_data(rg__rails_t *rl, int r, int peer)
     }
     x->state = RG__RX_DATA;
     status   = rg_xport_irecv(rl->rail[r], peer, dst, room, &x->x);
-    return status < 0 ? rg__rails_rail_failed(rl, r, status) : RG_OK;
+    return status < 0 ? rg__rails_rail_failed(rl, r, status, NULL) : RG_OK;
 }
 
 static rg__rmsg_t *rg__rails_msg(rg__rails_t *rl, int peer, uint64_t seq, uint64_t total,
@@ -544,10 +939,17 @@ static rg__rmsg_t *rg__rails_msg(rg__rails_t *rl, int peer, uint64_t seq, uint64
     }
     if ((m = rl->free_msgs) != NULL) {
         rl->free_msgs = m->next;
-    } else if ((m = malloc(sizeof(*m))) == NULL) {
+    } else if ((m = calloc(1, sizeof(*m))) == NULL) {
         return NULL;
     }
-    memset(m, 0, sizeof(*m));
+    {
+        uint64_t *offs   = m->offs;
+        unsigned  offcap = m->offcap;
+
+        memset(m, 0, sizeof(*m));
+        m->offs   = offs;
+        m->offcap = offcap;
+    }
     m->seq   = seq;
     m->total = total;
     m->next  = *pm;
@@ -555,26 +957,93 @@ static rg__rmsg_t *rg__rails_msg(rg__rails_t *rl, int peer, uint64_t seq, uint64
     return m;
 }
 
-/* Ends message m of peer if all its bytes are in. */
-static rg_status_t rg__rails_msg_check(rg__rails_t *rl, int peer, rg__rmsg_t *m)
+static void rg__rails_msg_free(rg__rails_t *rl, int peer, rg__rmsg_t *m)
 {
     rg__rmsg_t **pm;
-    rg_xreq_t   *u = m->user;
-    int          striped = m->striped;
 
-    if (u == NULL || m->got < m->total) {
-        return RG_OK;
-    }
-    u->done   = m->total < u->len ? m->total : u->len;
-    u->status = m->total > u->len ? RG_ERR_TRUNCATED : RG_OK;
     for (pm = &rl->peers[peer].msgs; *pm != m; pm = &(*pm)->next) {
     }
-    *pm          = m->next;
+    *pm = m->next;
     free(m->tmp);
+    m->tmp        = NULL;
     m->next       = rl->free_msgs;
     rl->free_msgs = m;
-    if (striped && rl->policy == RG__P_ADAPTIVE) {
-        return rg__rails_send_rates(rl, peer);
+}
+
+/* Failover: piece off of m is counted once; 0 if it was already. */
+static int rg__rails_piece_new(rg__rmsg_t *m, uint64_t off)
+{
+    unsigned  i;
+    uint64_t *o;
+
+    for (i = 0; i < m->noffs; i++) {
+        if (m->offs[i] == off) {
+            return 0;
+        }
+    }
+    if (m->noffs == m->offcap) {
+        unsigned cap = m->offcap == 0 ? 8 : 2 * m->offcap;
+
+        if ((o = realloc(m->offs, cap * sizeof(*o))) == NULL) {
+            return -1;
+        }
+        m->offs   = o;
+        m->offcap = cap;
+    }
+    m->offs[m->noffs++] = off;
+    return 1;
+}
+
+/* Ends message m of peer if all its bytes are in. With failover, moves the
+ * acknowledgement over the messages complete in sequence, keeping their
+ * records until then (a piece sent again after a failover is known for a
+ * copy by them), and acknowledges at once when a striped message is passed
+ * (its sender waits for that: at the end of the progress call, once for all
+ * it completed) or every RG__RAILS_ACK_EVERY messages. */
+static rg_status_t rg__rails_msg_check(rg__rails_t *rl, int peer, rg__rmsg_t *m)
+{
+    rg__rpeer_t *pp = &rl->peers[peer];
+    rg_xreq_t   *u  = m->user;
+    int          striped = 0;   /* fo: an ACK (or RATE) is due */
+
+    if (m->got < m->total) {
+        return RG_OK;
+    }
+    if (u != NULL && !m->delivered) {
+        u->done      = m->total < u->len ? m->total : u->len;
+        u->status    = m->total > u->len ? RG_ERR_TRUNCATED : RG_OK;
+        m->delivered = 1;
+    }
+    if (!rl->fo) {
+        if (m->delivered) {
+            striped = m->striped;
+            rg__rails_msg_free(rl, peer, m);
+            if (striped && rl->policy == RG__P_ADAPTIVE) {
+                return rg__rails_send_rates(rl, peer);
+            }
+        }
+        return RG_OK;
+    }
+    if (m->seq < pp->ack_upto) {
+        if (m->delivered) {
+            rg__rails_msg_free(rl, peer, m);  /* acknowledged already, now received */
+        }
+        return RG_OK;
+    }
+    while ((m = rg__rails_msg(rl, peer, pp->ack_upto, 0, 0)) != NULL && m->got >= m->total) {
+        pp->ack_upto++;
+        striped |= m->ackwant || (m->striped && rl->policy == RG__P_ADAPTIVE);
+        if (m->delivered) {
+            rg__rails_msg_free(rl, peer, m);
+        }
+    }
+    if (striped && !pp->ack_due) {
+        pp->ack_due = 1;   /* one ACK for what this progress call completes */
+        rl->acks_due++;
+        return RG_OK;
+    }
+    if (pp->ack_upto - pp->ack_sent >= RG__RAILS_ACK_EVERY) {
+        return rg__rails_send_ack(rl, peer);
     }
     return RG_OK;
 }
@@ -592,8 +1061,10 @@ static rg_status_t rg__rails_bind(rg__rails_t *rl, rg_xreq_t *u, int peer, rg__r
     RG__RAILS_MSG(u)     = (uint64_t)(uintptr_t)m;
     if (m->tmp != NULL) {
         memcpy(u->buf, m->tmp, m->total < u->len ? (size_t)m->total : u->len);
-        free(m->tmp);
-        m->tmp = NULL;
+        if (m->tmp_live == 0) {   /* else: freed when the last piece is in */
+            free(m->tmp);
+            m->tmp = NULL;
+        }
     }
     for (r = 0; r < rl->nrails; r++) {
         x = &rl->rx[(size_t)r * (size_t)rl->super.size + (size_t)peer];
@@ -675,23 +1146,44 @@ static rg_status_t rg__rails_on_hdr(rg__rails_t *rl, int r, int peer, rg__rrx_t 
 {
     rg__rpeer_t *pp = &rl->peers[peer];
     rg__rmsg_t  *m;
-    uint64_t     v[4];
+    uint64_t     v[5];
     uint32_t     type;
     size_t       n = x->x.msg_len;
+    int          fresh, ackwant;
 
+    if (x->x.status < 0 && x->x.status != RG_ERR_TRUNCATED) {
+        return rg__rails_rail_failed(rl, r, x->x.status, NULL);
+    }
     if (x->x.status != RG_OK || n < RG__RAILS_HDR || !rg__hdr_get(x->hbuf, &type, v)) {
         return rg__rails_protocol(rl, r, peer, "a message that is not a rails header");
     }
+    ackwant = (type & RG__T_ACKWANT) != 0;
+    type   &= ~RG__T_ACKWANT;
     rl->recv_bytes[r] += n;
+    rg__rails_take_ack(rl, peer, v[4]);
     if (type == RG__T_BYE) {
         /* The peer closes: nothing more comes on this rail, so no receive is
          * posted (its end of file is then no error of the rail). */
         x->state = RG__RX_CLOSED;
-        rl->peers[peer].byes++;
+        rl->peers[peer].byes |= 1u << r;
         return RG_OK;
     }
     if (type == RG__T_RATE) {
         rg__rails_take_rates(rl, peer, x->hbuf + RG__RAILS_HDR, n - RG__RAILS_HDR);
+        return rg__rails_post_hdr(rl, r, peer);
+    }
+    if (type == RG__T_ACK) {
+        return rg__rails_post_hdr(rl, r, peer);
+    }
+    if (type == RG__T_DOWN) {
+        /* The peer found rail v[3] down: close it here too, before the
+         * pieces it sends again behind this notice arrive. */
+        if (v[3] < (uint64_t)rl->nrails && rg__rails_up(rl, (int)v[3])) {
+            char why[96];
+
+            snprintf(why, sizeof(why), "rank %d reported it down", peer);
+            (void)rg__rails_rail_failed(rl, (int)v[3], RG_ERR_PEER_DEAD, why);
+        }
         return rg__rails_post_hdr(rl, r, peer);
     }
     /* v = seq, total, off, len */
@@ -699,6 +1191,21 @@ static rg_status_t rg__rails_on_hdr(rg__rails_t *rl, int r, int peer, rg__rrx_t 
         (type == RG__T_INLINE && n - RG__RAILS_HDR != v[3]) ||
         (type == RG__T_STRIPE && n != RG__RAILS_HDR)) {
         return rg__rails_protocol(rl, r, peer, "a header out of sequence or out of bounds");
+    }
+    if (rl->fo && v[0] < pp->ack_upto) {
+        /* Sent again after a failover, but complete here: acknowledged again
+         * (the first acknowledgement may have gone down with the rail). */
+        if (type == RG__T_STRIPE) {
+            if (rg__rails_post_drop(rl, r, peer) != RG_OK) {
+                return rl->failed;
+            }
+        } else {
+            rl->dup_pieces++;
+            if (rg__rails_post_hdr(rl, r, peer) != RG_OK) {
+                return rl->failed;
+            }
+        }
+        return rg__rails_send_ack(rl, peer);
     }
     /* A message below next_match is matched already: it must still be
      * waiting for this part. */
@@ -714,7 +1221,14 @@ static rg_status_t rg__rails_on_hdr(rg__rails_t *rl, int r, int peer, rg__rrx_t 
         return rg__rails_protocol(rl, r, peer, "two lengths for one message");
     }
     if (type == RG__T_INLINE) {
-        if (m->user != NULL) {
+        fresh = rl->fo ? rg__rails_piece_new(m, v[2]) : 1;
+        if (fresh < 0) {
+            rg_err_set(&rl->super.err, RG_ERR_NOMEM, "cannot allocate a message record");
+            return rg__rails_fail(rl, RG_ERR_NOMEM);
+        }
+        if (fresh == 0) {
+            rl->dup_pieces++;
+        } else if (m->user != NULL) {
             if (v[2] < m->user->len) {
                 memcpy((unsigned char *)m->user->buf + v[2], x->hbuf + RG__RAILS_HDR,
                        m->user->len - v[2] < v[3] ? m->user->len - v[2] : v[3]);
@@ -727,13 +1241,25 @@ static rg_status_t rg__rails_on_hdr(rg__rails_t *rl, int r, int peer, rg__rrx_t 
             }
             memcpy(m->tmp + v[2], x->hbuf + RG__RAILS_HDR, v[3]);
         }
-        m->got += v[3];
+        if (fresh == 1) {
+            m->got += v[3];
+        }
         if (rg__rails_post_hdr(rl, r, peer) != RG_OK) {
             return rl->failed;
         }
         return rg__rails_msg_check(rl, peer, m);
     }
+    if (rl->fo) {
+        unsigned i;
+
+        for (i = 0; i < m->noffs && m->offs[i] != v[2]; i++) {
+        }
+        if (i < m->noffs) {
+            return rg__rails_post_drop(rl, r, peer);  /* this piece is in already */
+        }
+    }
     m->striped = 1;
+    m->ackwant |= ackwant;
     x->state   = RG__RX_STALL;
     rl->busy_rx[r]++;
     x->msg     = m;
@@ -742,8 +1268,26 @@ static rg_status_t rg__rails_on_hdr(rg__rails_t *rl, int r, int peer, rg__rrx_t 
     /* The rail was busy if this stripe queued right behind the last one: its
      * bytes then arrive at the rail's own pace (see rg__rails_on_data). */
     x->busy    = x->t_done_ns != 0 && rg_time_mono_ns() - x->t_done_ns < RG__RAILS_BUSY_NS;
+    x->intmp   = 0;
     if (m->user != NULL) {
         return rg__rails_post_data(rl, r, peer);
+    }
+    if (rl->failovers > 0 && m->seq > pp->next_match) {
+        /* After a failover a rail may bring a lower message (sent again)
+         * behind this one: stalling here could wait for it forever, so the
+         * piece is taken into the message's buffer instead. */
+        rg_status_t status;
+
+        if (m->tmp == NULL && (m->tmp = malloc(m->total)) == NULL) {
+            rg_err_set(&rl->super.err, RG_ERR_NOMEM, "cannot buffer a message of %llu B",
+                       (unsigned long long)m->total);
+            return rg__rails_fail(rl, RG_ERR_NOMEM);
+        }
+        x->intmp = 1;
+        x->state = RG__RX_DATA;
+        m->tmp_live++;
+        status = rg_xport_irecv(rl->rail[r], peer, m->tmp + x->off, (size_t)x->len, &x->x);
+        return status < 0 ? rg__rails_rail_failed(rl, r, status, NULL) : RG_OK;
     }
     return RG_OK;
 }
@@ -755,7 +1299,14 @@ static rg_status_t rg__rails_on_data(rg__rails_t *rl, int r, int peer, rg__rrx_t
     rg__rmsg_t  *m  = x->msg;
     uint64_t     now;
     double       dt, rate;
+    int          fresh;
 
+    if (x->x.status < 0 && x->x.status != RG_ERR_TRUNCATED) {
+        return rg__rails_rail_failed(rl, r, x->x.status, NULL);
+    }
+    if (x->state == RG__RX_DROP) {
+        return rg__rails_post_hdr(rl, r, peer);
+    }
     if ((x->x.status != RG_OK && x->x.status != RG_ERR_TRUNCATED) || x->x.msg_len != x->len) {
         return rg__rails_protocol(rl, r, peer, "a stripe of the wrong length");
     }
@@ -771,7 +1322,28 @@ static rg_status_t rg__rails_on_data(rg__rails_t *rl, int r, int peer, rg__rrx_t
         pp->rate[r] = pp->rate[r] > 0 ? 0.5 * rate + 0.5 * pp->rate[r] : rate;
     }
     x->t_done_ns = now;
-    m->got += x->len;
+    if (x->intmp) {
+        x->intmp = 0;
+        m->tmp_live--;
+        if (m->user != NULL && x->off < m->user->len) {  /* bound meanwhile */
+            memcpy((unsigned char *)m->user->buf + x->off, m->tmp + x->off,
+                   m->user->len - x->off < x->len ? m->user->len - x->off : (size_t)x->len);
+        }
+        if (m->user != NULL && m->tmp_live == 0) {
+            free(m->tmp);
+            m->tmp = NULL;
+        }
+    }
+    fresh = rl->fo ? rg__rails_piece_new(m, x->off) : 1;
+    if (fresh < 0) {
+        rg_err_set(&rl->super.err, RG_ERR_NOMEM, "cannot allocate a message record");
+        return rg__rails_fail(rl, RG_ERR_NOMEM);
+    }
+    if (fresh == 1) {
+        m->got += x->len;
+    } else {
+        rl->dup_pieces++;
+    }
     if (rg__rails_post_hdr(rl, r, peer) != RG_OK) {
         return rl->failed;
     }
@@ -796,8 +1368,8 @@ static rg_status_t rg__rails_irecv(rg_xport_t *xp, rg_xreq_t *req)
     return rg__rails_match(rl);
 }
 
-/* Receives that wait for a peer that has closed on every rail and left no
- * message to match end with RG_ERR_PEER_DEAD. */
+/* Receives that wait for a peer that has closed on every rail up and left
+ * no message to match end with RG_ERR_PEER_DEAD. */
 static rg_status_t rg__rails_gone(rg__rails_t *rl)
 {
     rg_xreq_t *u, *prev = NULL, *next;
@@ -806,7 +1378,7 @@ static rg_status_t rg__rails_gone(rg__rails_t *rl)
     for (u = rl->posted; u != NULL; u = next) {
         next = u->next;
         p    = u->peer;
-        if (p == RG_XPORT_ANY_SOURCE || rl->peers[p].byes < rl->nrails ||
+        if (p == RG_XPORT_ANY_SOURCE || (rl->peers[p].byes & rl->alive) != rl->alive ||
             rg__rails_msg(rl, p, rl->peers[p].next_match, 0, 0) != NULL) {
             prev = u;
             continue;
@@ -818,6 +1390,185 @@ static rg_status_t rg__rails_gone(rg__rails_t *rl)
                    "from it", p, rl->super.rank);
     }
     return RG_OK;
+}
+
+/* ---- failover ---------------------------------------------------------------- */
+
+/* Takes failed rail r out: closes its transport (none of its requests
+ * touches a user buffer after that), drops what was in flight on it, tells
+ * every peer on every rail left and sends again there what r carried and
+ * the peer has not acknowledged. */
+static rg_status_t rg__rails_teardown(rg__rails_t *rl, int r)
+{
+    rg__rsub_t *s, *next;
+    rg__rout_t *o;
+    rg__rrx_t  *x;
+    rg_xreq_t **users = NULL;
+    double      tot;
+    unsigned    i;
+    size_t      n, nu = 0;
+    int         peer, t, k, size = rl->super.size, left;
+    rg_status_t status;
+
+    rl->alive        &= ~(1u << r);
+    rl->down_pending &= ~(1u << r);
+    rl->failovers++;
+    for (left = 0, k = 0; k < rl->nrails; k++) {
+        left += (int)((rl->alive >> k) & 1u);
+    }
+    fprintf(stderr, "railgauge: rank %d: rail %d (%s) is down: %s; %s\n", rl->super.rank, r,
+            rl->rname[r], rl->down_why[r],
+            left > 0 ? "its traffic goes on the other rails" : "no rail is left");
+    if (rl->nevents < RG__RAILS_EVENTS) {
+        rl->events[rl->nevents].t_s  = (double)(rg_time_mono_ns() - rl->t0_ns) * 1e-9;
+        rl->events[rl->nevents].rail = r;
+        memcpy(rl->events[rl->nevents].why, rl->down_why[r], sizeof(rl->down_why[r]));
+        rl->nevents++;
+    }
+    if (rl->rail[r] != NULL) {
+        rg_xport_close(rl->rail[r]);
+        rl->rail[r] = NULL;
+    }
+    /* What was in flight on r is dropped; the sends it leaves with nothing
+     * pending are complete unless a piece of them goes again below (then
+     * it is pending again): they are checked at the end. */
+    for (n = 0, s = rl->inflight[r]; s != NULL; s = s->next) {
+        n++;
+    }
+    if (n > 0 && (users = malloc(n * sizeof(*users))) == NULL) {
+        return rg__rails_nomem(rl);
+    }
+    for (s = rl->inflight[r]; s != NULL; s = next) {
+        next = s->next;
+        if (s->user != NULL && s->user->status == RG_INPROGRESS &&
+            --RG__RAILS_PENDING(s->user) == 0) {
+            users[nu++] = s->user;
+        }
+        rg__rsub_done(rl, s);
+    }
+    rl->inflight[r] = NULL;
+    for (peer = 0; peer < size; peer++) {
+        x = &rl->rx[(size_t)r * (size_t)size + (size_t)peer];
+        if (x->state == RG__RX_DATA && x->intmp && x->msg != NULL) {
+            x->msg->tmp_live--;   /* that piece comes again on another rail */
+            if (x->msg->user != NULL && x->msg->tmp_live == 0) {
+                free(x->msg->tmp);
+                x->msg->tmp = NULL;
+            }
+        }
+        x->intmp = 0;
+        if (x->state != RG__RX_CLOSED) {
+            x->state = RG__RX_DEAD;
+        }
+        x->msg = NULL;
+    }
+    rl->busy_rx[r] = 0;
+    if (left == 0) {
+        char   all[RG__RAILS_MAX * 200];
+        size_t len = 0;
+
+        for (k = 0; k < rl->nrails && len < sizeof(all); k++) {
+            len += (size_t)snprintf(all + len, sizeof(all) - len, "%srail %d (%s): %.160s",
+                                    k > 0 ? "; " : "", k, rl->rname[k], rl->down_why[k]);
+        }
+        rg_err_set(&rl->super.err, RG_ERR_PEER_DEAD, "every rail has failed: %s", all);
+        for (i = 0; i < nu; i++) {
+            if (users[i]->status == RG_INPROGRESS) {
+                users[i]->status = RG_ERR_PEER_DEAD;
+            }
+        }
+        free(users);
+        return rg__rails_fail(rl, RG_ERR_PEER_DEAD);
+    }
+    for (peer = 0; peer < size; peer++) {
+        rg__rpeer_t *pp = &rl->peers[peer];
+
+        tot = 0;
+        pp->w[r] = 0;
+        for (k = 0; k < rl->nrails; k++) {
+            tot += pp->w[k];
+        }
+        for (k = 0; k < rl->nrails; k++) {
+            pp->w[k] = tot > 0 ? pp->w[k] / tot : (double)((rl->alive >> k) & 1u) / left;
+        }
+        if (peer == rl->super.rank || pp->byes != 0) {
+            continue;
+        }
+        for (k = 0; k < rl->nrails; k++) {
+            if (!rg__rails_up(rl, k) || (s = rg__rsub_get(rl, RG__RAILS_HDR)) == NULL) {
+                continue;
+            }
+            rg__rails_hdr(rl, peer, s->stage, RG__T_DOWN, 0, 0, 0, (uint64_t)r);
+            status = rg__rails_post(rl, k, peer, s, s->stage, RG__RAILS_HDR, NULL);
+            if (status != RG_OK) {
+                free(users);
+                return status;
+            }
+        }
+        for (o = pp->outs; o != NULL; o = o->next) {
+            for (i = 0; i < o->nparts; i++) {
+                if (o->parts[i].rail != r) {
+                    continue;
+                }
+                t                 = rg__rails_best(rl, peer);
+                o->parts[i].rail  = t;
+                rl->resent_bytes += o->parts[i].len;
+                rl->resent_pieces++;
+                if (!rg__rails_up(rl, t)) {
+                    continue;  /* torn down next; this piece moves again then */
+                }
+                if (o->stage != NULL) {
+                    status = rg__rails_post(rl, t, peer, o->stage, o->stage->stage,
+                                            RG__RAILS_HDR + (size_t)o->total, o->user);
+                } else if (o->ackshare) {
+                    status = rg__rails_piece(rl, t, peer, o->seq, o->total, o->parts[i].off,
+                                             o->parts[i].len, o->user->buf, o->user, NULL);
+                } else {
+                    status = rg__rails_piece(rl, t, peer, o->seq, o->total, o->parts[i].off,
+                                             o->parts[i].len, o->copy, o->user, o);
+                }
+                if (status == RG_ERR_NOMEM) {
+                    free(users);
+                    return rg__rails_nomem(rl);
+                }
+                if (status != RG_OK) {
+                    free(users);
+                    return status;
+                }
+            }
+        }
+    }
+    for (k = 0; k < (int)nu; k++) {
+        rg_xreq_t *u = users[k];
+
+        if (RG__RAILS_PENDING(u) != 0 || u->status != RG_INPROGRESS) {
+            continue;
+        }
+        u->done   = u->len;
+        u->status = RG_OK;
+        for (o = rl->peers[u->peer].outs; o != NULL; o = o->next) {
+            if (o->user == u) {
+                o->user = NULL;
+            }
+        }
+    }
+    free(users);
+    return RG_OK;
+}
+
+/* Tears down the rails that failed since the last call (a teardown may
+ * find another rail failed). */
+static rg_status_t rg__rails_reap(rg__rails_t *rl)
+{
+    rg_status_t status = RG_OK;
+    int         r;
+
+    while (rl->down_pending != 0 && status == RG_OK && rl->failed == RG_OK) {
+        for (r = 0; r < rl->nrails && !((rl->down_pending >> r) & 1u); r++) {
+        }
+        status = rg__rails_teardown(rl, r);
+    }
+    return rl->failed != RG_OK ? rl->failed : status;
 }
 
 /* ---- progress --------------------------------------------------------------- */
@@ -835,6 +1586,15 @@ static rg_status_t rg__rails_progress(rg_xport_t *xp)
     }
     rl->polls++;
     for (r = 0; r < rl->nrails; r++) {
+        if (rl->down_pending != 0) {
+            status = rg__rails_reap(rl);
+            if (status != RG_OK) {
+                return status;
+            }
+        }
+        if (!rg__rails_up(rl, r)) {
+            continue;
+        }
         if (rl->idle[r] >= RG__RAILS_IDLE_AFTER && rl->inflight[r] == NULL &&
             rl->busy_rx[r] == 0 && rl->polls % RG__RAILS_IDLE_EVERY != 0) {
             continue;
@@ -842,7 +1602,11 @@ static rg_status_t rg__rails_progress(rg_xport_t *xp)
         rl->idle[r]++;
         status = rg_xport_progress(rl->rail[r]);
         if (status < 0) {
-            return rg__rails_rail_failed(rl, r, status);
+            status = rg__rails_rail_failed(rl, r, status, NULL);
+            if (status != RG_OK) {
+                return status;
+            }
+            continue;
         }
         for (ps = &rl->inflight[r]; (s = *ps) != NULL;) {
             if (s->x.status == RG_INPROGRESS) {
@@ -851,17 +1615,24 @@ static rg_status_t rg__rails_progress(rg_xport_t *xp)
             }
             rl->idle[r] = 0;
             if (s->x.status != RG_OK) {
-                return rg__rails_rail_failed(rl, r, s->x.status);
+                status = rg__rails_rail_failed(rl, r, s->x.status, NULL);
+                if (status != RG_OK) {
+                    return status;
+                }
+                break;
             }
             *ps = s->next;
             if (s->user != NULL && --RG__RAILS_PENDING(s->user) == 0 &&
                 s->user->status == RG_INPROGRESS) {
                 s->user->done   = s->user->len;
                 s->user->status = RG_OK;
+                if (s->rout != NULL && !s->rout->ackshare) {
+                    s->rout->user = NULL;
+                }
             }
-            rg__rsub_put(rl, s);
+            rg__rsub_done(rl, s);
         }
-        for (peer = 0; peer < size; peer++) {
+        for (peer = 0; peer < size && rg__rails_up(rl, r); peer++) {
             if (peer == xp->rank) {
                 continue;
             }
@@ -869,7 +1640,7 @@ static rg_status_t rg__rails_progress(rg_xport_t *xp)
             do {
                 again = 0;
                 if (x->state == RG__RX_STALL || x->state == RG__RX_CLOSED ||
-                    x->x.status == RG_INPROGRESS) {
+                    x->state == RG__RX_DEAD || x->x.status == RG_INPROGRESS) {
                     break;
                 }
                 rl->idle[r] = 0;
@@ -878,8 +1649,31 @@ static rg_status_t rg__rails_progress(rg_xport_t *xp)
                 if (status != RG_OK) {
                     return status;
                 }
-                again = 1;
+                again = rg__rails_up(rl, r);
             } while (again);
+        }
+    }
+    if (rl->down_pending != 0) {
+        status = rg__rails_reap(rl);
+        if (status != RG_OK) {
+            return status;
+        }
+    }
+    for (peer = 0; peer < size && rl->acks_due > 0; peer++) {
+        rg__rpeer_t *pp = &rl->peers[peer];
+
+        if (!pp->ack_due) {
+            continue;
+        }
+        pp->ack_due = 0;
+        rl->acks_due--;
+        if (rl->policy == RG__P_ADAPTIVE) {
+            status = rg__rails_send_rates(rl, peer);
+        } else {
+            status = pp->ack_sent < pp->ack_upto ? rg__rails_send_ack(rl, peer) : RG_OK;
+        }
+        if (status != RG_OK) {
+            return status;
         }
     }
     status = rg__rails_match(rl);
@@ -902,14 +1696,22 @@ static rg_status_t rg__rails_block(rg_xport_t *xp, uint64_t timeout_ns)
     if (rl->failed != RG_OK) {
         return rl->failed;
     }
+    if (rl->down_pending != 0) {
+        return rg__rails_reap(rl);  /* no sleep: the progress after this has work */
+    }
     for (r = 0; r < rl->nrails; r++) {
+        if (!rg__rails_up(rl, r)) {
+            continue;
+        }
         if (rl->rail[r]->ops->wait_fds == NULL) {
             return RG_ERR_UNSUPPORTED;
         }
         status = rl->rail[r]->ops->wait_fds(rl->rail[r], rl->pfds + n, rl->npfds - n, &k);
         if (status != RG_OK) {
-            return status == RG_ERR_RANGE ? RG_ERR_UNSUPPORTED
-                                          : rg__rails_rail_failed(rl, r, status);
+            if (status == RG_ERR_RANGE) {
+                return RG_ERR_UNSUPPORTED;
+            }
+            return rg__rails_rail_failed(rl, r, status, NULL);
         }
         n += k;
     }
@@ -1027,37 +1829,82 @@ static rg_status_t rg__rails_parse(rg__rails_t *rl, rg_err_t *err)
                           "RG_RAILS_ADAPT_FLOOR=%g: the floor times the %d rails must be "
                           "below 1", cfg->floor, rl->nrails);
     }
+    if (cfg->failover != 0 && cfg->failover != 1) {
+        return rg_err_set(err, RG_ERR_INVALID, "RG_RAILS_FAILOVER=%d: 1 (on) or 0 (off)",
+                          cfg->failover);
+    }
+    rl->fo = cfg->failover;
+    if (cfg->chunk < 65536) {
+        return rg_err_set(err, RG_ERR_RANGE, "RG_RAILS_CHUNK=%zu is below 64 KiB", cfg->chunk);
+    }
+    if (cfg->fault[0] != '\0') {
+        char   fbuf[RG_CONFIG_STRING_MAX], *it, *sv = NULL, *e1, *e2, *e3;
+        long   fr, fl;
+        int    ok;
+        unsigned long long fb;
+
+        memcpy(fbuf, cfg->fault, sizeof(fbuf));
+        for (it = strtok_r(fbuf, ",", &sv); it != NULL; it = strtok_r(NULL, ",", &sv)) {
+            fl = -1;
+            fb = 0;
+            fr = strtol(it, &e1, 10);
+            ok = e1 != it && *e1 == ':' && fr >= 0;
+            if (ok) {
+                fl = strtol(e1 + 1, &e2, 10);
+                ok = e2 != e1 + 1 && *e2 == ':' && fl >= 0 && fl < rl->nrails;
+            }
+            if (ok) {
+                fb = strtoull(e2 + 1, &e3, 10);
+                ok = e3 != e2 + 1 && *e3 == '\0';
+            }
+            if (!ok) {
+                return rg_err_set(err, RG_ERR_INVALID,
+                                  "RG_RAILS_FAULT='%s': '%s' is not RANK:RAIL:BYTES with RAIL "
+                                  "below %d", cfg->fault, it, rl->nrails);
+            }
+            if (fr == rl->super.rank) {
+                rl->fault_at[fl] = fb > 0 ? fb : 1;
+            }
+        }
+    }
     return RG_OK;
 }
 
-/* Says goodbye on every (rail, peer), so that the peers take this rank's
- * end of file as a close, not a failure; gives up after a second. */
+/* Says goodbye on every (rail up, peer), so that the peers take this rank's
+ * end of file as a close, not a failure, and waits for the peers' goodbyes
+ * (what this rank sent them is then in: a closed socket with bytes unread
+ * resets the connection, which would look like a failed rail to a peer
+ * still at work); gives up after a second. */
 static void rg__rails_bye(rg__rails_t *rl)
 {
     rg__rsub_t *s;
     uint64_t    deadline = rg_time_mono_ns() + 1000000000ull;
     int         r, peer, pending;
 
-    for (r = 0; r < rl->nrails && rl->rail[r] != NULL; r++) {
-        for (peer = 0; peer < rl->super.size; peer++) {
+    for (r = 0; r < rl->nrails; r++) {
+        for (peer = 0; peer < rl->super.size && rg__rails_up(rl, r); peer++) {
             if (peer == rl->super.rank || (s = rg__rsub_get(rl, RG__RAILS_HDR)) == NULL) {
                 continue;
             }
-            rg__hdr_put(s->stage, RG__T_BYE, 0, 0, 0, 0);
+            rg__rails_hdr(rl, peer, s->stage, RG__T_BYE, 0, 0, 0, 0);
             if (rg__rails_post(rl, r, peer, s, s->stage, RG__RAILS_HDR, NULL) != RG_OK) {
                 return;
             }
         }
     }
     do {
+        if (rg__rails_progress(&rl->super) != RG_OK) {
+            return;
+        }
         pending = 0;
         for (r = 0; r < rl->nrails; r++) {
-            if (rg_xport_progress(rl->rail[r]) < 0) {
-                return;
-            }
             for (s = rl->inflight[r]; s != NULL; s = s->next) {
                 pending |= s->x.status == RG_INPROGRESS;
             }
+        }
+        for (peer = 0; peer < rl->super.size && !pending; peer++) {
+            pending = peer != rl->super.rank &&
+                      (rl->peers[peer].byes & rl->alive) != rl->alive;
         }
     } while (pending && rg_time_mono_ns() < deadline);
 }
@@ -1067,12 +1914,41 @@ static void rg__rails_close(rg_xport_t *xp)
     rg__rails_t *rl = rg__rails(xp);
     rg__rsub_t  *s;
     rg__rmsg_t  *m;
+    rg__rout_t  *o;
     int          r, i;
 
     if (rl->opened && rl->failed == RG_OK) {
         rg__rails_bye(rl);
     }
-
+    /* Acknowledged messages that requests in flight still read go with the
+     * last of them; the others with their peer's list. */
+    for (r = 0; r < RG__RAILS_MAX; r++) {
+        for (s = rl->inflight[r]; s != NULL; s = s->next) {
+            if ((o = s->rout) != NULL && o->acked && --o->live == 0) {
+                free(o->copy);
+                free(o->parts);
+                free(o);
+            }
+        }
+    }
+    for (i = 0; rl->peers != NULL && i < xp->size; i++) {
+        while ((o = rl->peers[i].outs) != NULL) {
+            rl->peers[i].outs = o->next;
+            if (o->stage != NULL && !o->stage->live) {
+                free(o->stage->stage);
+                free(o->stage);
+            }
+            free(o->copy);
+            free(o->parts);
+            free(o);
+        }
+    }
+    while ((o = rl->free_outs) != NULL) {
+        rl->free_outs = o->next;
+        free(o->copy);
+        free(o->parts);
+        free(o);
+    }
     for (r = 0; r < RG__RAILS_MAX; r++) {
         if (rl->rail[r] != NULL) {
             rg_xport_close(rl->rail[r]);
@@ -1092,11 +1968,13 @@ static void rg__rails_close(rg_xport_t *xp)
         while ((m = rl->peers[i].msgs) != NULL) {
             rl->peers[i].msgs = m->next;
             free(m->tmp);
+            free(m->offs);
             free(m);
         }
     }
     while ((m = rl->free_msgs) != NULL) {
         rl->free_msgs = m->next;
+        free(m->offs);
         free(m);
     }
     for (i = 0; rl->rx != NULL && i < rl->nrails * xp->size; i++) {
@@ -1158,7 +2036,11 @@ static rg_status_t rg__rails_open(const char *name, rg_boot_t *boot, rg_xport_t 
     for (r = 0; r < rl->nrails; r++) {
         status = rg_xport_open(rl->rname[r], boot, &rl->rail[r], err);
         if (status != RG_OK) {
-            rg_err_set(err, status, "rail %d (%s): %s", r, rl->rname[r], rg_err_message(err));
+            char why[RG_ERR_MSG_MAX];
+
+            /* Copied first: the message is formatted into the same err. */
+            snprintf(why, sizeof(why), "%s", rg_err_message(err));
+            rg_err_set(err, status, "rail %d (%s): %s", r, rl->rname[r], why);
             rg__rails_close(&rl->super);
             return status;
         }
@@ -1183,6 +2065,8 @@ static rg_status_t rg__rails_open(const char *name, rg_boot_t *boot, rg_xport_t 
             }
         }
     }
+    rl->alive  = (1u << rl->nrails) - 1u;
+    rl->t0_ns  = rg_time_mono_ns();
     rl->opened = 1;
     *xp_p      = &rl->super;
     return RG_OK;
@@ -1201,6 +2085,26 @@ static rg_status_t rg__rails_info_json(rg_xport_t *xp, char *buf, size_t cap)
     rg_json_kv_uint(&js, "stripe_min", rl->cfg.stripe_min);
     rg_json_kv_uint(&js, "inline", rl->cfg.inline_max);
     rg_json_kv_uint(&js, "rate_messages", rl->rate_msgs);
+    rg_json_kv_bool(&js, "failover", rl->fo);
+    if (rl->fo) {
+        rg_json_kv_uint(&js, "chunk", rl->cfg.chunk);
+        rg_json_kv_uint(&js, "acks_sent", rl->acks_sent);
+        rg_json_kv_uint(&js, "failovers", rl->failovers);
+        rg_json_kv_uint(&js, "resent_bytes", rl->resent_bytes);
+        rg_json_kv_uint(&js, "resent_pieces", rl->resent_pieces);
+        rg_json_kv_uint(&js, "duplicate_pieces", rl->dup_pieces);
+        rg_json_key(&js, "events");
+        rg_json_array_begin(&js);
+        for (r = 0; r < rl->nevents; r++) {
+            rg_json_object_begin(&js);
+            rg_json_kv_double(&js, "t_s", rl->events[r].t_s);
+            rg_json_kv_int(&js, "rail", rl->events[r].rail);
+            rg_json_kv_string(&js, "what", "down");
+            rg_json_kv_string(&js, "why", rl->events[r].why);
+            rg_json_object_end(&js);
+        }
+        rg_json_array_end(&js);
+    }
     rg_json_key(&js, "rails");
     rg_json_array_begin(&js);
     for (r = 0; r < rl->nrails; r++) {
@@ -1212,7 +2116,9 @@ static rg_status_t rg__rails_info_json(rg_xport_t *xp, char *buf, size_t cap)
             rg_json_kv_double(&js, "weight", rl->peers[peer].w[r]);
             rg_json_kv_double(&js, "receive_rate_MBps", rl->peers[peer].rate[r] * 1e3);
         }
-        if (rl->rail[r]->ops->info_json(rl->rail[r], sub, sizeof(sub)) == RG_OK) {
+        rg_json_kv_string(&js, "state", (rl->alive >> r) & 1u ? "up" : "down");
+        if (rl->rail[r] != NULL &&
+            rl->rail[r]->ops->info_json(rl->rail[r], sub, sizeof(sub)) == RG_OK) {
             rg_json_key(&js, "transport_info");
             rg_json_raw(&js, sub);
         }

@@ -57,6 +57,7 @@ typedef struct rg__tcp_config {
     size_t sndbuf;
     size_t rcvbuf;
     int    uring;
+    double dead_after_ns;
 } rg__tcp_config_t;
 
 static const rg_config_field_t rg__tcp_config_fields[] = {
@@ -93,6 +94,13 @@ static const rg_config_field_t rg__tcp_config_fields[] = {
      "kernel with one io_uring_enter, each peer's messages gathered into one "
      "sendmsg; 0, or a kernel without io_uring: one sendmsg per peer",
      offsetof(rg__tcp_config_t, uring), RG_CONFIG_INT},
+    {"DEAD_AFTER", "1s",
+     "a connection whose bytes in flight the peer's host has acknowledged nothing "
+     "of for this long is dead (a failed link, port or host): the transport fails "
+     "naming the peer instead of leaving it to the kernel's retries (about 15 "
+     "minutes); the kernel acknowledges whatever the peer process does, so a slow "
+     "or busy peer is not taken for dead; 0: leave it to the kernel",
+     offsetof(rg__tcp_config_t, dead_after_ns), RG_CONFIG_TIME_NS},
     {NULL, NULL, NULL, 0, 0}
 };
 
@@ -118,6 +126,7 @@ typedef struct rg__tcp_peer {
     rg_xreq_t     *cur;            /* receive bound to the message in flight */
     unsigned char  hdr[RG__TCP_HDR_LEN];
     size_t         hdr_got;
+    uint64_t       wrote_ns;       /* bytes written since then may be unacknowledged */
 } rg__tcp_peer_t;
 
 typedef struct rg__tcp {
@@ -133,6 +142,9 @@ typedef struct rg__tcp {
     char            addr_text[INET6_ADDRSTRLEN];
     char            addr_from[2 * RG_CONFIG_STRING_MAX + 48]; /* the setting that chose it */
     uint64_t        connect_timeout_ns;
+    uint64_t        dead_after_ns;  /* RG_TCP_DEAD_AFTER; 0: off */
+    uint64_t        next_check_ns;  /* when the paths with bytes in flight are checked */
+    int             unsure;         /* peers with wrote_ns set */
     int             sndbuf, rcvbuf; /* as the kernel reports them */
     char            name[4 + RG_CONFIG_STRING_MAX];  /* "tcp" or "tcp:<where>" */
     /* List posts: the ring (fd -1 where unused or unavailable, and why), and
@@ -212,6 +224,16 @@ static rg_status_t rg__tcp_io_error(rg__tcp_t *tcp, int peer, int errnum,
 
 /* ---- sending ---------------------------------------------------------- */
 
+/* Bytes went into p's socket: from now on they may be in flight, and the
+ * path is checked until the peer's host has acknowledged all of them. */
+static void rg__tcp_wrote(rg__tcp_t *tcp, rg__tcp_peer_t *p)
+{
+    if (tcp->dead_after_ns != 0 && p->wrote_ns == 0) {
+        p->wrote_ns = rg_time_mono_ns();
+        tcp->unsure++;
+    }
+}
+
 /* Returns RG_OK (possibly with sends still queued for lack of socket
  * buffer) or the error that ended the transport. */
 static rg_status_t rg__tcp_progress_send(rg__tcp_t *tcp, int peer, rg__tcp_peer_t *p)
@@ -248,6 +270,9 @@ static rg_status_t rg__tcp_progress_send(rg__tcp_t *tcp, int peer, rg__tcp_peer_
                 return RG_OK;
             }
             return rg__tcp_io_error(tcp, peer, errno, "sending to");
+        }
+        if (n > 0) {
+            rg__tcp_wrote(tcp, p);
         }
         pos             += (uint64_t)n;
         RG__TCP_POS(req) = pos;
@@ -444,6 +469,9 @@ static rg_status_t rg__tcp_isend_list(rg_xport_t *xp, rg_xreq_t *reqs, size_t n)
     }
     for (k = 0; k < nfresh; k++) {
         if (tcp->lres[k] >= 0) {
+            if (tcp->lres[k] > 0) {
+                rg__tcp_wrote(tcp, &tcp->peers[tcp->lpeer[k]]);
+            }
             rg__tcp_sent(&tcp->peers[tcp->lpeer[k]], (size_t)tcp->lres[k]);
         } else if (tcp->lres[k] != -EAGAIN && tcp->lres[k] != -EWOULDBLOCK &&
                    tcp->lres[k] != -EINTR) {
@@ -632,6 +660,60 @@ static rg_status_t rg__tcp_irecv(rg_xport_t *xp, rg_xreq_t *req)
 
 /* ---- progress and blocking --------------------------------------------- */
 
+/* Dead paths (RG_TCP_DEAD_AFTER). A link, switch port or host that fails
+ * leaves TCP retransmitting for a quarter of an hour before the socket
+ * errs. The peer's kernel acknowledges every segment it gets, whether the
+ * peer process reads or not (a full receive buffer answers window probes),
+ * so bytes in flight that nothing acknowledges for DEAD_AFTER mean the path
+ * is gone: TCP_INFO says so (tcpi_unacked, tcpi_last_ack_recv), checked a
+ * few times per DEAD_AFTER for the peers written to since their last
+ * check found everything acknowledged. */
+static rg_status_t rg__tcp_check_paths(rg__tcp_t *tcp, uint64_t now)
+{
+    rg__tcp_peer_t *p;
+    struct tcp_info ti;
+    socklen_t       len;
+    uint64_t        quiet_ms, dead_ms = tcp->dead_after_ns / 1000000u;
+    int             peer;
+
+    for (peer = 0; peer < tcp->super.size && tcp->unsure > 0; peer++) {
+        p = &tcp->peers[peer];
+        if (p->wrote_ns == 0) {
+            continue;
+        }
+        memset(&ti, 0, sizeof(ti));
+        len = sizeof(ti);
+        if (getsockopt(p->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) {
+            continue;
+        }
+        if (ti.tcpi_unacked == 0) {
+            if (p->sendq == NULL) {
+                p->wrote_ns = 0;
+                tcp->unsure--;
+            } else {
+                p->wrote_ns = now;  /* all acknowledged: the path is alive now */
+            }
+            continue;
+        }
+        /* Quiet since the later of the last acknowledgement and the first
+         * write after everything was acknowledged (an idle connection's last
+         * acknowledgement may be old). */
+        quiet_ms = (now - p->wrote_ns) / 1000000u;
+        if (ti.tcpi_last_ack_recv < quiet_ms) {
+            quiet_ms = ti.tcpi_last_ack_recv;
+        }
+        if (quiet_ms >= dead_ms) {
+            rg_err_set(&tcp->super.err, RG_ERR_PEER_DEAD,
+                       "rank %d (tcp %s) acknowledged nothing for %llu ms with %u segments "
+                       "in flight from rank %d: the path to it is down (RG_TCP_DEAD_AFTER)",
+                       peer, p->where, (unsigned long long)quiet_ms, ti.tcpi_unacked,
+                       tcp->super.rank);
+            return rg__tcp_fail(tcp, RG_ERR_PEER_DEAD);
+        }
+    }
+    return RG_OK;
+}
+
 static rg_status_t rg__tcp_progress(rg_xport_t *xp)
 {
     rg__tcp_t      *tcp = rg__tcp(xp);
@@ -666,6 +748,15 @@ static rg_status_t rg__tcp_progress(rg_xport_t *xp)
             if (completed && tcp->anyq != NULL) {
                 tcp->any_next = (peer + 1) % size;
             }
+        }
+    }
+    if (tcp->unsure > 0) {
+        uint64_t now = rg_time_mono_ns();
+
+        if (now >= tcp->next_check_ns) {
+            tcp->next_check_ns = now + (tcp->dead_after_ns / 4 > 10000000u
+                                            ? tcp->dead_after_ns / 4 : 10000000u);
+            return rg__tcp_check_paths(tcp, now);
         }
     }
     return RG_OK;
@@ -1171,8 +1262,15 @@ static void rg__tcp_close(rg_xport_t *xp)
     rg__tcp_t *tcp = rg__tcp(xp);
     int        i;
 
+    /* A failed transport resets its connections: the kernel then keeps no
+     * orphaned bytes to deliver once a dead path comes back. */
+    struct linger lg = {1, 0};
+
     for (i = 0; i < xp->size; i++) {
         if (tcp->peers[i].fd >= 0) {
+            if (tcp->failed != RG_OK) {
+                (void)setsockopt(tcp->peers[i].fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+            }
             close(tcp->peers[i].fd);
         }
     }
@@ -1214,6 +1312,11 @@ static rg_status_t rg__tcp_open(const char *name, rg_boot_t *boot, rg_xport_t **
                           "RG_TCP_CONNECT_TIMEOUT=%gns is outside 1ms .. 1h",
                           cfg.connect_timeout_ns);
     }
+    if (!(cfg.dead_after_ns == 0 || (cfg.dead_after_ns >= 10e6 && cfg.dead_after_ns <= 3600e9))) {
+        return rg_err_set(err, RG_ERR_RANGE,
+                          "RG_TCP_DEAD_AFTER=%gns is outside 10ms .. 1h (0: off)",
+                          cfg.dead_after_ns);
+    }
     tcp = calloc(1, sizeof(*tcp));
     if (tcp == NULL) {
         return rg_err_set(err, RG_ERR_NOMEM, "cannot allocate the tcp transport");
@@ -1248,6 +1351,7 @@ static rg_status_t rg__tcp_open(const char *name, rg_boot_t *boot, rg_xport_t **
     tcp->super.rank              = rank;
     tcp->super.size              = size;
     tcp->connect_timeout_ns      = (uint64_t)cfg.connect_timeout_ns;
+    tcp->dead_after_ns           = (uint64_t)cfg.dead_after_ns;
     if (cfg.uring != 0) {
         rg_err_clear(&setup_err);
         if (rg__uring_open(&tcp->ring, 64, &setup_err) == RG_OK) {

@@ -35,6 +35,7 @@ typedef struct rg__bw {
     size_t         size;
     int            window;
     double         time_s, warmup_s;
+    uint64_t       bytes;         /* --bytes: measure this volume, not a time */
     int            bidir, verify;
     int            rank, size_ranks;
     unsigned char *sbuf, *rbuf;   /* window * size each */
@@ -53,6 +54,8 @@ static void rg__bw_usage(FILE *f)
         "  --size S        message size, units allowed (default 4MiB)\n"
         "  --window W      messages in flight per batch (default 16)\n"
         "  --time S        seconds measured after the warm-up (default 2)\n"
+        "  --bytes B       measure the time of this volume instead (units allowed; whole\n"
+        "                  batches, so rounded up to a multiple of window x size)\n"
         "  --warmup S      seconds of warm-up (default 0.3)\n"
         "  --bidir         both ranks send a window per batch\n"
         "  --verify        fill and check every byte of every message\n"
@@ -186,8 +189,14 @@ static rg_status_t rg__bw_run(rg__bw_t *bw, FILE *out)
                 t0        = now;
                 counted   = 0;
             }
-            cmd = measuring && (double)(now - t0) >= bw->time_s * 1e9 ? RG__BW_STOP
-                                                                       : RG__BW_GO;
+            if (bw->bytes > 0) {
+                cmd = measuring && counted * (uint64_t)bw->window * bw->size *
+                                           (bw->bidir ? 2u : 1u) >= bw->bytes
+                          ? RG__BW_STOP : RG__BW_GO;
+            } else {
+                cmd = measuring && (double)(now - t0) >= bw->time_s * 1e9 ? RG__BW_STOP
+                                                                           : RG__BW_GO;
+            }
             if (cmd == RG__BW_STOP) {
                 t_end = now;
             }
@@ -260,6 +269,7 @@ int rg_bench_bw_main(int argc, char **argv)
         {"warmup", required_argument, NULL, 'W'},    {"bidir", no_argument, NULL, 'b'},
         {"verify", no_argument, NULL, 'v'},          {"out", required_argument, NULL, 'o'},
         {"json", no_argument, NULL, 'j'},            {"help", no_argument, NULL, 'h'},
+        {"bytes", required_argument, NULL, 'B'},
         {NULL, 0, NULL, 0}};
     rg__bw_t    bw;
     FILE       *out = stdout;
@@ -302,6 +312,17 @@ int rg_bench_bw_main(int argc, char **argv)
                 return RG_BENCH_EXIT_USAGE;
             }
             *(c == 'T' ? &bw.time_s : &bw.warmup_s) = v;
+            break;
+        }
+        case 'B': {
+            size_t v;
+
+            if (rg_parse_size(optarg, &v, &perr) != RG_OK || v == 0) {
+                fprintf(stderr, "railgauge-bench bw: --bytes '%s' is not a size above 0\n",
+                        optarg);
+                return RG_BENCH_EXIT_USAGE;
+            }
+            bw.bytes = v;
             break;
         }
         case 'b': bw.bidir = 1; break;
