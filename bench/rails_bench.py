@@ -329,7 +329,7 @@ def section(rows: list[dict[str, Any]], facts: dict[str, Any], rates: str, size:
               + (f"; UCX tag_lat over tcp on both rails: {med(rows, 'ucx lat8'):.2f} us one "
                  f"way, railgauge {r1 / 2:.2f} us one way (half the round trip)"
                  if have_ucx else "") + ".",
-              "", "Not in this run yet: failover."]
+              "", "Failover: section rails-failover (bench/rails_failover_bench.py)."]
     return "\n".join(lines)
 
 

@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+"""Rail failover on the testbed, side by side in one run: a fixed volume (default 1 GiB in
+4 MiB messages, every byte verified) over each rail alone (``tcp:<rail>``), over both rails
+(weighted striping, the weights the rails alone measured), and over both rails with one
+rail's link set down on the first host part-way through (each rail in turn). The issue's
+target: a rail set down mid-transfer costs at most 1 s beyond the time of the remaining rail
+alone.
+
+Needs root and iproute2/tc. Builds its own testbed (2 hosts, rails shaped as --rates, default
+1gbit,2gbit) and removes it on every exit; a link set down is set up again after each run.
+
+    python3 bench/rails_failover_bench.py                       # 2 rounds, 1 GiB, down at 1.5 s
+    python3 bench/rails_failover_bench.py --rounds 1 --bytes 256MiB --at 0.5 --no-write
+    python3 bench/rails_failover_bench.py --from build/bench/rails-failover-<stamp>.json
+
+Writes the section ``bench:rails-failover`` of docs/BENCHMARKS.md and the raw rows to
+build/bench/. Exit status: 0 done, 1 a run failed, 2 bad usage or no testbed.
+Benchmarks are not tests and never run in CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import shlex
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
+
+from railgauge import netns
+from railgauge.launcher import launch
+from railgauge.native import find_tool
+from railgauge.rails import rails_env
+from run_bench import BUILD, REPO, emit_section, machine_facts
+
+DOC = REPO / "docs" / "BENCHMARKS.md"
+TARGET_S = 1.0
+
+
+def log(msg: str) -> None:
+    print(f"rails_failover_bench: {msg}", file=sys.stderr, flush=True)
+
+
+class BenchError(Exception):
+    pass
+
+
+def transfer(tb: netns.Testbed, transport: str, env: dict[str, str], total: str,
+             down: int | None, at_s: float) -> dict[str, Any]:
+    """One bw run of ``total`` bytes; rail ``down`` set down on host 0 ``at_s`` s in."""
+    tool = find_tool("railgauge-bench")
+    with tempfile.TemporaryDirectory(prefix="railgauge-failover-") as tmp:
+        out = Path(tmp) / "bw.json"
+        argv = [tool, "bw", "--size", "4MiB", "--bytes", total, "--warmup", "0",
+                "--window", "16", "--verify", "--out", str(out)]
+        timer = None
+        if down is not None:
+            timer = threading.Timer(at_s, lambda: tb.set_link(down, False, host=0))
+            timer.start()
+        try:
+            res = launch(argv, 2, transport=transport, env=env, timeout_s=600,
+                         netns=tb.hosts[:2])
+        finally:
+            if timer is not None:
+                timer.cancel()
+                tb.set_link(down, True, host=0)
+                time.sleep(3)   # the link's addresses and neighbours back before the next
+        if res.returncode != 0:
+            raise BenchError(f"bw over {transport} failed: {res.failure}")
+        rec: dict[str, Any] = json.loads(out.read_text().splitlines()[0])
+    if rec.get("verified") is not True:
+        raise BenchError(f"bw over {transport}: {rec.get('bad_bytes')} bytes arrived wrong")
+    info = rec.get("transport_info") or {}
+    row: dict[str, Any] = {"transport": transport, "down": down, "seconds": rec["seconds"],
+                           "bandwidth_MBps": rec["bandwidth_MBps"], "verified": True}
+    if "failovers" in info:
+        row.update({k: info.get(k) for k in ("failovers", "resent_bytes", "events")})
+        row["states"] = [r.get("state") for r in info.get("rails", [])]
+    return row
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    rows: list[dict[str, Any]] = []
+    tb = netns.create(2, 2, args.rates)
+    try:
+        names = [r.ifname for r in tb.rails]
+        for rnd in range(args.rounds):
+            alone = []
+            for rail, name in enumerate(names):
+                row = transfer(tb, f"tcp:{name}", {}, args.bytes, None, 0)
+                row.update(case="alone", rail=rail, round=rnd)
+                rows.append(row)
+                alone.append(row["bandwidth_MBps"])
+                log(f"round {rnd}: {name} alone {row['seconds']:.2f} s")
+            env = rails_env(names, "weighted", alone)
+            row = transfer(tb, "rails", env, args.bytes, None, 0)
+            row.update(case="both", round=rnd)
+            rows.append(row)
+            log(f"round {rnd}: both {row['seconds']:.2f} s")
+            for down in range(len(names)):
+                row = transfer(tb, "rails", env, args.bytes, down, args.at)
+                row.update(case="down", rail=down, round=rnd)
+                rows.append(row)
+                log(f"round {rnd}: {names[down]} set down at {args.at:g} s: "
+                    f"{row['seconds']:.2f} s, states {row.get('states')}")
+    finally:
+        netns.destroy(tb)
+    cmd = "python3 bench/rails_failover_bench.py " + " ".join(
+        shlex.quote(a) for a in sys.argv[1:])
+    return {"facts": machine_facts(None), "rates": args.rates, "bytes": args.bytes,
+            "at_s": args.at, "rounds": args.rounds, "command": cmd.strip(), "rows": rows}
+
+
+def render(raw: dict[str, Any]) -> str:
+    rows = raw["rows"]
+
+    def med(case: str, rail: int | None = None) -> float:
+        v = [r["seconds"] for r in rows
+             if r["case"] == case and (rail is None or r.get("rail") == rail)]
+        return statistics.median(v) if v else float("nan")
+
+    rates = raw["rates"].split(",")
+    f = raw["facts"]
+    out = [
+        "## Rail failover (rails-failover)",
+        "",
+        f"`{raw['command']}` ({f['date']}; {f['cpu']}, {f['nproc']} CPUs). Testbed: 2 hosts, "
+        f"rails shaped {raw['rates']}; {raw['bytes']} in 4 MiB messages (window 16), every "
+        "byte verified; each rail alone over `tcp:<rail>`, both with weighted striping at the "
+        "weights the rails alone measured, and both with one rail's link set down on the "
+        f"first host {raw['at_s']:g} s in (found dead by `RG_TCP_DEAD_AFTER`, 1 s). Medians "
+        f"of {raw['rounds']} round(s), seconds for the whole volume.",
+        "",
+        "| case | seconds | the remaining rail alone | cost beyond it | resent | rails after |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    verdicts = []
+    for rail, rate in enumerate(rates):
+        out.append(f"| rail {rail} ({rate}) alone | {med('alone', rail):.2f} | | | | |")
+    out.append(f"| both, weighted | {med('both'):.2f} | | | | |")
+    for rail, rate in enumerate(rates):
+        left = 1 - rail
+        t, ref = med("down", rail), med("alone", left)
+        last = [r for r in rows if r["case"] == "down" and r.get("rail") == rail][-1]
+        resent = statistics.median(float(r.get("resent_bytes") or 0) for r in rows
+                                   if r["case"] == "down" and r.get("rail") == rail)
+        out.append(f"| rail {rail} ({rate}) set down | {t:.2f} | {ref:.2f} | "
+                   f"{t - ref:+.2f} | {resent / 1e6:.1f} MB | {', '.join(last['states'])} |")
+        verdicts.append(f"rail {rail} down: {t - ref:+.2f} s "
+                        f"({'PASS' if t - ref <= TARGET_S else 'not met'})")
+    out += ["", "Target: a rail set down mid-transfer costs at most 1 s beyond the time of "
+            "the remaining rail alone, every byte verified: " + "; ".join(verdicts) + ".",
+            "", "Not in this run: a rail taken back when its link returns (recovery is not "
+            "built yet)."]
+    return "\n".join(out)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rates", default="1gbit,2gbit")
+    ap.add_argument("--bytes", default="1GiB")
+    ap.add_argument("--at", type=float, default=1.5, help="seconds in when the link goes down")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--from", dest="from_file", type=Path)
+    args = ap.parse_args()
+    if args.rounds < 1 or args.at <= 0:
+        ap.error("--rounds must be 1 or more and --at above 0")
+    if args.from_file is not None:
+        raw = json.loads(args.from_file.read_text())
+    else:
+        try:
+            raw = measure(args)
+        except netns.TestbedUnavailable as exc:
+            log(f"no testbed here: {exc}")
+            return 2
+        except BenchError as exc:
+            log(str(exc))
+            return 1
+        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
+        path = BUILD / f"rails-failover-{stamp}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(raw, indent=1))
+        log(f"raw rows in {path}")
+    emit_section(DOC, "rails-failover", render(raw), args.no_write, log)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
