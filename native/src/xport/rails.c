@@ -1141,6 +1141,27 @@ static rg_status_t rg__rails_protocol(rg__rails_t *rl, int r, int peer, const ch
     return rg__rails_fail(rl, RG_ERR_PARSE);
 }
 
+/* After a failover a rail may bring a lower message (sent again) behind the
+ * stripe that stalls (r, peer), waiting for its message to be matched:
+ * stalling could then wait forever, so the piece is taken into the
+ * message's buffer instead. */
+static rg_status_t rg__rails_unstall(rg__rails_t *rl, int r, int peer, rg__rrx_t *x)
+{
+    rg__rmsg_t *m = x->msg;
+    rg_status_t status;
+
+    if (m->tmp == NULL && (m->tmp = malloc(m->total)) == NULL) {
+        rg_err_set(&rl->super.err, RG_ERR_NOMEM, "cannot buffer a message of %llu B",
+                   (unsigned long long)m->total);
+        return rg__rails_fail(rl, RG_ERR_NOMEM);
+    }
+    x->intmp = 1;
+    x->state = RG__RX_DATA;
+    m->tmp_live++;
+    status = rg_xport_irecv(rl->rail[r], peer, m->tmp + x->off, (size_t)x->len, &x->x);
+    return status < 0 ? rg__rails_rail_failed(rl, r, status, NULL) : RG_OK;
+}
+
 /* A header arrived on (r, peer). */
 static rg_status_t rg__rails_on_hdr(rg__rails_t *rl, int r, int peer, rg__rrx_t *x)
 {
@@ -1273,21 +1294,7 @@ static rg_status_t rg__rails_on_hdr(rg__rails_t *rl, int r, int peer, rg__rrx_t 
         return rg__rails_post_data(rl, r, peer);
     }
     if (rl->failovers > 0 && m->seq > pp->next_match) {
-        /* After a failover a rail may bring a lower message (sent again)
-         * behind this one: stalling here could wait for it forever, so the
-         * piece is taken into the message's buffer instead. */
-        rg_status_t status;
-
-        if (m->tmp == NULL && (m->tmp = malloc(m->total)) == NULL) {
-            rg_err_set(&rl->super.err, RG_ERR_NOMEM, "cannot buffer a message of %llu B",
-                       (unsigned long long)m->total);
-            return rg__rails_fail(rl, RG_ERR_NOMEM);
-        }
-        x->intmp = 1;
-        x->state = RG__RX_DATA;
-        m->tmp_live++;
-        status = rg_xport_irecv(rl->rail[r], peer, m->tmp + x->off, (size_t)x->len, &x->x);
-        return status < 0 ? rg__rails_rail_failed(rl, r, status, NULL) : RG_OK;
+        return rg__rails_unstall(rl, r, peer, x);
     }
     return RG_OK;
 }
@@ -1535,6 +1542,19 @@ static rg_status_t rg__rails_teardown(rg__rails_t *rl, int r)
                     free(users);
                     return status;
                 }
+            }
+        }
+    }
+    /* Stalls from before the failover that a lower message may now queue
+     * behind (see rg__rails_unstall). */
+    for (k = 0; k < rl->nrails; k++) {
+        for (peer = 0; peer < size && rg__rails_up(rl, k); peer++) {
+            x = &rl->rx[(size_t)k * (size_t)size + (size_t)peer];
+            if (x->state == RG__RX_STALL && x->msg != NULL &&
+                x->msg->seq > rl->peers[peer].next_match &&
+                rg__rails_unstall(rl, k, peer, x) != RG_OK) {
+                free(users);
+                return rl->failed;
             }
         }
     }
