@@ -21,7 +21,6 @@ Benchmarks are not tests and never run in CI.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import shlex
 import statistics
@@ -38,8 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
 from railgauge import netns
 from railgauge.launcher import launch
 from railgauge.native import find_tool
-from railgauge.rails import rails_env
-from run_bench import BUILD, REPO, emit_section, machine_facts
+from railgauge.rails import RailsError, rails_env
+from run_bench import REPO, emit_section, machine_facts, testbed_raw
 
 DOC = REPO / "docs" / "BENCHMARKS.md"
 TARGET_S = 1.0
@@ -47,10 +46,6 @@ TARGET_S = 1.0
 
 def log(msg: str) -> None:
     print(f"rails_failover_bench: {msg}", file=sys.stderr, flush=True)
-
-
-class BenchError(Exception):
-    pass
 
 
 def transfer(tb: netns.Testbed, transport: str, env: dict[str, str], total: str,
@@ -74,10 +69,10 @@ def transfer(tb: netns.Testbed, transport: str, env: dict[str, str], total: str,
                 tb.set_link(down, True, host=0)
                 time.sleep(3)   # the link's addresses and neighbours back before the next
         if res.returncode != 0:
-            raise BenchError(f"bw over {transport} failed: {res.failure}")
+            raise RailsError(f"bw over {transport} failed: {res.failure}")
         rec: dict[str, Any] = json.loads(out.read_text().splitlines()[0])
     if rec.get("verified") is not True:
-        raise BenchError(f"bw over {transport}: {rec.get('bad_bytes')} bytes arrived wrong")
+        raise RailsError(f"bw over {transport}: {rec.get('bad_bytes')} bytes arrived wrong")
     info = rec.get("transport_info") or {}
     row: dict[str, Any] = {"transport": transport, "down": down, "seconds": rec["seconds"],
                            "bandwidth_MBps": rec["bandwidth_MBps"], "verified": True}
@@ -174,22 +169,9 @@ def main() -> int:
     args = ap.parse_args()
     if args.rounds < 1 or args.at <= 0:
         ap.error("--rounds must be 1 or more and --at above 0")
-    if args.from_file is not None:
-        raw = json.loads(args.from_file.read_text())
-    else:
-        try:
-            raw = measure(args)
-        except netns.TestbedUnavailable as exc:
-            log(f"no testbed here: {exc}")
-            return 2
-        except BenchError as exc:
-            log(str(exc))
-            return 1
-        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
-        path = BUILD / f"rails-failover-{stamp}.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(raw, indent=1))
-        log(f"raw rows in {path}")
+    rc, raw = testbed_raw(args.from_file, lambda: measure(args), "rails-failover", log)
+    if raw is None:
+        return rc
     emit_section(DOC, "rails-failover", render(raw), args.no_write, log)
     return 0
 

@@ -20,8 +20,6 @@ failed, 2 no testbed. Benchmarks are not tests and never run in CI.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import json
 import shlex
 import statistics
 import sys
@@ -34,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
 from railgauge import netns
 from railgauge import rails as rl
 from railgauge.units import format_size, parse_size
-from run_bench import BUILD, REPO, emit_section, machine_facts
+from run_bench import REPO, emit_section, machine_facts, testbed_raw
 
 DOC = REPO / "docs" / "BENCHMARKS.md"
 PNG = REPO / "docs" / "bench-rails-sizes.png"
@@ -156,22 +154,9 @@ def main() -> int:
     args = ap.parse_args()
     if args.rounds < 1 or args.time <= 0:
         ap.error("--rounds must be 1 or more and --time above 0")
-    if args.from_file is not None:
-        raw = json.loads(args.from_file.read_text())
-    else:
-        try:
-            raw = measure(args)
-        except netns.TestbedUnavailable as exc:
-            log(f"no testbed here: {exc}")
-            return 2
-        except rl.RailsError as exc:
-            log(str(exc))
-            return 1
-        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
-        path = BUILD / f"rails-sizes-{stamp}.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(raw, indent=1))
-        log(f"raw rows in {path}")
+    rc, raw = testbed_raw(args.from_file, lambda: measure(args), "rails-sizes", log)
+    if raw is None:
+        return rc
     med = medians(raw)
     if not args.no_write:
         plot(raw, med)

@@ -1456,6 +1456,32 @@ def write_sections(path: Path, sections: dict[str, str]) -> None:
     tmp.replace(path)
 
 
+def testbed_raw(from_file: Path | None, measure: Callable[[], dict[str, Any]], name: str,
+                say: Callable[[str], None]) -> tuple[int, dict[str, Any] | None]:
+    """The raw rows of a testbed benchmark: read from from_file, or measured and saved as
+    build/bench/<name>-<stamp>.json. Returns (exit status, rows): 2 and None when no testbed
+    can be built here, 1 and None when a run failed (RailsError), 0 and the rows."""
+    from railgauge.netns import TestbedUnavailable
+    from railgauge.rails import RailsError
+
+    if from_file is not None:
+        return 0, json.loads(from_file.read_text())
+    try:
+        raw = measure()
+    except TestbedUnavailable as exc:
+        say(f"no testbed here: {exc}")
+        return 2, None
+    except RailsError as exc:
+        say(str(exc))
+        return 1, None
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
+    path = BUILD / f"{name}-{stamp}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(raw, indent=1))
+    say(f"raw rows in {path}")
+    return 0, raw
+
+
 def emit_section(path: Path, name: str, md: str, no_write: bool,
                  say: Callable[[str], None]) -> None:
     """Prints the section (no_write) or writes it into its markers in path."""
