@@ -506,11 +506,24 @@ static rg_status_t rg__rails_post(rg__rails_t *rl, int r, int peer, rg__rsub_t *
     return RG_OK;
 }
 
-/* The rail of a message that goes whole (or of a piece sent again). */
-static int rg__rails_one(rg__rails_t *rl, int peer)
+/* The best rail up for a control message or a piece sent again. */
+static int rg__rails_best(rg__rails_t *rl, int peer)
 {
     const double *w = rl->peers[peer].w;
-    int           r, k, best = -1;
+    int           r, best = -1;
+
+    for (r = 0; r < rl->nrails; r++) {
+        if (rg__rails_up(rl, r) && (best < 0 || w[r] > w[best])) {
+            best = r;
+        }
+    }
+    return best < 0 ? 0 : best;
+}
+
+/* The rail of a message that goes whole. */
+static int rg__rails_one(rg__rails_t *rl, int peer)
+{
+    int r, k;
 
     switch (rl->policy) {
     case RG__P_BINDING:
@@ -527,27 +540,8 @@ static int rg__rails_one(rg__rails_t *rl, int peer)
         }
         return 0;
     default:
-        for (r = 0; r < rl->nrails; r++) {
-            if (rg__rails_up(rl, r) && (best < 0 || w[r] > w[best])) {
-                best = r;
-            }
-        }
-        return best < 0 ? 0 : best;
+        return rg__rails_best(rl, peer);
     }
-}
-
-/* The best rail up for a control message or a piece sent again. */
-static int rg__rails_best(rg__rails_t *rl, int peer)
-{
-    const double *w = rl->peers[peer].w;
-    int           r, best = -1;
-
-    for (r = 0; r < rl->nrails; r++) {
-        if (rg__rails_up(rl, r) && (best < 0 || w[r] > w[best])) {
-            best = r;
-        }
-    }
-    return best < 0 ? 0 : best;
 }
 
 static rg__rout_t *rg__rout_get(rg__rails_t *rl, int peer, uint64_t seq, uint64_t total,
@@ -970,16 +964,23 @@ static void rg__rails_msg_free(rg__rails_t *rl, int peer, rg__rmsg_t *m)
     rl->free_msgs = m;
 }
 
+/* Failover: whether piece off of m is in already. */
+static int rg__rails_piece_in(const rg__rmsg_t *m, uint64_t off)
+{
+    unsigned i;
+
+    for (i = 0; i < m->noffs && m->offs[i] != off; i++) {
+    }
+    return i < m->noffs;
+}
+
 /* Failover: piece off of m is counted once; 0 if it was already. */
 static int rg__rails_piece_new(rg__rmsg_t *m, uint64_t off)
 {
-    unsigned  i;
     uint64_t *o;
 
-    for (i = 0; i < m->noffs; i++) {
-        if (m->offs[i] == off) {
-            return 0;
-        }
+    if (rg__rails_piece_in(m, off)) {
+        return 0;
     }
     if (m->noffs == m->offcap) {
         unsigned cap = m->offcap == 0 ? 8 : 2 * m->offcap;
@@ -1270,14 +1271,8 @@ static rg_status_t rg__rails_on_hdr(rg__rails_t *rl, int r, int peer, rg__rrx_t 
         }
         return rg__rails_msg_check(rl, peer, m);
     }
-    if (rl->fo) {
-        unsigned i;
-
-        for (i = 0; i < m->noffs && m->offs[i] != v[2]; i++) {
-        }
-        if (i < m->noffs) {
-            return rg__rails_post_drop(rl, r, peer);  /* this piece is in already */
-        }
+    if (rl->fo && rg__rails_piece_in(m, v[2])) {
+        return rg__rails_post_drop(rl, r, peer);  /* this piece is in already */
     }
     m->striped = 1;
     m->ackwant |= ackwant;
