@@ -128,6 +128,7 @@ def test_bw_bidir_small_messages(native_tool: Callable[[str], str], tmp_path: Pa
         ({"RG_RAILS_LIST": "127.0.0.1,norail9", "RG_RAILS_OVER": "ofi:tcp"}, "norail9"),
         ({"RG_RAILS_LIST": LOOP, "RG_RAILS_FAILOVER": "2"}, "RG_RAILS_FAILOVER=2"),
         ({"RG_RAILS_LIST": LOOP, "RG_RAILS_CHUNK": "4KiB"}, "below 64 KiB"),
+        ({"RG_RAILS_LIST": LOOP, "RG_RAILS_RETRY": "5ms"}, "RG_RAILS_RETRY=5e+06ns is outside"),
         ({"RG_RAILS_LIST": LOOP, "RG_RAILS_FAULT": "0:2:100"}, "RAIL below 2"),
         ({"RG_RAILS_LIST": LOOP, "RG_RAILS_FAULT": "0:1"}, "is not RANK:RAIL:BYTES"),
         ({"RG_RAILS_LIST": LOOP, "RG_TCP_DEAD_AFTER": "1ms"}, "RG_TCP_DEAD_AFTER"),
@@ -282,7 +283,8 @@ def test_failover_every_byte(native_tool: Callable[[str], str], tmp_path: Path,
     # first of equals), or binding's (0 + 1) mod 2.
     dead = 0 if policy == "even" else 1
     env = _env(policy, RG_RAILS_WEIGHTS="1,3", RG_RAILS_STRIPE_MIN="64KiB",
-               RG_RAILS_CHUNK="256KiB", RG_RAILS_FAULT=f"{rank}:{dead}:{after}")
+               RG_RAILS_CHUNK="256KiB", RG_RAILS_FAULT=f"{rank}:{dead}:{after}",
+               RG_RAILS_RETRY="0")   # failover alone: the rail stays down
     bidir = () if size == "1MiB" else ("--bidir",)
     rec = _bw_fault(native_tool, tmp_path, env, "--size", size, "--time", "0.5",
                     "--window", "8", *bidir)
@@ -346,17 +348,21 @@ def test_failover_off_fails_naming_the_rail(native_tool: Callable[[str], str]) -
 
 
 def _bw_netns(tb: Any, transport: str, env: dict[str, str], tmp_path: Path, total: str,
-              down: int | None, at_s: float) -> tuple[Any, dict[str, Any] | None, float]:
+              down: int | None, at_s: float,
+              up_s: float | None = None) -> tuple[Any, dict[str, Any] | None, float]:
     """bw of ``total`` bytes between the testbed's two hosts; rail ``down`` set down on
-    host 0 ``at_s`` seconds in (and up again after)."""
+    host 0 ``at_s`` seconds in, and up again ``up_s`` seconds in (else after the run)."""
     import threading
     import time
 
     out = tmp_path / "bw.json"
-    timer = None
+    timer = up = None
     if down is not None:
         timer = threading.Timer(at_s, lambda: tb.set_link(down, False, host=0))
         timer.start()
+        if up_s is not None:
+            up = threading.Timer(up_s, lambda: tb.set_link(down, True, host=0))
+            up.start()
     t0 = time.monotonic()
     try:
         res = launch([native_tool_path("railgauge-bench"), "bw", "--size", "4MiB", "--bytes",
@@ -365,6 +371,8 @@ def _bw_netns(tb: Any, transport: str, env: dict[str, str], tmp_path: Path, tota
     finally:
         if timer is not None:
             timer.cancel()
+            if up is not None:
+                up.cancel()
             tb.set_link(down, True, host=0)
     wall = time.monotonic() - t0
     rec = json.loads(out.read_text()) if out.exists() and out.read_text() else None
@@ -386,7 +394,7 @@ def test_failover_link_down_on_testbed(tmp_path: Path) -> None:
     with netns_testbed(2, 2, "400mbit,800mbit") as tb:
         names = [r.ifname for r in tb.rails]
         env = {"RG_RAILS_LIST": ",".join(names), "RG_RAILS_POLICY": "weighted",
-               "RG_RAILS_WEIGHTS": "1,2", "RG_TCP_DEAD_AFTER": "400ms"}
+               "RG_RAILS_WEIGHTS": "1,2", "RG_TCP_DEAD_AFTER": "400ms", "RG_RAILS_RETRY": "0"}
         res, rec, _ = _bw_netns(tb, "rails", env, tmp_path, "160MiB", 1, 0.6)
         assert res.returncode == 0, res.failure
         assert rec is not None and rec["verified"] is True
@@ -409,3 +417,88 @@ def test_tcp_dead_path_is_an_error_not_a_hang(tmp_path: Path,
         err = capfd.readouterr().err
         assert "acknowledged nothing for" in err and "the path to it is down" in err, err
         assert wall < 30
+
+
+# ---- recovery ------------------------------------------------------------------------
+
+@pytest.mark.native
+@pytest.mark.parametrize("policy", POLICIES)
+def test_recovery_takes_the_rail_back(native_tool: Callable[[str], str], tmp_path: Path,
+                                      capfd: pytest.CaptureFixture[str], policy: str) -> None:
+    """A failed rail comes back (RG_RAILS_RETRY): rank 0 tries again after the retry time,
+    each rank opens the rail's transport anew over an exchange on the rail left, both log
+    it, and the policy puts traffic on it again; every byte verified, both ways."""
+    dead = 0 if policy == "even" else 1
+    env = _env(policy, RG_RAILS_WEIGHTS="1,3", RG_RAILS_STRIPE_MIN="64KiB",
+               RG_RAILS_CHUNK="256KiB", RG_RAILS_FAULT=f"0:{dead}:3000000",
+               RG_RAILS_RETRY="200ms")
+    rec = _bw_fault(native_tool, tmp_path, env, "--size", "1MiB", "--time", "2",
+                    "--window", "8", "--bidir")
+    info = rec["transport_info"]
+    err = capfd.readouterr().err
+    for rank in (0, 1):
+        assert f"rank {rank}: rail {dead} (tcp:127.0.0.{dead + 1}) is in use again" in err, err
+    assert info["failovers"] == 1 and info["recoveries"] == 1, info
+    assert [r["state"] for r in info["rails"]] == ["up", "up"]
+    assert info["rails"][dead]["epoch"] == 1 and info["rails"][1 - dead]["epoch"] == 0
+    assert [e["what"] for e in info["events"]] == ["down", "up"], info["events"]
+    assert info["events"][1]["t_s"] - info["events"][0]["t_s"] >= 0.2
+    # In use again: far more than what it had sent when it failed.
+    assert info["rails"][dead]["bytes_sent"] > 3000000 + 16 * 2**20, info
+
+
+@pytest.mark.native
+def test_recovery_off_keeps_the_rail_down(native_tool: Callable[[str], str],
+                                          tmp_path: Path) -> None:
+    """RG_RAILS_RETRY=0: a failed rail stays down for the rest of the run, untried."""
+    env = _env("even", RG_RAILS_FAULT="0:1:3000000", RG_RAILS_RETRY="0")
+    info = _bw_fault(native_tool, tmp_path, env, "--size", "1MiB", "--time", "1.5",
+                     "--window", "8")["transport_info"]
+    assert info["rejoin_tries"] == 0 and info["recoveries"] == 0
+    assert [r["state"] for r in info["rails"]] == ["up", "down"]
+
+
+@pytest.mark.native
+@pytest.mark.parametrize("policy", ["even", "adaptive", "round-robin"])
+def test_recovery_conformance(native_tool: Callable[[str], str], policy: str) -> None:
+    """The transport contract among 3 ranks while rail 1 fails twice (at rank 0, then at
+    rank 2) and is taken back after each failure within 50 ms: nothing lost, nothing
+    delivered twice, whatever the rail's instance a message went on."""
+    env = _env(policy, RG_RAILS_WEIGHTS="1,3", RG_RAILS_STRIPE_MIN="64KiB",
+               RG_RAILS_FAULT="0:1:2000000,2:1:40000000", RG_RAILS_RETRY="50ms")
+    res = launch([native_tool("railgauge-xport-test")], 3, transport="rails", env=env,
+                 timeout_s=240)
+    assert res.returncode == 0, res.failure
+
+
+@pytest.mark.native
+def test_recovery_link_back_up_on_testbed(tmp_path: Path) -> None:
+    """A real link down and up again: rail 1 set down on one host mid-transfer is found
+    dead and taken down, rank 0 waits for its end of the rail to have a carrier again,
+    and the rail is taken back and carries its share before the transfer ends."""
+    with netns_testbed(2, 2, "400mbit,800mbit") as tb:
+        names = [r.ifname for r in tb.rails]
+        env = {"RG_RAILS_LIST": ",".join(names), "RG_RAILS_POLICY": "weighted",
+               "RG_RAILS_WEIGHTS": "1,2", "RG_TCP_DEAD_AFTER": "400ms",
+               "RG_RAILS_RETRY": "300ms"}
+        res, rec, _ = _bw_netns(tb, "rails", env, tmp_path, "640MiB", 1, 0.6, up_s=2.0)
+        assert res.returncode == 0, res.failure
+        assert rec is not None and rec["verified"] is True
+        info = rec["transport_info"]
+        assert [r["state"] for r in info["rails"]] == ["up", "up"], info
+        assert info["recoveries"] == 1, info
+        up = [e for e in info["events"] if e["what"] == "up"]
+        assert up and up[0]["t_s"] > 1.9, info["events"]   # not before its link was up
+
+
+@pytest.mark.native
+def test_recovery_over_ofi(native_tool: Callable[[str], str], tmp_path: Path) -> None:
+    """RG_RAILS_OVER=ofi:tcp: a failed rail comes back as a fresh ofi:tcp@<rail> instance
+    (its endpoint names exchanged over the rail left), every byte verified."""
+    env = _env("weighted", RG_RAILS_OVER="ofi:tcp", RG_RAILS_WEIGHTS="1,3",
+               RG_RAILS_FAULT="0:1:20000000", RG_RAILS_RETRY="200ms")
+    info = _bw_fault(native_tool, tmp_path, env, "--size", "1MiB", "--time", "2",
+                     "--window", "8")["transport_info"]
+    assert info["recoveries"] == 1 and info["rails"][1]["state"] == "up", info
+    assert info["rails"][1]["epoch"] == 1
+    assert info["rails"][1]["bytes_sent"] > 20000000 + 16 * 2**20, info

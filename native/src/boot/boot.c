@@ -35,6 +35,8 @@ struct rg_boot {
     rg_mpi_loaded_t mpi;    /* the plugin of an "mpi" bootstrap */
     void           *mpi_ctx;
     int             watch_fd;  /* to railgauge's MPI launcher (RG_MPI_WATCH), or -1 */
+    rg_boot_allgather_fn custom;  /* kind "custom": the allgather */
+    void           *custom_ctx;
 };
 
 /*
@@ -252,6 +254,31 @@ void rg_boot_fini(rg_boot_t *boot)
     free(boot);
 }
 
+rg_status_t rg_boot_custom(int rank, int size, const char *job_id,
+                           rg_boot_allgather_fn allgather, void *ctx, rg_boot_t **boot_p,
+                           rg_err_t *err)
+{
+    rg_boot_t *boot;
+
+    if (allgather == NULL || boot_p == NULL || size < 1 || rank < 0 || rank >= size) {
+        return rg_err_set(err, RG_ERR_INVALID, "rg_boot_custom: bad argument");
+    }
+    boot = calloc(1, sizeof(*boot));
+    if (boot == NULL) {
+        return rg_err_set(err, RG_ERR_NOMEM, "cannot allocate a bootstrap");
+    }
+    boot->fd         = -1;
+    boot->watch_fd   = -1;
+    boot->rank       = rank;
+    boot->size       = size;
+    boot->kind       = "custom";
+    boot->custom     = allgather;
+    boot->custom_ctx = ctx;
+    snprintf(boot->job_id, sizeof(boot->job_id), "%s", job_id != NULL ? job_id : "");
+    *boot_p = boot;
+    return RG_OK;
+}
+
 int rg_boot_rank(const rg_boot_t *boot)
 {
     return boot->rank;
@@ -372,6 +399,9 @@ rg_status_t rg_boot_allgather(rg_boot_t *boot, const void *mine, size_t len,
     }
     if (boot->mpi.plugin != NULL) {
         return boot->mpi.plugin->boot_allgather(boot->mpi_ctx, mine, len, all, err);
+    }
+    if (boot->custom != NULL) {
+        return boot->custom(boot->custom_ctx, mine, len, all, err);
     }
     if (boot->fd < 0) {
         if (len > 0) {

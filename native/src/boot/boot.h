@@ -10,7 +10,8 @@
  *     the MPI plugin of that flavour is loaded (boot/mpi_plugin.h), MPI is
  *     initialized, rank and size come from MPI_COMM_WORLD, the collectives
  *     below are MPI_Allgather and MPI_Barrier, and rg_boot_fini() finalizes MPI;
- *   - "single": no launcher in the environment: one rank, rank 0 of 1.
+ *   - "single": no launcher in the environment: one rank, rank 0 of 1;
+ *   - "custom": made by rg_boot_custom (below), the collective a callback.
  * railgauge's own launcher wins where its variables are set.
  *
  * Wire protocol with the launcher (all integers little-endian uint32):
@@ -65,5 +66,16 @@ rg_status_t rg_boot_allgather(rg_boot_t *boot, const void *mine, size_t len,
 
 /* Returns when every rank has called it. */
 rg_status_t rg_boot_barrier(rg_boot_t *boot, rg_err_t *err);
+
+/* A bootstrap whose allgather is the caller's (kind "custom"): for a
+ * transport instance opened while the job runs, over what the job already
+ * has (the rails transport takes a failed rail back this way, exchanging the
+ * rail's addresses over the rails still up). The barrier is an allgather of
+ * nothing; rg_boot_fini frees the handle, not ctx. */
+typedef rg_status_t (*rg_boot_allgather_fn)(void *ctx, const void *mine, size_t len,
+                                             void *all, rg_err_t *err);
+rg_status_t rg_boot_custom(int rank, int size, const char *job_id,
+                           rg_boot_allgather_fn allgather, void *ctx, rg_boot_t **boot_p,
+                           rg_err_t *err);
 
 #endif /* RG_BOOT_BOOT_H */

@@ -259,3 +259,52 @@ rg_status_t rg_netaddr_pick(const char *iface, const char *subnet, const char *i
     }
     return status;
 }
+
+int rg_netaddr_carrier(const char *where)
+{
+    struct ifaddrs *all = NULL, *ifa;
+    unsigned char   ip[16], want[16], net[16];
+    unsigned        prefix = 0;
+    int             mode, family, want_family = 0, found = 0;
+
+    if (where == NULL || where[0] == '\0') {
+        return 0;
+    }
+    if (strchr(where, '/') != NULL) {
+        mode = 2;
+        if (rg_netaddr_parse_cidr(where, "rail", &want_family, net, &prefix, NULL) != RG_OK) {
+            return 0;
+        }
+    } else if (inet_pton(AF_INET, where, want) == 1) {
+        mode = 1;
+        want_family = AF_INET;
+    } else if (inet_pton(AF_INET6, where, want) == 1) {
+        mode = 1;
+        want_family = AF_INET6;
+    } else {
+        mode = 0;
+    }
+    if (getifaddrs(&all) != 0) {
+        return 0;
+    }
+    for (ifa = all; ifa != NULL && !found; ifa = ifa->ifa_next) {
+        if ((ifa->ifa_flags & (IFF_UP | IFF_RUNNING)) != (IFF_UP | IFF_RUNNING)) {
+            continue;
+        }
+        if (mode == 0) {
+            found = strcmp(ifa->ifa_name, where) == 0;
+            continue;
+        }
+        family = rg__netaddr_of(ifa, ip);
+        if (family == 0 || family != want_family) {
+            continue;
+        }
+        found = mode == 1 ? memcmp(ip, want, family == AF_INET ? 4 : 16) == 0
+                          : rg__netaddr_in_subnet(family, ip, want_family, net, prefix);
+    }
+    freeifaddrs(all);
+    if (!found && mode == 1 && want_family == AF_INET && want[0] == 127) {
+        found = 1;  /* 127.0.0.0/8 is all loopback, bound to as given */
+    }
+    return found;
+}

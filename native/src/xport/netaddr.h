@@ -53,4 +53,11 @@ int rg_netaddr_is_loopback(int family, const unsigned char ip[16]);
  * a loopback address announced by a peer is known to be reachable or not. */
 uint64_t rg_netaddr_netns_id(void);
 
+/* 1 when the rail `where` (an interface name, a numeric address or a CIDR
+ * subnet, as in "tcp:<where>") is on an interface that is up and has its
+ * carrier (IFF_UP and IFF_RUNNING); 0 otherwise (down, no such interface or
+ * address, or getifaddrs failed). A 127/8 address counts as up. The rails
+ * transport asks this before it tries to take a failed rail back. */
+int rg_netaddr_carrier(const char *where);
+
 #endif /* RG_XPORT_NETADDR_H */

@@ -62,12 +62,19 @@
  * each piece of a message once (by its offset) and drops messages below its
  * acknowledgement, acknowledging them again, so that nothing is lost or
  * delivered twice. The event goes to stderr and into the transport's info
- * ("events"). With every rail failed the transport fails, naming them. A
- * failed rail stays down for the rest of the run.
+ * ("events"). With every rail failed the transport fails, naming them.
+ *
+ * Recovery (RG_RAILS_RETRY): rank 0 tries to take a failed rail back once its
+ * end of the rail has a carrier. Every rank opens the rail's transport anew
+ * on a thread, with a bootstrap whose allgathers are JOIN messages over the
+ * rails still up (rg__rails_rejoin_step moves them), and the rail is back
+ * where every rank's open succeeded. Its instances are numbered (epoch): a
+ * DOWN names the one it is about.
  */
 #include <endian.h>
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +82,8 @@
 
 #include "base/json.h"
 #include "base/timer.h"
+#include "boot/boot.h"
+#include "xport/netaddr.h"
 #include "xport/xport.h"
 
 #define RG__RAILS_MAX    16
@@ -86,11 +95,15 @@
 #define RG__RAILS_IDLE_AFTER 64u             /* empty progress calls before a rail idles */
 #define RG__RAILS_IDLE_EVERY 8u              /* an idle rail: progressed every 8th call */
 #define RG__RAILS_ACK_EVERY  32u             /* inline messages between two ACKs */
-#define RG__RAILS_EVENTS     16              /* failover events kept for info_json */
+#define RG__RAILS_EVENTS     32              /* failover events kept for info_json */
+#define RG__RAILS_BLOB_MAX   512u            /* a rejoin's exchange: bytes per rank and step */
+#define RG__RAILS_STEPS      4u              /* ... steps: the transport's, then the outcome */
+#define RG__RAILS_STEP_NS    15000000000ull  /* a rejoin's step waits at most this */
+#define RG__RAILS_BACKOFF_MAX_NS 30000000000ull
 
 enum {
     RG__T_INLINE = 1, RG__T_STRIPE = 2, RG__T_RATE = 3, RG__T_BYE = 4, RG__T_ACK = 5,
-    RG__T_DOWN = 6
+    RG__T_DOWN = 6, RG__T_JOIN = 7
 };
 /* In a STRIPE header's type: the sender's send waits for the acknowledgement. */
 #define RG__T_ACKWANT 0x100u
@@ -113,6 +126,7 @@ typedef struct rg__rails_config {
     double floor;
     int    failover;
     size_t chunk;
+    double retry_ns;
     char   fault[RG_CONFIG_STRING_MAX];
 } rg__rails_config_t;
 
@@ -154,6 +168,12 @@ static const rg_config_field_t rg__rails_config_fields[] = {
      "stripes go in pieces of at most this (64 KiB or more): what a failed rail's "
      "traffic costs to send again is at most the pieces in flight on it",
      offsetof(rg__rails_config_t, chunk), RG_CONFIG_SIZE},
+    {"RETRY", "1s",
+     "failover: how long after a rail failed rank 0 first tries to take it back into use "
+     "(each rank opens the rail's transport anew, its addresses exchanged over the rails "
+     "still up), and again after each failed try, the wait doubling up to 30 s; it tries "
+     "only while its own end of the rail has a carrier; 0: a failed rail stays down",
+     offsetof(rg__rails_config_t, retry_ns), RG_CONFIG_TIME_NS},
     {"FAULT", "",
      "fault injection for tests: RANK:RAIL:BYTES[,...] fails rail RAIL at rank RANK once it "
      "has sent BYTES bytes, as if its transport had erred",
@@ -279,10 +299,23 @@ typedef struct rg__rails {
     rg__rout_t       *free_outs;
     uint64_t          fault_at[RG__RAILS_MAX];  /* RG_RAILS_FAULT here; 0: none */
     uint64_t          failovers, resent_bytes, resent_pieces, dup_pieces, acks_sent;
+    /* Taking a failed rail back (RG_RAILS_RETRY): rank 0 starts a try, a
+     * rank joins one when its first JOIN comes; epoch numbers the rail's
+     * instances (0: the one of the open) and the tries. */
+    struct rg__rejoin *rj[RG__RAILS_MAX];     /* the try running, if any */
+    uint64_t          epoch[RG__RAILS_MAX];  /* of the rail's instance */
+    uint64_t          epoch_seen[RG__RAILS_MAX];
+    uint64_t          down_ns[RG__RAILS_MAX], next_try_ns[RG__RAILS_MAX];
+    uint64_t          backoff_ns[RG__RAILS_MAX];
+    double            w0[RG__RAILS_MAX];     /* the weights of the open */
+    uint64_t          recoveries, rejoin_tries;
+    int               closing;
+    size_t            hcap;                  /* a header receive's bytes */
     struct {
-        double   t_s;
-        int      rail;
-        char     why[320];
+        double      t_s;
+        int         rail;
+        const char *what;     /* "down", "up", "retry" */
+        char        why[320];
     }                 events[RG__RAILS_EVENTS];
     int               nevents;
     uint64_t          t0_ns;
@@ -629,6 +662,8 @@ static rg_status_t rg__rails_nomem(rg__rails_t *rl)
 }
 
 static rg_status_t rg__rails_reap(rg__rails_t *rl);
+static rg_status_t rg__rails_take_join(rg__rails_t *rl, int peer, const uint64_t v[5],
+                                       const unsigned char *b);
 
 static rg_status_t rg__rails_isend(rg_xport_t *xp, rg_xreq_t *req)
 {
@@ -878,8 +913,7 @@ static rg_status_t rg__rails_post_hdr(rg__rails_t *rl, int r, int peer)
     }
     x->state = RG__RX_HDR;
     x->msg   = NULL;
-    status   = rg_xport_irecv(rl->rail[r], peer, x->hbuf, RG__RAILS_HDR + rl->cfg.inline_max,
-                              &x->x);
+    status   = rg_xport_irecv(rl->rail[r], peer, x->hbuf, rl->hcap, &x->x);
     return status < 0 ? rg__rails_rail_failed(rl, r, status, NULL) : RG_OK;
 }
 
@@ -1200,11 +1234,26 @@ static rg_status_t rg__rails_on_hdr(rg__rails_t *rl, int r, int peer, rg__rrx_t 
     if (type == RG__T_DOWN) {
         /* The peer found rail v[3] down: close it here too, before the
          * pieces it sends again behind this notice arrive. */
-        if (v[3] < (uint64_t)rl->nrails && rg__rails_up(rl, (int)v[3])) {
+        if (v[3] < (uint64_t)rl->nrails && rg__rails_up(rl, (int)v[3]) &&
+            v[1] >= rl->epoch[v[3]]) {  /* not about an instance before this one */
             char why[96];
 
             snprintf(why, sizeof(why), "rank %d reported it down", peer);
             (void)rg__rails_rail_failed(rl, (int)v[3], RG_ERR_PEER_DEAD, why);
+        }
+        return rg__rails_post_hdr(rl, r, peer);
+    }
+    if (type == RG__T_JOIN) {
+        /* v = rail, epoch, step, length: a try to take a rail back. */
+        rg_status_t status = n - RG__RAILS_HDR != v[3]
+                                 ? RG_ERR_PARSE
+                                 : rg__rails_take_join(rl, peer, v, x->hbuf + RG__RAILS_HDR);
+
+        if (status == RG_ERR_PARSE) {
+            return rg__rails_protocol(rl, r, peer, "a JOIN out of bounds");
+        }
+        if (status != RG_OK) {
+            return status;
         }
         return rg__rails_post_hdr(rl, r, peer);
     }
@@ -1396,6 +1445,21 @@ static rg_status_t rg__rails_gone(rg__rails_t *rl)
 
 /* ---- failover ---------------------------------------------------------------- */
 
+static void rg__rails_event(rg__rails_t *rl, int r, const char *what, const char *why)
+{
+    size_t n;
+
+    if (rl->nevents < RG__RAILS_EVENTS) {
+        rl->events[rl->nevents].t_s  = (double)(rg_time_mono_ns() - rl->t0_ns) * 1e-9;
+        rl->events[rl->nevents].rail = r;
+        rl->events[rl->nevents].what = what;
+        n = strnlen(why, sizeof(rl->events[0].why) - 1);
+        memmove(rl->events[rl->nevents].why, why, n);
+        rl->events[rl->nevents].why[n] = '\0';
+        rl->nevents++;
+    }
+}
+
 /* Takes failed rail r out: closes its transport (none of its requests
  * touches a user buffer after that), drops what was in flight on it, tells
  * every peer on every rail left and sends again there what r carried and
@@ -1421,12 +1485,10 @@ static rg_status_t rg__rails_teardown(rg__rails_t *rl, int r)
     fprintf(stderr, "railgauge: rank %d: rail %d (%s) is down: %s; %s\n", rl->super.rank, r,
             rl->rname[r], rl->down_why[r],
             left > 0 ? "its traffic goes on the other rails" : "no rail is left");
-    if (rl->nevents < RG__RAILS_EVENTS) {
-        rl->events[rl->nevents].t_s  = (double)(rg_time_mono_ns() - rl->t0_ns) * 1e-9;
-        rl->events[rl->nevents].rail = r;
-        memcpy(rl->events[rl->nevents].why, rl->down_why[r], sizeof(rl->down_why[r]));
-        rl->nevents++;
-    }
+    rg__rails_event(rl, r, "down", rl->down_why[r]);
+    rl->down_ns[r]     = rg_time_mono_ns();
+    rl->backoff_ns[r]  = (uint64_t)rl->cfg.retry_ns;
+    rl->next_try_ns[r] = rl->down_ns[r] + rl->backoff_ns[r];
     if (rl->rail[r] != NULL) {
         rg_xport_close(rl->rail[r]);
         rl->rail[r] = NULL;
@@ -1500,7 +1562,7 @@ static rg_status_t rg__rails_teardown(rg__rails_t *rl, int r)
             if (!rg__rails_up(rl, k) || (s = rg__rsub_get(rl, RG__RAILS_HDR)) == NULL) {
                 continue;
             }
-            rg__rails_hdr(rl, peer, s->stage, RG__T_DOWN, 0, 0, 0, (uint64_t)r);
+            rg__rails_hdr(rl, peer, s->stage, RG__T_DOWN, 0, rl->epoch[r], 0, (uint64_t)r);
             status = rg__rails_post(rl, k, peer, s, s->stage, RG__RAILS_HDR, NULL);
             if (status != RG_OK) {
                 free(users);
@@ -1584,6 +1646,443 @@ static rg_status_t rg__rails_reap(rg__rails_t *rl)
         status = rg__rails_teardown(rl, r);
     }
     return rl->failed != RG_OK ? rl->failed : status;
+}
+
+
+/* ---- taking a failed rail back ---------------------------------------------- */
+
+/* One try to take rail `rail` back: a thread opens the rail's transport anew
+ * (its own bootstrap's allgathers are messages over the rails still up, JOIN:
+ * the rail, the try's epoch, the step and a rank's bytes), then every rank
+ * tells the others whether its open succeeded (the last step); the rail is
+ * back where all did. The thread never touches the rails transport: the
+ * progress engine moves its bytes through this record, under mu. */
+typedef struct rg__rejoin {
+    pthread_mutex_t mu;
+    pthread_cond_t  cv;
+    int             refs;       /* the transport, the thread */
+    int             abandoned;  /* the transport let go of it */
+    int             done;
+    int             rail, rank, size;
+    uint64_t        epoch;
+    char            name[RG_CONFIG_STRING_MAX + 8];
+    char            job[64];
+    unsigned        step;       /* the step the thread is in */
+    unsigned char   out[RG__RAILS_STEPS][RG__RAILS_BLOB_MAX];
+    size_t          outlen[RG__RAILS_STEPS];
+    int             out_ready[RG__RAILS_STEPS], out_sent[RG__RAILS_STEPS];
+    unsigned char  *in;         /* [step][rank][RG__RAILS_BLOB_MAX] */
+    size_t         *inlen;      /* [step][rank]; SIZE_MAX: not come */
+    rg_status_t     result;
+    char            why[RG_ERR_MSG_MAX];
+    rg_xport_t     *xp;         /* the new instance, when result is RG_OK */
+} rg__rejoin_t;
+
+static void rg__rejoin_unref(rg__rejoin_t *j)
+{
+    int last;
+
+    pthread_mutex_lock(&j->mu);
+    last = --j->refs == 0;
+    pthread_mutex_unlock(&j->mu);
+    if (last) {
+        if (j->xp != NULL) {
+            rg_xport_close(j->xp);
+        }
+        pthread_cond_destroy(&j->cv);
+        pthread_mutex_destroy(&j->mu);
+        free(j->in);
+        free(j->inlen);
+        free(j);
+    }
+}
+
+/* The bootstrap allgather of the thread (rg_boot_custom). */
+static rg_status_t rg__rejoin_allgather(void *ctx, const void *mine, size_t len, void *all,
+                                        rg_err_t *err)
+{
+    rg__rejoin_t   *j = ctx;
+    struct timespec ts;
+    rg_status_t     status = RG_OK;
+    unsigned        k;
+    int             p, missing = -1, rc = 0;
+
+    pthread_mutex_lock(&j->mu);
+    k = j->step++;
+    if (k >= RG__RAILS_STEPS || len > RG__RAILS_BLOB_MAX) {
+        pthread_mutex_unlock(&j->mu);
+        return rg_err_set(err, RG_ERR_UNSUPPORTED,
+                          "step %u of %zu B: a rail is taken back in at most %u steps of %u B",
+                          k + 1, len, RG__RAILS_STEPS, RG__RAILS_BLOB_MAX);
+    }
+    if (len > 0) {
+        memcpy(j->out[k], mine, len);
+    }
+    j->outlen[k]    = len;
+    j->out_ready[k] = 1;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += (time_t)(RG__RAILS_STEP_NS / 1000000000ull);
+    for (;;) {
+        for (missing = -1, p = 0; p < j->size && missing < 0; p++) {
+            if (p != j->rank && j->inlen[(size_t)k * (size_t)j->size + (size_t)p] == SIZE_MAX) {
+                missing = p;
+            }
+        }
+        if (missing < 0 || j->abandoned || rc == ETIMEDOUT) {
+            break;
+        }
+        rc = pthread_cond_timedwait(&j->cv, &j->mu, &ts);
+    }
+    if (j->abandoned) {
+        status = rg_err_set(err, RG_ERR_CANCELED, "the rails transport let go of the try");
+    } else if (missing >= 0) {
+        status = rg_err_set(err, RG_ERR_TIMEOUT, "rank %d did not take part within %llu s",
+                            missing, (unsigned long long)(RG__RAILS_STEP_NS / 1000000000ull));
+    }
+    for (p = 0; p < j->size && status == RG_OK; p++) {
+        size_t n = p == j->rank ? len : j->inlen[(size_t)k * (size_t)j->size + (size_t)p];
+
+        if (n != len) {
+            status = rg_err_set(err, RG_ERR_BOOTSTRAP, "rank %d gave %zu B to step %u, not %zu",
+                                p, n, k + 1, len);
+        } else if (len > 0) {
+            memcpy((unsigned char *)all + (size_t)p * len,
+                   p == j->rank ? mine
+                                : j->in + ((size_t)k * (size_t)j->size + (size_t)p) *
+                                              RG__RAILS_BLOB_MAX, len);
+        }
+    }
+    pthread_mutex_unlock(&j->mu);
+    return status;
+}
+
+static void *rg__rejoin_main(void *arg)
+{
+    rg__rejoin_t  *j = arg;
+    rg_boot_t     *boot = NULL;
+    rg_xport_t    *xp = NULL;
+    rg_err_t       err;
+    rg_status_t    status;
+    unsigned char  ok, *oks;
+    int            p;
+
+    rg_err_clear(&err);
+    oks    = malloc((size_t)j->size);
+    status = oks == NULL ? rg_err_set(&err, RG_ERR_NOMEM, "cannot allocate %d bytes", j->size)
+                         : rg_boot_custom(j->rank, j->size, j->job, rg__rejoin_allgather, j,
+                                          &boot, &err);
+    if (status == RG_OK) {
+        status = rg_xport_open(j->name, boot, &xp, &err);
+    }
+    if (status != RG_OK) {
+        snprintf(j->why, sizeof(j->why), "%s", rg_err_message(&err));
+    }
+    ok = status == RG_OK;
+    if (boot != NULL) {
+        /* The last step, whatever the open's steps were: the outcome. */
+        pthread_mutex_lock(&j->mu);
+        j->step = RG__RAILS_STEPS - 1;
+        pthread_mutex_unlock(&j->mu);
+        rg_err_clear(&err);
+        if (rg_boot_allgather(boot, &ok, 1, oks, &err) != RG_OK) {
+            if (ok) {
+                snprintf(j->why, sizeof(j->why), "%s", rg_err_message(&err));
+            }
+            ok = 0;
+        }
+        for (p = 0; p < j->size && ok; p++) {
+            if (!oks[p]) {
+                snprintf(j->why, sizeof(j->why), "rank %d could not open it", p);
+                ok = 0;
+            }
+        }
+        rg_boot_fini(boot);
+    }
+    free(oks);
+    if (xp != NULL) {
+        xp->boot = NULL;  /* the rails transport gives it its own */
+        if (!ok) {
+            rg_xport_close(xp);
+            xp = NULL;
+        }
+    }
+    pthread_mutex_lock(&j->mu);
+    j->xp     = xp;
+    j->result = ok ? RG_OK : RG_ERR_PEER_DEAD;
+    j->done   = 1;
+    pthread_mutex_unlock(&j->mu);
+    rg__rejoin_unref(j);
+    return NULL;
+}
+
+/* The item of RG_RAILS_LIST that rail r binds to. */
+static const char *rg__rails_where(const rg__rails_t *rl, int r)
+{
+    const char *w = strchr(rl->rname[r], strcmp(rl->cfg.over, "tcp") == 0 ? ':' : '@');
+
+    return w != NULL ? w + 1 : rl->rname[r];
+}
+
+/* Starts a try to take rail r back as epoch (JOINs of it may be in). */
+static rg_status_t rg__rails_rejoin_start(rg__rails_t *rl, int r, uint64_t epoch)
+{
+    rg__rejoin_t      *j;
+    pthread_attr_t     attr;
+    pthread_condattr_t ca;
+    size_t             cells = (size_t)RG__RAILS_STEPS * (size_t)rl->super.size, i;
+    pthread_t          th;
+    int                rc;
+
+    j = calloc(1, sizeof(*j));
+    if (j == NULL || (j->in = malloc(cells * RG__RAILS_BLOB_MAX)) == NULL ||
+        (j->inlen = malloc(cells * sizeof(size_t))) == NULL) {
+        if (j != NULL) {
+            free(j->in);
+        }
+        free(j);
+        return rg__rails_nomem(rl);
+    }
+    for (i = 0; i < cells; i++) {
+        j->inlen[i] = SIZE_MAX;
+    }
+    pthread_mutex_init(&j->mu, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&j->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    j->refs  = 2;
+    j->rail  = r;
+    j->rank  = rl->super.rank;
+    j->size  = rl->super.size;
+    j->epoch = epoch;
+    snprintf(j->name, sizeof(j->name), "%s", rl->rname[r]);
+    snprintf(j->job, sizeof(j->job), "%s",
+             rl->super.boot != NULL ? rg_boot_job_id(rl->super.boot) : "");
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    rc = pthread_create(&th, &attr, rg__rejoin_main, j);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) {
+        j->refs = 1;
+        rg__rejoin_unref(j);
+        fprintf(stderr, "railgauge: rank %d: cannot start a thread to take rail %d back: %s\n",
+                rl->super.rank, r, strerror(rc));
+        return RG_OK;  /* the rail stays down; the transport goes on */
+    }
+    rl->rj[r]         = j;
+    rl->epoch_seen[r] = epoch;
+    rl->rejoin_tries++;
+    return RG_OK;
+}
+
+/* The transport lets go of rail r's try (the thread ends on its own). */
+static void rg__rails_rejoin_drop(rg__rails_t *rl, int r)
+{
+    rg__rejoin_t *j = rl->rj[r];
+
+    if (j == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&j->mu);
+    j->abandoned = 1;
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    rl->rj[r] = NULL;
+    rg__rejoin_unref(j);
+}
+
+/* A JOIN from peer: step k of the try epoch to take rail r back. A newer try
+ * than any seen here starts this rank's part of it (closing rail r first if
+ * it is still up here: the peer's notice that it failed is still on its
+ * way); an older one is over. */
+static rg_status_t rg__rails_take_join(rg__rails_t *rl, int peer, const uint64_t v[5],
+                                       const unsigned char *b)
+{
+    int           r = (int)v[0];
+    unsigned      k = (unsigned)v[2];
+    rg__rejoin_t *j;
+    rg_status_t   status;
+
+    if (v[0] >= (uint64_t)rl->nrails || v[2] >= RG__RAILS_STEPS || v[3] > RG__RAILS_BLOB_MAX) {
+        return RG_ERR_PARSE;
+    }
+    if (rl->closing || !rl->fo) {
+        return RG_OK;
+    }
+    if (v[1] > rl->epoch_seen[r]) {
+        rg__rails_rejoin_drop(rl, r);
+        if (rg__rails_up(rl, r)) {
+            char why[96];
+
+            snprintf(why, sizeof(why), "rank %d is taking it back into use", peer);
+            (void)rg__rails_rail_failed(rl, r, RG_ERR_PEER_DEAD, why);
+        }
+        status = rg__rails_rejoin_start(rl, r, v[1]);
+        if (status != RG_OK) {
+            return status;
+        }
+    }
+    j = rl->rj[r];
+    if (j == NULL || j->epoch != v[1]) {
+        return RG_OK;
+    }
+    pthread_mutex_lock(&j->mu);
+    memcpy(j->in + ((size_t)k * (size_t)j->size + (size_t)peer) * RG__RAILS_BLOB_MAX, b,
+           (size_t)v[3]);
+    j->inlen[(size_t)k * (size_t)j->size + (size_t)peer] = (size_t)v[3];
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    return RG_OK;
+}
+
+/* Rail r's new instance xp joins the others. */
+static rg_status_t rg__rails_install(rg__rails_t *rl, int r, rg_xport_t *xp, uint64_t epoch)
+{
+    rg__rrx_t *x;
+    double     tot;
+    int        peer, k, size = rl->super.size;
+    char       why[96];
+
+    xp->boot           = rl->super.boot;
+    rl->rail[r]        = xp;
+    rl->epoch[r]       = epoch;
+    rl->alive         |= 1u << r;
+    rl->idle[r]        = 0;
+    rl->busy_rx[r]     = 0;
+    rl->recoveries++;
+    for (peer = 0; peer < size; peer++) {
+        rg__rpeer_t *pp = &rl->peers[peer];
+
+        pp->byes &= ~(1u << r);
+        /* The weights of the open over the rails up; adaptive keeps what
+         * it learnt of the others and gives the rail back its first share. */
+        for (k = 0; k < rl->nrails; k++) {
+            if (k == r || rl->policy != RG__P_ADAPTIVE) {
+                pp->w[k] = rl->w0[k];
+            }
+        }
+        for (tot = 0, k = 0; k < rl->nrails; k++) {
+            tot += rg__rails_up(rl, k) ? pp->w[k] : 0.0;
+        }
+        for (k = 0; k < rl->nrails; k++) {
+            pp->w[k] = rg__rails_up(rl, k) && tot > 0 ? pp->w[k] / tot : 0.0;
+        }
+        if (peer == rl->super.rank) {
+            continue;
+        }
+        x            = &rl->rx[(size_t)r * (size_t)size + (size_t)peer];
+        x->state     = RG__RX_HDR;
+        x->msg       = NULL;
+        x->t_done_ns = 0;
+        x->intmp     = 0;
+        if (rg__rails_post_hdr(rl, r, peer) != RG_OK) {
+            return rl->failed;
+        }
+    }
+    snprintf(why, sizeof(why), "back after %.2f s (try %llu)",
+             (double)(rg_time_mono_ns() - rl->down_ns[r]) * 1e-9, (unsigned long long)epoch);
+    fprintf(stderr, "railgauge: rank %d: rail %d (%s) is in use again: %s\n", rl->super.rank, r,
+            rl->rname[r], why);
+    rg__rails_event(rl, r, "up", why);
+    return RG_OK;
+}
+
+/* Moves the tries on: sends the bytes their threads gave, takes in the rails
+ * whose try succeeded, and (rank 0) starts a try for a rail down long
+ * enough whose end here has a carrier. */
+static rg_status_t rg__rails_rejoin_step(rg__rails_t *rl)
+{
+    rg__rejoin_t *j;
+    rg__rsub_t   *s;
+    unsigned char blob[RG__RAILS_BLOB_MAX];
+    size_t        len;
+    uint64_t      now = 0;
+    unsigned      k;
+    int           r, peer, send, done;
+    rg_status_t   status;
+
+    for (r = 0; r < rl->nrails; r++) {
+        if ((j = rl->rj[r]) == NULL) {
+            if (rl->super.rank != 0 || rl->closing || rl->cfg.retry_ns <= 0 ||
+                ((rl->alive | rl->down_pending) >> r) & 1u || rl->alive == 0) {
+                continue;
+            }
+            if (now == 0) {
+                now = rg_time_mono_ns();
+            }
+            if (now < rl->next_try_ns[r]) {
+                continue;
+            }
+            if (!rg_netaddr_carrier(rg__rails_where(rl, r))) {
+                rl->next_try_ns[r] = now + (uint64_t)rl->cfg.retry_ns;  /* look again then */
+                continue;
+            }
+            rl->backoff_ns[r]  = rl->backoff_ns[r] * 2 < RG__RAILS_BACKOFF_MAX_NS
+                                     ? rl->backoff_ns[r] * 2 : RG__RAILS_BACKOFF_MAX_NS;
+            rl->next_try_ns[r] = now + rl->backoff_ns[r];
+            status = rg__rails_rejoin_start(rl, r, rl->epoch_seen[r] + 1);
+            if (status != RG_OK) {
+                return status;
+            }
+            continue;
+        }
+        for (k = 0; k < RG__RAILS_STEPS; k++) {
+            pthread_mutex_lock(&j->mu);
+            send = j->out_ready[k] && !j->out_sent[k];
+            len  = j->outlen[k];
+            if (send) {
+                memcpy(blob, j->out[k], len);
+                j->out_sent[k] = 1;
+            }
+            pthread_mutex_unlock(&j->mu);
+            for (peer = 0; send && peer < rl->super.size; peer++) {
+                if (peer == rl->super.rank || rl->alive == 0) {
+                    continue;
+                }
+                s = rg__rsub_get(rl, RG__RAILS_HDR + len);
+                if (s == NULL) {
+                    return rg__rails_nomem(rl);
+                }
+                rg__rails_hdr(rl, peer, s->stage, RG__T_JOIN, (uint64_t)r, j->epoch, k, len);
+                memcpy(s->stage + RG__RAILS_HDR, blob, len);
+                status = rg__rails_post(rl, rg__rails_best(rl, peer), peer, s, s->stage,
+                                        RG__RAILS_HDR + len, NULL);
+                if (status != RG_OK) {
+                    return status;
+                }
+            }
+        }
+        pthread_mutex_lock(&j->mu);
+        done = j->done;
+        pthread_mutex_unlock(&j->mu);
+        if (!done || ((rl->down_pending >> r) & 1u)) {
+            continue;  /* (the old instance goes first, at the next reap) */
+        }
+        rl->rj[r] = NULL;
+        if (j->result == RG_OK && !rg__rails_up(rl, r)) {
+            rg_xport_t *xp = j->xp;
+
+            j->xp = NULL;
+            rg__rejoin_unref(j);
+            status = rg__rails_install(rl, r, xp, rl->epoch_seen[r]);
+            if (status != RG_OK) {
+                return status;
+            }
+            continue;
+        }
+        if (rl->super.rank == 0) {
+            char why[RG_ERR_MSG_MAX + 64];
+
+            snprintf(why, sizeof(why), "try %llu failed: %s", (unsigned long long)j->epoch,
+                     j->why);
+            fprintf(stderr, "railgauge: rank %d: rail %d (%s) is still down: %s; next try in "
+                    "%.0f s\n", rl->super.rank, r, rl->rname[r], why,
+                    (double)rl->backoff_ns[r] * 1e-9);
+            rg__rails_event(rl, r, "retry", why);
+        }
+        rg__rejoin_unref(j);
+    }
+    return RG_OK;
 }
 
 /* ---- progress --------------------------------------------------------------- */
@@ -1674,6 +2173,12 @@ static rg_status_t rg__rails_progress(rg_xport_t *xp)
             return status;
         }
     }
+    if (rl->fo && rl->alive != (1u << rl->nrails) - 1u) {
+        status = rg__rails_rejoin_step(rl);
+        if (status != RG_OK) {
+            return status;
+        }
+    }
     for (peer = 0; peer < size && rl->acks_due > 0; peer++) {
         rg__rpeer_t *pp = &rl->peers[peer];
 
@@ -1729,6 +2234,20 @@ static rg_status_t rg__rails_block(rg_xport_t *xp, uint64_t timeout_ns)
             return rg__rails_rail_failed(rl, r, status, NULL);
         }
         n += k;
+    }
+    if (rl->fo && rl->alive != (1u << rl->nrails) - 1u) {
+        /* A rail is down: a try to take it back moves on (or starts) in the
+         * progress calls, not on a socket this sleep watches. */
+        uint64_t now = rg_time_mono_ns(), wake = 5000000u;
+
+        for (r = 0; r < rl->nrails; r++) {
+            if (rl->rj[r] == NULL && rl->super.rank == 0 && !rl->closing &&
+                rl->cfg.retry_ns > 0 && !((rl->alive >> r) & 1u)) {
+                wake = rl->next_try_ns[r] > now && rl->next_try_ns[r] - now < wake
+                           ? rl->next_try_ns[r] - now : wake;
+            }
+        }
+        timeout_ns = timeout_ns < wake ? timeout_ns : wake;
     }
     ts.tv_sec  = (time_t)(timeout_ns / 1000000000ull);
     ts.tv_nsec = (long)(timeout_ns % 1000000000ull);
@@ -1826,9 +2345,12 @@ static rg_status_t rg__rails_parse(rg__rails_t *rl, rg_err_t *err)
         }
         sum = rl->nrails;
     }
+    for (j = 0; j < rl->nrails; j++) {
+        rl->w0[j] = w[j] / sum;
+    }
     for (i = 0; i < rl->super.size; i++) {
         for (j = 0; j < rl->nrails; j++) {
-            rl->peers[i].w[j] = w[j] / sum;
+            rl->peers[i].w[j] = rl->w0[j];
         }
     }
     if (cfg->inline_max > RG__RAILS_INLINE_MAX) {
@@ -1849,6 +2371,11 @@ static rg_status_t rg__rails_parse(rg__rails_t *rl, rg_err_t *err)
                           cfg->failover);
     }
     rl->fo = cfg->failover;
+    if (!(cfg->retry_ns == 0 || (cfg->retry_ns >= 10e6 && cfg->retry_ns <= 3600e9))) {
+        return rg_err_set(err, RG_ERR_RANGE,
+                          "RG_RAILS_RETRY=%gns is outside 10ms .. 1h (0: a failed rail stays "
+                          "down)", cfg->retry_ns);
+    }
     if (cfg->chunk < 65536) {
         return rg_err_set(err, RG_ERR_RANGE, "RG_RAILS_CHUNK=%zu is below 64 KiB", cfg->chunk);
     }
@@ -1932,6 +2459,10 @@ static void rg__rails_close(rg_xport_t *xp)
     rg__rout_t  *o;
     int          r, i;
 
+    rl->closing = 1;
+    for (r = 0; r < rl->nrails; r++) {
+        rg__rails_rejoin_drop(rl, r);
+    }
     if (rl->opened && rl->failed == RG_OK) {
         rg__rails_bye(rl);
     }
@@ -2041,6 +2572,8 @@ static rg_status_t rg__rails_open(const char *name, rg_boot_t *boot, rg_xport_t 
         rg__rails_close(&rl->super);
         return status;
     }
+    rl->hcap  = RG__RAILS_HDR + (rl->cfg.inline_max > RG__RAILS_BLOB_MAX ? rl->cfg.inline_max
+                                                                         : RG__RAILS_BLOB_MAX);
     rl->rx    = calloc((size_t)rl->nrails * (size_t)size, sizeof(*rl->rx));
     rl->npfds = (size_t)rl->nrails * (size_t)size;
     rl->pfds  = calloc(rl->npfds, sizeof(*rl->pfds));
@@ -2067,7 +2600,7 @@ static rg_status_t rg__rails_open(const char *name, rg_boot_t *boot, rg_xport_t 
             if (peer == rl->super.rank) {
                 continue;
             }
-            x->hbuf = malloc(RG__RAILS_HDR + rl->cfg.inline_max);
+            x->hbuf = malloc(rl->hcap);
             if (x->hbuf == NULL) {
                 rg__rails_close(&rl->super);
                 return rg_err_set(err, RG_ERR_NOMEM, "cannot allocate rails header buffers");
@@ -2108,13 +2641,16 @@ static rg_status_t rg__rails_info_json(rg_xport_t *xp, char *buf, size_t cap)
         rg_json_kv_uint(&js, "resent_bytes", rl->resent_bytes);
         rg_json_kv_uint(&js, "resent_pieces", rl->resent_pieces);
         rg_json_kv_uint(&js, "duplicate_pieces", rl->dup_pieces);
+        rg_json_kv_double(&js, "retry_s", rl->cfg.retry_ns * 1e-9);
+        rg_json_kv_uint(&js, "rejoin_tries", rl->rejoin_tries);
+        rg_json_kv_uint(&js, "recoveries", rl->recoveries);
         rg_json_key(&js, "events");
         rg_json_array_begin(&js);
         for (r = 0; r < rl->nevents; r++) {
             rg_json_object_begin(&js);
             rg_json_kv_double(&js, "t_s", rl->events[r].t_s);
             rg_json_kv_int(&js, "rail", rl->events[r].rail);
-            rg_json_kv_string(&js, "what", "down");
+            rg_json_kv_string(&js, "what", rl->events[r].what);
             rg_json_kv_string(&js, "why", rl->events[r].why);
             rg_json_object_end(&js);
         }
@@ -2132,6 +2668,7 @@ static rg_status_t rg__rails_info_json(rg_xport_t *xp, char *buf, size_t cap)
             rg_json_kv_double(&js, "receive_rate_MBps", rl->peers[peer].rate[r] * 1e3);
         }
         rg_json_kv_string(&js, "state", (rl->alive >> r) & 1u ? "up" : "down");
+        rg_json_kv_uint(&js, "epoch", rl->epoch[r]);
         if (rl->rail[r] != NULL &&
             rl->rail[r]->ops->info_json(rl->rail[r], sub, sizeof(sub)) == RG_OK) {
             rg_json_key(&js, "transport_info");
