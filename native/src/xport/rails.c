@@ -2203,6 +2203,39 @@ static rg_status_t rg__rails_progress(rg_xport_t *xp)
     return rg__rails_gone(rl);
 }
 
+/* A rail request that completed after the progress call looked at it (a
+ * receive posted by the matching at its end, or by rg__rails_irecv, may
+ * complete at once from bytes the rail holds): no socket will say so, so
+ * the rank must not sleep on them. Measured on the testbed: 16 KiB messages
+ * (header and bytes, two rail messages) at 51 MB/s instead of 238, the
+ * receiver sleeping out RG_XPORT_BLOCK_NS on a completed stripe receive. */
+static int rg__rails_has_news(const rg__rails_t *rl)
+{
+    const rg__rrx_t  *x;
+    const rg__rsub_t *s;
+    int               r, peer, size = rl->super.size;
+
+    for (r = 0; r < rl->nrails; r++) {
+        if (!rg__rails_up(rl, r)) {
+            continue;
+        }
+        for (s = rl->inflight[r]; s != NULL; s = s->next) {
+            if (s->x.status != RG_INPROGRESS) {
+                return 1;
+            }
+        }
+        for (peer = 0; peer < size; peer++) {
+            x = &rl->rx[(size_t)r * (size_t)size + (size_t)peer];
+            if (peer != rl->super.rank && x->x.status != RG_INPROGRESS &&
+                (x->state == RG__RX_HDR || x->state == RG__RX_DATA ||
+                 x->state == RG__RX_DROP)) {
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
 /* Sleeps on every rail's sockets at once (ops->wait_fds of the rails'
  * transport), so that a waiting rank leaves the cores to the network stack. */
 static rg_status_t rg__rails_block(rg_xport_t *xp, uint64_t timeout_ns)
@@ -2218,6 +2251,9 @@ static rg_status_t rg__rails_block(rg_xport_t *xp, uint64_t timeout_ns)
     }
     if (rl->down_pending != 0) {
         return rg__rails_reap(rl);  /* no sleep: the progress after this has work */
+    }
+    if (rg__rails_has_news(rl)) {
+        return RG_OK;
     }
     for (r = 0; r < rl->nrails; r++) {
         if (!rg__rails_up(rl, r)) {
