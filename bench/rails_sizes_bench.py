@@ -135,10 +135,12 @@ def render(raw: dict[str, Any], med: dict[str, dict[int, float]]) -> str:
                 "stripe size a message goes whole on the rail with the largest weight: under "
                 "even the first of equal weights (here the slow rail), and under adaptive the "
                 "same until striped traffic has taught it the rates (it learns from stripes "
-                "only). Every policy at 16 KiB (and 32 KiB, measured by hand) is a fault of "
-                "the rails transport's path for messages between the inline size and about "
-                "64 KiB, there with RG_RAILS_FAILOVER=0 as well (binding, 16 KiB: 60 and "
-                "67 MB/s off, 63 and 63 on), not explained yet."]
+                "only)."]
+    out += ["", "A fault this table showed before (every policy near 60 MB/s at 16 and 32 KiB, "
+            "between the inline size and the stripe size, where a message is a header and its "
+            "bytes in two rail messages) was a missed wake-up: a stripe receive that completed "
+            "at once when the matching posted it was left for the next progress call while the "
+            "rank slept out RG_XPORT_BLOCK_NS; fixed (rg__rails_has_news in rails.c)."]
     out += ["", "![bandwidth by policy](bench-rails-sizes.png)"]
     return "\n".join(out)
 
