@@ -2274,14 +2274,18 @@ static rg_status_t rg__rails_block(rg_xport_t *xp, uint64_t timeout_ns)
     if (rl->fo && rl->alive != (1u << rl->nrails) - 1u) {
         /* A rail is down: a try to take it back moves on (or starts) in the
          * progress calls, not on a socket this sleep watches. */
-        uint64_t now = rg_time_mono_ns(), wake = 5000000u;
+        uint64_t now = rg_time_mono_ns(), wake = UINT64_MAX, t;
 
         for (r = 0; r < rl->nrails; r++) {
-            if (rl->rj[r] == NULL && rl->super.rank == 0 && !rl->closing &&
-                rl->cfg.retry_ns > 0 && !((rl->alive >> r) & 1u)) {
-                wake = rl->next_try_ns[r] > now && rl->next_try_ns[r] - now < wake
-                           ? rl->next_try_ns[r] - now : wake;
+            if (rl->rj[r] != NULL) {
+                t = 5000000u;   /* the try's thread may have bytes to send */
+            } else if (rl->super.rank == 0 && !rl->closing && rl->cfg.retry_ns > 0 &&
+                       !((rl->alive >> r) & 1u)) {
+                t = rl->next_try_ns[r] > now ? rl->next_try_ns[r] - now : 0;
+            } else {
+                continue;
             }
+            wake = t < wake ? t : wake;
         }
         timeout_ns = timeout_ns < wake ? timeout_ns : wake;
     }
