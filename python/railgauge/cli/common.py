@@ -37,7 +37,8 @@ class TransportType(click.ParamType):
 
     name = "transport"
 
-    def get_metavar(self, param: click.Parameter, *args: Any) -> str:
+    def get_metavar(self, param: click.Parameter, *args: Any, **kwargs: Any) -> str:
+        # click 8.1 passes (param), 8.2 and later (param, ctx): both are taken.
         from railgauge.measure import TRANSPORTS
 
         return "[" + "|".join(TRANSPORTS) + "|tcp:WHERE|ofi:PROV]"
