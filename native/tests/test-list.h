@@ -65,6 +65,7 @@ TEST_DECLARE(sim_batches)
 TEST_DECLARE(sim_stats)
 TEST_DECLARE(sim_goal_chunks)
 TEST_DECLARE(sim_init_order)
+TEST_DECLARE(sim_rails)
 
 TEST_DECLARE(coll_barrier_correct)
 TEST_DECLARE(coll_barrier_check_detects)
@@ -140,6 +141,7 @@ TASK_LIST_START
   TEST_ENTRY(sim_stats)
   TEST_ENTRY(sim_goal_chunks)
   TEST_ENTRY(sim_init_order)
+  TEST_ENTRY(sim_rails)
 
   TEST_ENTRY(coll_barrier_correct)
   TEST_ENTRY(coll_barrier_check_detects)

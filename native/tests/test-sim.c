@@ -7,6 +7,7 @@
 
 #include "sim/goal.h"
 #include "sim/queue.h"
+#include "sim/rails.h"
 #include "sim/sim.h"
 #include "task.h"
 
@@ -694,5 +695,110 @@ TEST_IMPL(sim_init_order)
     ASSERT_DBL_NEAR(fin[0], 16.0, 1e-12);
     ASSERT_DBL_NEAR(fin[1], 2.0, 1e-12);
     ASSERT_DBL_NEAR(fin[2], 26.0, 1e-12);
+    return 0;
+}
+
+
+TEST_IMPL(sim_rails)
+{
+    /* Rails (docs/sim.md "Rails"). A 4 MiB message over rails of G = 0.001 and
+     * 0.002 us/byte, L=5 o=1 g=1: even puts 2 MiB on each, all in at o + L = 6
+     * and handled for o + (2 MiB - 1) 0.002: done at 7 + 4194.302; weighted by
+     * 2:1 cuts 2793472 (whole pages of 2/3) and 1400832 bytes. */
+    static const char one[] = "num_ranks 2\nrank 0 { send 4194304b to 1 }\n"
+                              "rank 1 { recv 4194304b from 0 }\n";
+    static const char *const sched[] = {
+        one,
+        "num_ranks 3\nrank 0 { a: send 300000b to 1 cpu 1\n b: recv 8b from 2\n"
+        " c: send 70b to 2 nic 1\n c requires b\n b irequires a }\n"
+        "rank 1 { recv 300000b from 0\n send 5b to 2 }\n"
+        "rank 2 { send 8b to 0\n recv 5b from 1\n recv 70b from 0 cpu 1 }\n",
+    };
+    rg_sim_params_t p = {.L = 5, .o = 1, .g = 1, .G = 0.0005, .O = 0.0001, .S = 1000};
+    rg_sim_rails_t  rl;
+    rg_sim_result_t a, b;
+    rg_err_t        err;
+    size_t          i, k;
+    double          w[RG_SIM_RAILS_MAX];
+    int             pol, nw;
+
+    /* One rail whose parameters are all the message's own: to the bit. */
+    rg_sim_rails_defaults(&rl);
+    for (i = 0; i < sizeof(sched) / sizeof(sched[0]); i++) {
+        for (pol = RG_SIM_RAILS_BINDING; pol <= RG_SIM_RAILS_ADAPTIVE; pol++) {
+            rl.policy = pol;
+            p.rails = NULL;
+            ASSERT_OK(sim_text_res(sched[i], &p, &a, &err), &err);
+            p.rails = &rl;
+            ASSERT_OK(sim_text_res(sched[i], &p, &b, &err), &err);
+            ASSERT(a.makespan == b.makespan && a.events == b.events);
+            for (k = 0; k < 2; k++) {
+                ASSERT(a.finish[k] == b.finish[k] && a.overhead[k] == b.overhead[k] &&
+                       a.wait[k] == b.wait[k]);
+            }
+            rg_sim_result_free(&a);
+            rg_sim_result_free(&b);
+        }
+    }
+    /* Two rails: even and weighted. */
+    p = (rg_sim_params_t){.L = 5, .o = 1, .g = 1, .S = INFINITY, .rails = &rl};
+    rl.nrails = 2;
+    rl.rail[0].G = 0.001;
+    rl.rail[1].G = 0.002;
+    rl.policy = RG_SIM_RAILS_EVEN;
+    ASSERT_OK(sim_text_res(one, &p, &a, &err), &err);
+    ASSERT_DBL_NEAR(a.makespan, 7 + (2097152 - 1) * 0.002, 1e-9);
+    ASSERT_DBL_NEAR(a.rails[0].bytes, 2097152, 0);
+    ASSERT_DBL_NEAR(a.rails[1].send_busy_us, 1 + (2097152 - 1) * 0.002, 1e-9);
+    rg_sim_result_free(&a);
+    rl.policy = RG_SIM_RAILS_WEIGHTED;
+    rl.weights[0] = 2;
+    rl.weights[1] = 1;
+    ASSERT_OK(sim_text_res(one, &p, &a, &err), &err);
+    ASSERT_DBL_NEAR(a.rails[0].bytes, 2793472, 0);
+    ASSERT_DBL_NEAR(a.rails[1].bytes, 1400832, 0);
+    ASSERT_DBL_NEAR(a.makespan, 7 + (1400832 - 1) * 0.002, 1e-9);
+    rg_sim_result_free(&a);
+    /* Bad models. */
+    rl.weights[1] = 0;
+    ASSERT(sim_text_res(one, &p, &a, &err) == RG_ERR_INVALID);
+    ASSERT(strstr(rg_err_message(&err), "1 weights for 2 rails") != NULL);
+    rl.weights[1] = 1;
+    rl.rail[1].G = -1;
+    ASSERT(rg_sim_rails_check(&rl, &err) == RG_ERR_RANGE);
+    rl.rail[1].G = 0.002;
+    rl.floor = 0.5;
+    ASSERT(rg_sim_rails_check(&rl, &err) == RG_ERR_RANGE);
+    rl.floor = 0.05;
+    rl.nrails = 17;
+    ASSERT(rg_sim_rails_check(&rl, &err) == RG_ERR_RANGE);
+    rl.nrails = 2;
+    ASSERT_OK(rg_sim_rails_check(&rl, &err), &err);
+    ASSERT(rg_sim_rails_policy("round-robin") == RG_SIM_RAILS_RR);
+    ASSERT(rg_sim_rails_policy("fast") == -1);
+    /* rails.json and G lists. */
+    rg_sim_rails_defaults(&rl);
+    {
+        static const char doc[] = "{\"rails\": [{\"name\": \"r\\\"0\", \"L_us\": 40, "
+                                  "\"o_us\": null, \"G_us_per_byte\": 0.5, \"x\": [1, {}]},"
+                                  " {\"G_us_per_byte\": 2e-3, \"g_us\": 1.5}], \"weights\":"
+                                  " [1, 3], \"policy\": \"adaptive\", \"env\": {}}";
+        ASSERT_OK(rg_sim_rails_parse_json(doc, strlen(doc), "r.json", &rl, &pol, w, &nw, &err),
+                  &err);
+        ASSERT_INT_EQ(rl.nrails, 2);
+        ASSERT_INT_EQ(pol, RG_SIM_RAILS_ADAPTIVE);
+        ASSERT_INT_EQ(nw, 2);
+        ASSERT(w[1] == 3 && rl.rail[0].L == 40 && isnan(rl.rail[0].o) &&
+               rl.rail[0].G == 0.5 && rl.rail[1].g == 1.5 && isnan(rl.rail[1].L));
+        static const char bad[] = "{\"rails\": [{\"G_us_per_byte\": 1},]}";
+        ASSERT(rg_sim_rails_parse_json(bad, strlen(bad), "b.json", &rl, &pol, w, &nw, &err) ==
+               RG_ERR_INVALID);
+        ASSERT(strstr(rg_err_message(&err), "b.json: not a rails.json (line 1, column 33): "
+                      "each rail must be an object") != NULL);
+    }
+    ASSERT_OK(rg_sim_rails_parse_g("1e-3,0.002,5", &rl, &err), &err);
+    ASSERT(rl.nrails == 3 && rl.rail[2].G == 5);
+    ASSERT(rg_sim_rails_parse_g("1,,2", &rl, &err) == RG_ERR_INVALID);
+    ASSERT(rg_sim_rails_parse_g("1,0", &rl, &err) == RG_ERR_RANGE);
     return 0;
 }

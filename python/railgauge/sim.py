@@ -6,7 +6,8 @@ size: one set per protocol range), or a `model-lop.json` onto LoP's lambdas, and
 `run_sim` runs one simulation and returns the tool's JSON object
 (``makespan_us``, ``finish_us`` up to 4096 ranks or with ``per_rank``,
 ``events``, ``wall_s``, ``read_s``, ``stats`` and with ``finish_us`` the per-rank ``overhead_us``,
-``wait_us``, ``calc_us``), optionally writing a Chrome trace (``trace``)."""
+``wait_us``, ``calc_us``; with rails a ``rails`` object of per-rail bytes and busy times),
+optionally writing a Chrome trace (``trace``)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,11 @@ from typing import IO, Any
 #: The simulator's parameters: L, o, g in microseconds, G and O in microseconds
 #: per byte, S in bytes (rendezvous above S; inf: never).
 PARAMS = ("L", "o", "g", "G", "O", "S")
+
+
+#: The rails options of `run_sim` and the tool's flags for them.
+RAILS_FLAGS = {"policy": "--policy", "stripe_min": "--stripe-min", "weights": "--weights",
+               "adapt_alpha": "--adapt-alpha", "adapt_floor": "--adapt-floor"}
 
 
 class SimError(Exception):
@@ -150,10 +156,14 @@ def _pump(src: IO[bytes], keep: list[bytes], echo: IO[str] | None) -> None:
 def run_sim(tool: str, mode_args: list[str], params: dict[str, Any], *,
             calc_unit: str | None = None, per_rank: bool = False,
             trace: Path | None = None, trace_max_ranks: int | None = None,
-            timeout: float | None = None, progress: bool = False) -> dict[str, Any]:
+            timeout: float | None = None, progress: bool = False,
+            rails: dict[str, Any] | None = None) -> dict[str, Any]:
     """Runs `tool` (the path of railgauge-sim) with `mode_args` (``["goal",
     FILE]`` or ``["barrier", "--algorithm", A, "-P", P]``) and returns its JSON.
     progress: the tool's progress display goes on to this process's stderr.
+    rails: multirail striping (docs/sim.md "Rails"), ``{"rails": FILE or "G0,G1,..."}``
+    with optional ``policy``, ``stripe_min``, ``weights`` (a list or "W0,W1,..."),
+    ``adapt_alpha``, ``adapt_floor``.
     Raises SimError with the tool's message where it fails."""
     cmd = [tool, *mode_args]
     for name in PARAMS:
@@ -166,6 +176,15 @@ def run_sim(tool: str, mode_args: list[str], params: dict[str, Any], *,
                 "--lop-os", ",".join(repr(float(v)) for v in params["lop_os"])]
         if params.get("lop_list"):
             cmd.append("--lop-list")
+    if rails:
+        cmd += ["--rails", str(rails["rails"])]
+        for key, flag in RAILS_FLAGS.items():
+            value = rails.get(key)
+            if value is None:
+                continue
+            if isinstance(value, (list, tuple)):
+                value = ",".join(repr(float(v)) for v in value)
+            cmd += [flag, str(value)]
     cmd.append("--progress" if progress else "--no-progress")
     if calc_unit is not None:
         cmd += ["--calc-unit", calc_unit]

@@ -22,6 +22,10 @@ enum { EV_READY = 0, EV_ARRIVE = 1 };
  * message's sequence number within its (sender, receiver) pair. Runs without
  * the window never see them. */
 enum { EV_RX_ARRIVE = 2, EV_RX_HANDLE = 3, EV_RX_RETRY = 4, EV_RX_ACK = 5, EV_RX_NIC = 6 };
+/* With rails (p->rails) a message arrives as this instead of EV_ARRIVE; the
+ * type's bits above the low three carry its placement record (rl_rec). */
+enum { EV_RL_ARRIVE = 7 };
+#define RL_SLOT_MAX (UINT32_MAX >> RX_TYPE_BITS)
 #define RX_TYPE_BITS 3u
 #define RX_SEQ_MAX   (UINT32_MAX >> RX_TYPE_BITS)
 /* The window model's entry points stay out of line: runs without it must
@@ -143,7 +147,30 @@ typedef struct eng {
     rxnicq_t *nicq;                 /* per receiving NIC (rank * nnics + nic) */
     uint64_t  rx_msgs, rx_delivered, rx_ooo, rx_dup;
     char      rx_fail[200];         /* bad input found while running */
+    /* Rails (p->rails; docs/sim.md "Rails"). nic_s and nic_r then hold R
+     * gaps per NIC, at ((rank * nnics + nic) * R + rail); R is 1 without.
+     * A message in flight has a placement record of rl_stride doubles (its
+     * send's start, its rail mask with RL_STRIPED, the bytes on each rail),
+     * whose index rides in its arrival event's type; records are recycled
+     * through a stack of free ones. Adaptive: the shares and the last rates
+     * of each (sender, receiver) pair that has learnt, in an open-addressing
+     * table keyed by sender * nranks + receiver + 1. */
+    const rg_sim_rails_t *rl;
+    uint32_t  R;
+    double    rl_w0[RG_SIM_RAILS_MAX];   /* the shares before learning (sum 1) */
+    uint32_t *rl_rr;                     /* per rank: round-robin's next rail */
+    double   *rl_rec;
+    size_t    rl_stride, rl_n, rl_cap;
+    uint32_t *rl_free;
+    size_t    rl_nfree, rl_free_cap;
+    uint16_t *rl_mask;                   /* per op (with rendezvous): the send's rails */
+    uint64_t *rl_key;
+    double   *rl_val;                    /* 2R per slot: shares, then rates */
+    size_t    rl_hcap, rl_hn;
+    rg_sim_rail_totals_t rl_tot[RG_SIM_RAILS_MAX];
 } eng_t;
+
+#define RL_STRIPED 0x10000u /* in a record's mask: the message was striped */
 
 /* The CPU of `rank` is busy for [t, t + dur) with an overhead (is_calc 0) or
  * a computation. */
@@ -376,7 +403,18 @@ static double due(const eng_t *e, const freed_t *f)
         t = c;
     }
     if (kind == RG_SIM_SEND && e->lop == NULL) {
-        double n = e->nic_s[(size_t)rank * e->s->nnics + f->nic];
+        double n;
+        if (e->rl == NULL) {
+            n = e->nic_s[(size_t)rank * e->s->nnics + f->nic];
+        } else {
+            /* Its rails are not chosen yet: the earliest any is free. */
+            const double *rs = &e->nic_s[((size_t)rank * e->s->nnics + f->nic) * e->R];
+            uint32_t      r;
+            n = rs[0];
+            for (r = 1; r < e->R; r++) {
+                n = rs[r] < n ? rs[r] : n;
+            }
+        }
         if (n > t) {
             t = n;
         }
@@ -431,7 +469,15 @@ static void rndv_done(eng_t *e, uint32_t send, double t)
     if (e->cpu[c] < t) {
         e->cpu[c] = t;
     }
-    if (e->nic_s[n] < t) {
+    if (e->rl != NULL) {
+        /* The rails the send used (rl_mask, kept where S is finite). */
+        uint32_t r;
+        for (r = 0; r < e->R; r++) {
+            if ((e->rl_mask[send] >> r) & 1u && e->nic_s[n * e->R + r] < t) {
+                e->nic_s[n * e->R + r] = t;
+            }
+        }
+    } else if (e->nic_s[n] < t) {
         e->nic_s[n] = t;
     }
     done(e, send, m.rank, t);
@@ -525,6 +571,7 @@ static RX_COLD void rx_sent(eng_t *e, uint32_t m, const rg_sim_op_t *op, double 
                             double arrive);
 static RX_COLD void rx_post_recv(eng_t *e, uint32_t v, const rg_sim_op_t *op, double t);
 static RX_HOT void rx_event(eng_t *e, const ev_t *ev);
+static RX_HOT void rl_send(eng_t *e, const ev_t *ev, const rg_sim_op_t *op, size_t c, double t);
 
 static void on_ready(eng_t *e, const ev_t *ev)
 {
@@ -540,6 +587,10 @@ static void on_ready(eng_t *e, const ev_t *ev)
             return;
         }
         lop_send(e, ev, op, t);
+        return;
+    }
+    if (op->kind == RG_SIM_SEND && e->rl != NULL) {
+        rl_send(e, ev, op, c, t);
         return;
     }
     if (op->kind == RG_SIM_SEND) {
@@ -644,6 +695,477 @@ static void on_arrive(eng_t *e, const ev_t *ev)
         return;
     }
     complete_match(e, recv, ev->op, t);
+}
+
+/* ---- rails (p->rails; docs/sim.md "Rails") -------------------------------- */
+
+static const char *const rl_policies[] = {"binding", "round-robin", "even", "weighted",
+                                          "adaptive"};
+
+const char *rg_sim_rails_policy_name(int policy)
+{
+    return policy >= 0 && policy <= RG_SIM_RAILS_ADAPTIVE ? rl_policies[policy] : "?";
+}
+
+int rg_sim_rails_policy(const char *name)
+{
+    int i;
+
+    for (i = 0; i <= RG_SIM_RAILS_ADAPTIVE; i++) {
+        if (strcmp(name, rl_policies[i]) == 0) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+void rg_sim_rails_defaults(rg_sim_rails_t *r)
+{
+    int i;
+
+    memset(r, 0, sizeof(*r));
+    r->nrails = 1;
+    r->policy = RG_SIM_RAILS_EVEN;
+    for (i = 0; i < RG_SIM_RAILS_MAX; i++) {
+        r->rail[i] = (rg_sim_rail_t){NAN, NAN, NAN, NAN};
+    }
+    r->stripe_min = 262144;
+    r->inline_max = 8192;
+    r->alpha = 0.3;
+    r->floor = 0.05;
+}
+
+rg_status_t rg_sim_rails_check(const rg_sim_rails_t *r, rg_err_t *err)
+{
+    static const char *const nm[4] = {"L", "o", "g", "G"};
+    int                      i, j, nw = 0;
+
+    if (r->nrails < 1 || r->nrails > RG_SIM_RAILS_MAX) {
+        return rg_err_set(err, RG_ERR_RANGE, "rails: %d rails (1 to %d)", r->nrails,
+                          RG_SIM_RAILS_MAX);
+    }
+    if (r->policy < 0 || r->policy > RG_SIM_RAILS_ADAPTIVE) {
+        return rg_err_set(err, RG_ERR_INVALID, "rails: unknown policy %d", r->policy);
+    }
+    for (i = 0; i < r->nrails; i++) {
+        const double v[4] = {r->rail[i].L, r->rail[i].o, r->rail[i].g, r->rail[i].G};
+        for (j = 0; j < 4; j++) {
+            if (!isnan(v[j]) && !(isfinite(v[j]) && v[j] >= 0)) {
+                return rg_err_set(err, RG_ERR_RANGE, "rail %d: %s = %g: must be finite and "
+                                  ">= 0", i, nm[j], v[j]);
+            }
+        }
+        if (r->weights[i] != 0) {
+            if (!(r->weights[i] > 0) || !isfinite(r->weights[i])) {
+                return rg_err_set(err, RG_ERR_RANGE, "rail %d: weight %g: must be above 0",
+                                  i, r->weights[i]);
+            }
+            nw++;
+        }
+    }
+    if (nw != 0 && nw != r->nrails) {
+        return rg_err_set(err, RG_ERR_INVALID, "rails: %d weights for %d rails", nw,
+                          r->nrails);
+    }
+    if (isnan(r->stripe_min) || r->stripe_min < 0 || isnan(r->inline_max) ||
+        r->inline_max < 0) {
+        return rg_err_set(err, RG_ERR_RANGE, "rails: stripe size %g, inline size %g: must be "
+                          ">= 0", r->stripe_min, r->inline_max);
+    }
+    if (!(r->alpha > 0 && r->alpha <= 1)) {
+        return rg_err_set(err, RG_ERR_RANGE, "rails: adapt alpha %g is outside (0, 1]",
+                          r->alpha);
+    }
+    if (!(r->floor >= 0 && r->floor * r->nrails < 1)) {
+        return rg_err_set(err, RG_ERR_RANGE, "rails: adapt floor %g: the floor times the %d "
+                          "rails must be below 1", r->floor, r->nrails);
+    }
+    return RG_OK;
+}
+
+/* A rail's parameter, or the message's own where the rail has none. */
+static inline double rl_par(double rail, double own)
+{
+    return isnan(rail) ? own : rail;
+}
+
+/* Adaptive: the table slot of pair (src, dst), or NIL where it has not
+ * learnt yet. */
+static uint32_t rl_find(const eng_t *e, uint64_t key)
+{
+    size_t i;
+
+    if (e->rl_hcap == 0) {
+        return NIL;
+    }
+    for (i = (size_t)(key * 0x9e3779b97f4a7c15ull >> 20) & (e->rl_hcap - 1); e->rl_key[i] != 0;
+         i = (i + 1) & (e->rl_hcap - 1)) {
+        if (e->rl_key[i] == key) {
+            return (uint32_t)i;
+        }
+    }
+    return NIL;
+}
+
+/* The shares (sum 1) that a message from src to dst is cut by. */
+static const double *rl_shares(const eng_t *e, uint32_t src, uint32_t dst)
+{
+    if (e->rl->policy == RG_SIM_RAILS_ADAPTIVE) {
+        uint32_t k = rl_find(e, (uint64_t)src * e->s->nranks + dst + 1);
+        if (k != NIL) {
+            return &e->rl_val[(size_t)k * 2 * e->R];
+        }
+    }
+    return e->rl_w0;
+}
+
+/* Places a message of s bytes from rank to peer as xport/rails.c does:
+ * binding on rail (rank + peer) mod R; round-robin on the rank's next rail
+ * (peeked: the send advances it once it starts); the others whole on the
+ * best-shared rail (the first of equal ones) up to the inline size and below
+ * the stripe size, above in stripes in proportion to the shares, whole 4 KiB
+ * pages but the last, the rounding to the last rail with a share. cut[r]:
+ * the bytes on rail r; returns the rails' mask, with RL_STRIPED if cut. */
+static uint32_t rl_place(const eng_t *e, uint32_t rank, uint32_t peer, double s, double *cut)
+{
+    const rg_sim_rails_t *rl = e->rl;
+    const double         *w;
+    uint32_t              R = e->R, r, best = 0, mask = 0;
+
+    for (r = 0; r < R; r++) {
+        cut[r] = 0;
+    }
+    if (R == 1) {
+        cut[0] = s;
+        return 1;
+    }
+    if (rl->policy == RG_SIM_RAILS_BINDING) {
+        best = (uint32_t)(((uint64_t)rank + peer) % R);
+    } else if (rl->policy == RG_SIM_RAILS_RR) {
+        best = e->rl_rr[rank] % R;
+    } else {
+        w = rl_shares(e, rank, peer);
+        if (!(s <= rl->inline_max) && !(s < rl->stripe_min) && s < 9007199254740992.0) {
+            uint64_t len = (uint64_t)s, off = 0, part;
+            for (r = 0; r < R; r++) {
+                part = (uint64_t)floor((double)len * w[r]) & ~(uint64_t)4095;
+                part = off + part > len ? len - off : part;
+                cut[r] = (double)part;
+                off += part;
+            }
+            for (r = R; r-- > 0 && off < len;) {
+                if (w[r] > 0) {
+                    cut[r] += (double)(len - off);
+                    off = len;
+                }
+            }
+            cut[R - 1] += s - (double)len; /* a fraction of a byte (not from GOAL) */
+            for (r = 0; r < R; r++) {
+                mask |= cut[r] > 0 ? 1u << r : 0;
+            }
+            if (mask != 0) {
+                return mask | RL_STRIPED;
+            }
+        }
+        for (r = 1; r < R; r++) {
+            best = w[r] > w[best] ? r : best;
+        }
+        for (r = 0; r < R; r++) {
+            cut[r] = 0; /* a message too small to cut into pages */
+        }
+    }
+    cut[best] = s;
+    return 1u << best;
+}
+
+static double *rl_record(const eng_t *e, uint32_t slot)
+{
+    return &e->rl_rec[(size_t)slot * e->rl_stride];
+}
+
+static uint32_t rl_new(eng_t *e)
+{
+    if (e->rl_nfree > 0) {
+        return e->rl_free[--e->rl_nfree];
+    }
+    if (e->rl_n == e->rl_cap) {
+        size_t  nc = e->rl_cap ? e->rl_cap * 2 : 1024;
+        double *np = nc <= RL_SLOT_MAX ? realloc(e->rl_rec, nc * e->rl_stride * sizeof(*np))
+                                       : NULL;
+        if (np == NULL) {
+            e->nomem = 1;
+            return NIL;
+        }
+        e->rl_rec = np;
+        e->rl_cap = nc;
+    }
+    return (uint32_t)e->rl_n++;
+}
+
+static void rl_put(eng_t *e, uint32_t slot)
+{
+    if (e->rl_nfree == e->rl_free_cap) {
+        size_t    nc = e->rl_free_cap ? e->rl_free_cap * 2 : 1024;
+        uint32_t *np = realloc(e->rl_free, nc * sizeof(*np));
+        if (np == NULL) {
+            return; /* the record is not reused */
+        }
+        e->rl_free = np;
+        e->rl_free_cap = nc;
+    }
+    e->rl_free[e->rl_nfree++] = slot;
+}
+
+/* A send with rails at t (on_ready's send, docs/sim.md): due when its CPU
+ * and every rail its placement uses are free; the CPU for o + (s-1)O, each
+ * rail's send gap for g_r + (s_r-1)G_r; the message arrives o + L after the
+ * start, with o and L the largest of its rails'. With one rail, on_ready's
+ * own send to the bit. */
+static RX_HOT void rl_send(eng_t *e, const ev_t *ev, const rg_sim_op_t *op, size_t c, double t)
+{
+    const rg_sim_rails_t *rl = e->rl;
+    double                cut[RG_SIM_RAILS_MAX], when = e->cpu[c], o = 0, L = 0, *rec;
+    size_t                base = ((size_t)op->rank * e->s->nnics + op->nic) * e->R;
+    uint32_t mask = rl_place(e, op->rank, (uint32_t)op->peer, op->amount, cut), r, slot;
+    const rg_sim_range_t *b;
+
+    for (r = 0; r < e->R; r++) {
+        if ((mask >> r) & 1u && e->nic_s[base + r] > when) {
+            when = e->nic_s[base + r];
+        }
+    }
+    if (when > t) {
+        ev_push(e, when, ev->seq, ev->op, EV_READY);
+        return;
+    }
+    if ((slot = rl_new(e)) == NIL) {
+        return;
+    }
+    b = prm(e, op->amount);
+    for (r = 0; r < e->R; r++) {
+        if ((mask >> r) & 1u) {
+            double ro = rl_par(rl->rail[r].o, b->o), rL = rl_par(rl->rail[r].L, b->L);
+            o = ro > o ? ro : o;
+            L = rL > L ? rL : L;
+        }
+    }
+    if (rl->policy == RG_SIM_RAILS_RR) {
+        e->rl_rr[op->rank]++;
+    }
+    rec = rl_record(e, slot);
+    rec[0] = t;
+    rec[1] = (double)mask;
+    memcpy(rec + 2, cut, e->R * sizeof(double));
+    if (e->rl_mask != NULL) {
+        e->rl_mask[ev->op] = (uint16_t)mask;
+    }
+    start(e, ev->op, t);
+    e->cpu[c] = t + o + per_byte(op->amount) * b->O;
+    busy(e, op->rank, t, e->cpu[c] - t, 0);
+    if (e->trace != NULL && e->trace->span != NULL) {
+        e->trace->span(e->trace->arg, op->rank, "cpu", op->cpu, "send", t, e->cpu[c] - t, op);
+    }
+    for (r = 0; r < e->R; r++) {
+        if ((mask >> r) & 1u) {
+            double gap;
+            /* (t + g) + (s-1)G, in on_ready's order of additions */
+            e->nic_s[base + r] = t + rl_par(rl->rail[r].g, b->g) +
+                                 per_byte(cut[r]) * rl_par(rl->rail[r].G, b->G);
+            gap = e->nic_s[base + r] - t;
+            e->rl_tot[r].bytes += cut[r];
+            e->rl_tot[r].pieces++;
+            e->rl_tot[r].send_busy_us += gap;
+            if (e->trace != NULL && e->trace->span != NULL) {
+                e->trace->span(e->trace->arg, op->rank, "nic-send",
+                               (uint16_t)(op->nic * e->R + r), "send", t, gap, op);
+            }
+        }
+    }
+    ev_push(e, t + o + L, e->seq++, ev->op, EV_RL_ARRIVE | (slot << RX_TYPE_BITS));
+    if (op->amount <= e->p->S) {
+        done(e, ev->op, op->rank, t);
+    }
+}
+
+/* Adaptive, a striped message handled at t: the rate each rail delivered
+ * its piece at (bytes / (the piece's bytes in - the send's start)) becomes
+ * the pair's new shares as xport/rails.c's rg__rails_take_rates does: share
+ * = rate / sum, w = alpha share + (1 - alpha) w, at least the floor, then
+ * normalised. A rail without a piece this time keeps its last rate; while
+ * one has none yet the shares stay. */
+static void rl_learn(eng_t *e, uint32_t src, uint32_t dst, const double *rec, double t,
+                     const rg_sim_range_t *b)
+{
+    const rg_sim_rails_t *rl = e->rl;
+    uint64_t              key = (uint64_t)src * e->s->nranks + dst + 1;
+    uint32_t              k = rl_find(e, key), R = e->R, r;
+    double               *w, *rate, sum = 0, tot = 0;
+
+    if (k == NIL) {
+        size_t i;
+        if (2 * (e->rl_hn + 1) > e->rl_hcap) {
+            size_t    nc = e->rl_hcap ? 2 * e->rl_hcap : 1024, j;
+            uint64_t *nk = calloc(nc, sizeof(*nk));
+            double   *nv = malloc(nc * 2 * R * sizeof(*nv));
+            if (nk == NULL || nv == NULL) {
+                free(nk);
+                free(nv);
+                e->nomem = 1;
+                return;
+            }
+            for (j = 0; j < e->rl_hcap; j++) {
+                if (e->rl_key[j] != 0) {
+                    for (i = (size_t)(e->rl_key[j] * 0x9e3779b97f4a7c15ull >> 20) & (nc - 1);
+                         nk[i] != 0; i = (i + 1) & (nc - 1)) {
+                    }
+                    nk[i] = e->rl_key[j];
+                    memcpy(&nv[i * 2 * R], &e->rl_val[j * 2 * R], 2 * R * sizeof(double));
+                }
+            }
+            free(e->rl_key);
+            free(e->rl_val);
+            e->rl_key = nk;
+            e->rl_val = nv;
+            e->rl_hcap = nc;
+        }
+        for (i = (size_t)(key * 0x9e3779b97f4a7c15ull >> 20) & (e->rl_hcap - 1);
+             e->rl_key[i] != 0; i = (i + 1) & (e->rl_hcap - 1)) {
+        }
+        e->rl_key[i] = key;
+        memcpy(&e->rl_val[i * 2 * R], e->rl_w0, R * sizeof(double));
+        memset(&e->rl_val[i * 2 * R + R], 0, R * sizeof(double));
+        e->rl_hn++;
+        k = (uint32_t)i;
+    }
+    w = &e->rl_val[(size_t)k * 2 * R];
+    rate = w + R;
+    for (r = 0; r < R; r++) {
+        double c = rec[2 + r], dt;
+        if (c > 0) {
+            dt = t + per_byte(c) * rl_par(rl->rail[r].G, b->G) - rec[0];
+            if (dt > 0) {
+                rate[r] = c / dt;
+            }
+        }
+    }
+    for (r = 0; r < R; r++) {
+        if (!(rate[r] > 0) || !isfinite(rate[r])) {
+            return; /* a rail not measured yet: keep the shares */
+        }
+        sum += rate[r];
+    }
+    for (r = 0; r < R; r++) {
+        w[r] = rl->alpha * (rate[r] / sum) + (1.0 - rl->alpha) * w[r];
+        if (w[r] < rl->floor) {
+            w[r] = rl->floor;
+        }
+        tot += w[r];
+    }
+    for (r = 0; r < R; r++) {
+        w[r] /= tot;
+    }
+}
+
+/* A message with rails, once all its pieces have arrived (the event's time):
+ * handled when the receiving CPU and the receive gap of every rail it came
+ * on are free; the CPU for o + max((s-1)O, the slowest piece's (s_r-1)G_r),
+ * each rail's receive gap for g_r + (s_r-1)G_r (LogGOPS's o + (s-1)max(O,
+ * G) and g + (s-1)G, to the bit with one rail); then matched as on_arrive. */
+static void rl_arrive(eng_t *e, const ev_t *ev)
+{
+    const rg_sim_rails_t *rl = e->rl;
+    const rg_sim_op_t     mv = rg_sim_op_get(e->s, ev->op);
+    const rg_sim_op_t    *m = &mv;
+    uint32_t              dst = (uint32_t)m->peer, slot = ev->type >> RX_TYPE_BITS, mask, r;
+    uint32_t              recv;
+    const double         *rec = rl_record(e, slot);
+    const rg_sim_range_t *b;
+    size_t                c = (size_t)dst * e->s->ncpus + m->cpu;
+    size_t                base = ((size_t)dst * e->s->nnics + m->nic) * e->R;
+    double                t = ev->t, when = e->cpu[c], o = 0, stream, gap[RG_SIM_RAILS_MAX];
+
+    mask = (uint32_t)rec[1];
+    for (r = 0; r < e->R; r++) {
+        if ((mask >> r) & 1u && e->nic_r[base + r] > when) {
+            when = e->nic_r[base + r];
+        }
+    }
+    if (when > t) {
+        ev_push(e, when, ev->seq, ev->op, ev->type);
+        return;
+    }
+    b = prm(e, m->amount);
+    stream = per_byte(m->amount) * b->O;
+    for (r = 0; r < e->R; r++) {
+        if ((mask >> r) & 1u) {
+            double ro = rl_par(rl->rail[r].o, b->o), G = rl_par(rl->rail[r].G, b->G);
+            double x = per_byte(rec[2 + r]) * G;
+            o = ro > o ? ro : o;
+            stream = x > stream ? x : stream;
+            e->nic_r[base + r] = t + rl_par(rl->rail[r].g, b->g) + x;
+            gap[r] = e->nic_r[base + r] - t;
+            e->rl_tot[r].recv_busy_us += gap[r];
+        }
+    }
+    e->cpu[c] = t + o + stream;
+    busy(e, dst, t, e->cpu[c] - t, 0);
+    if (e->trace != NULL && e->trace->span != NULL) {
+        e->trace->span(e->trace->arg, dst, "cpu", m->cpu, "recv", t, e->cpu[c] - t, m);
+        for (r = 0; r < e->R; r++) {
+            if ((mask >> r) & 1u) {
+                e->trace->span(e->trace->arg, dst, "nic-recv", (uint16_t)(m->nic * e->R + r),
+                               "recv", t, gap[r], m);
+            }
+        }
+    }
+    if ((mask & RL_STRIPED) && rl->policy == RG_SIM_RAILS_ADAPTIVE) {
+        rl_learn(e, m->rank, dst, rec, t, b);
+    }
+    rl_put(e, slot);
+    recv = q_take(e, &e->posted[2 * (size_t)dst], m, 1);
+    if (recv == NIL) {
+        q_append(e, &e->unexp[2 * (size_t)dst], ev->op);
+        return;
+    }
+    complete_match(e, recv, ev->op, t);
+}
+
+/* The rails' state: the shares before learning, round-robin's counters,
+ * and with rendezvous each send's rails. */
+static rg_status_t rl_setup(eng_t *e, rg_err_t *err)
+{
+    const rg_sim_rails_t *rl = e->p->rails;
+    const rg_sim_sched_t *s = e->s;
+    double                sum = 0;
+    int                   r;
+
+    if ((e->p->lop != NULL || e->p->rxwin != NULL)) {
+        return rg_err_set(err, RG_ERR_INVALID, "rails run under LogGOPS, without %s",
+                          e->p->lop != NULL ? "LoP" : "the receive-window model");
+    }
+    e->rl = rl;
+    e->R = (uint32_t)rl->nrails;
+    e->rl_stride = 2 + e->R;
+    for (r = 0; r < rl->nrails; r++) {
+        e->rl_w0[r] = rl->policy == RG_SIM_RAILS_EVEN || rl->weights[0] == 0 ? 1.0
+                                                                              : rl->weights[r];
+        sum += e->rl_w0[r];
+    }
+    for (r = 0; r < rl->nrails; r++) {
+        e->rl_w0[r] /= sum;
+    }
+    e->rl_rr = calloc(s->nranks ? s->nranks : 1, sizeof(uint32_t));
+    if (e->rl_rr == NULL) {
+        return rg_err_set(err, RG_ERR_NOMEM, "simulate: out of memory for %u ranks", s->nranks);
+    }
+    if (isfinite(e->p->S)) {
+        e->rl_mask = calloc(s->nops ? s->nops : 1, sizeof(uint16_t));
+        if (e->rl_mask == NULL) {
+            return rg_err_set(err, RG_ERR_NOMEM, "simulate: out of memory for %zu operations",
+                              s->nops);
+        }
+    }
+    return RG_OK;
 }
 
 /* ---- the shared receive window (p->rxwin; docs/sim.md) -------------------- */
@@ -1270,6 +1792,9 @@ static RX_HOT void rx_event(eng_t *e, const ev_t *ev)
     case EV_RX_NIC:
         rx_nic(e, ev);
         break;
+    case EV_RL_ARRIVE:
+        rl_arrive(e, ev);
+        break;
     default:
         rx_ack(e, ev);
         break;
@@ -1582,6 +2107,7 @@ rg_status_t rg_sim_run_traced(rg_sim_sched_t *s, const rg_sim_params_t *p,
 {
     eng_t       e;
     size_t      i, ncpu = (size_t)s->nranks * s->ncpus, nnic = (size_t)s->nranks * s->nnics;
+    size_t      nrail = p->rails != NULL && p->rails->nrails > 0 ? (size_t)p->rails->nrails : 1;
     uint64_t    events = 0;
     rg_status_t st = RG_OK;
 
@@ -1590,6 +2116,9 @@ rg_status_t rg_sim_run_traced(rg_sim_sched_t *s, const rg_sim_params_t *p,
         return st;
     }
     if (p->rxwin != NULL && (st = rg_sim_rxwin_check(p->rxwin, err)) != RG_OK) {
+        return st;
+    }
+    if (p->rails != NULL && (st = rg_sim_rails_check(p->rails, err)) != RG_OK) {
         return st;
     }
     if (s->gen == RG_SIM_GEN_NONE && s->dep_off == NULL && s->nops > 0) {
@@ -1603,8 +2132,9 @@ rg_status_t rg_sim_run_traced(rg_sim_sched_t *s, const rg_sim_params_t *p,
     e.trace = trace;
     e.flat = (rg_sim_range_t){INFINITY, p->L, p->o, p->g, p->G, p->O};
     e.cpu = calloc(ncpu ? ncpu : 1, sizeof(double));
-    e.nic_s = calloc(nnic ? nnic : 1, sizeof(double));
-    e.nic_r = calloc(nnic ? nnic : 1, sizeof(double));
+    e.R = 1;
+    e.nic_s = calloc(nnic ? nnic * nrail : 1, sizeof(double));
+    e.nic_r = calloc(nnic ? nnic * nrail : 1, sizeof(double));
     e.acc = calloc(s->nranks ? s->nranks : 1, sizeof(*e.acc));
     e.left = malloc((s->nops ? s->nops : 1) * sizeof(uint32_t));
     e.state = calloc(s->nops ? s->nops : 1, 1);
@@ -1619,6 +2149,9 @@ rg_status_t rg_sim_run_traced(rg_sim_sched_t *s, const rg_sim_params_t *p,
         goto out;
     }
     if (p->rxwin != NULL && (st = rx_setup(&e, err)) != RG_OK) {
+        goto out;
+    }
+    if (p->rails != NULL && (st = rl_setup(&e, err)) != RG_OK) {
         goto out;
     }
     memset(e.posted, 0xff, (size_t)s->nranks * 2 * sizeof(uint32_t));
@@ -1707,6 +2240,9 @@ rg_status_t rg_sim_run_traced(rg_sim_sched_t *s, const rg_sim_params_t *p,
     if (e.rx != NULL) {
         rx_finish(&e, res);
     }
+    if (e.rl != NULL) {
+        memcpy(res->rails, e.rl_tot, e.R * sizeof(e.rl_tot[0]));
+    }
 out:
     if (st != RG_OK) {
         rg_sim_result_free(res);
@@ -1737,6 +2273,12 @@ out:
     free(e.rseq);
     free(e.last);
     free(e.dlv);
+    free(e.rl_rr);
+    free(e.rl_rec);
+    free(e.rl_free);
+    free(e.rl_mask);
+    free(e.rl_key);
+    free(e.rl_val);
     if (e.nicq != NULL) {
         for (i = 0; i < (size_t)s->nranks * s->nnics; i++) {
             free(e.nicq[i].h);

@@ -226,6 +226,57 @@ rg_status_t rg_sim_rxwin_check(const rg_sim_rxwin_t *w, rg_err_t *err);
 /* min(2^nlimit * w_init, w_max). */
 int         rg_sim_rxwin_size(int w_init, int w_max, int nlimit);
 
+/* Rails (multirail striping, docs/sim.md "Rails"; the runtime's xport/rails.c):
+ * each rank's NIC becomes nrails rails, each with its own send and receive
+ * gaps (busy times) and parameters, and every message is placed by the policy,
+ * whole on one rail or cut into stripes, one per rail. */
+enum {
+    RG_SIM_RAILS_BINDING = 0,  /* a pair on rail (rank + peer) mod R */
+    RG_SIM_RAILS_RR = 1,       /* whole messages, each on the sender's next rail */
+    RG_SIM_RAILS_EVEN = 2,     /* stripes of equal size */
+    RG_SIM_RAILS_WEIGHTED = 3, /* stripes in proportion to the weights */
+    RG_SIM_RAILS_ADAPTIVE = 4  /* weights learnt from each rail's delivered rate */
+};
+
+#define RG_SIM_RAILS_MAX 16 /* as the runtime's RG__RAILS_MAX */
+
+/* One rail's parameters; NAN: the message's own (scalar or protocol range). */
+typedef struct rg_sim_rail {
+    double L, o, g, G;
+} rg_sim_rail_t;
+
+/* What each rail carried, summed over the ranks (rg_sim_result_t.rails). */
+typedef struct rg_sim_rail_totals {
+    double   bytes;
+    uint64_t pieces;       /* messages or stripes on the rail */
+    double   send_busy_us; /* g + (s-1)G of its pieces on the send side */
+    double   recv_busy_us; /* the same on the receive side */
+} rg_sim_rail_totals_t;
+
+typedef struct rg_sim_rails {
+    int           nrails;               /* 1 .. RG_SIM_RAILS_MAX */
+    int           policy;               /* RG_SIM_RAILS_* */
+    rg_sim_rail_t rail[RG_SIM_RAILS_MAX];
+    /* weighted, adaptive: the weights (> 0, any scale; the stripes' shares
+     * are them normalised); all 0: equal. even ignores them. */
+    double        weights[RG_SIM_RAILS_MAX];
+    double        stripe_min;  /* bytes: smaller messages go whole (default 256 KiB) */
+    double        inline_max;  /* bytes: at most this go whole (the runtime's 8 KiB) */
+    double        alpha;       /* adaptive: 0 < alpha <= 1 (default 0.3) */
+    double        floor;       /* adaptive: 0 <= floor * nrails < 1 (default 0.05) */
+} rg_sim_rails_t;
+
+/* The runtime's defaults: 1 rail, even, 256 KiB, 8 KiB, 0.3, 0.05, every
+ * parameter NAN (the message's own) and no weights. */
+void        rg_sim_rails_defaults(rg_sim_rails_t *r);
+/* Checks a rails model: rails, policy, parameters (NAN or finite >= 0),
+ * weights, stripe size, alpha and floor. */
+rg_status_t rg_sim_rails_check(const rg_sim_rails_t *r, rg_err_t *err);
+/* The policy's name ("binding", "round-robin", "even", "weighted",
+ * "adaptive") and back (-1: not a policy). */
+const char *rg_sim_rails_policy_name(int policy);
+int         rg_sim_rails_policy(const char *name);
+
 typedef struct rg_sim_params {
     double L, o, g, G, O; /* us; G and O per byte */
     double S;             /* rendezvous above S bytes; INFINITY: never */
@@ -241,6 +292,9 @@ typedef struct rg_sim_params {
      * RG_SIM_RXWIN_MAX_RANKS ranks; no receive from any source). NULL: the
      * engine as without it, to the bit. */
     const rg_sim_rxwin_t *rxwin;
+    /* Rails where not NULL (LogGOPS only, not with rxwin). NULL, or one rail
+     * whose parameters are all NAN: the engine as without it, to the bit. */
+    const rg_sim_rails_t *rails;
 } rg_sim_params_t;
 
 /* Per-rank results; every array has nranks entries and is freed by
@@ -256,6 +310,8 @@ typedef struct rg_sim_result {
     double  *overhead, *calc, *wait;
     uint64_t events;
     rg_sim_rxwin_totals_t rx; /* with params.rxwin; zero otherwise */
+    /* With params.rails: per rail (nrails entries); zero otherwise. */
+    rg_sim_rail_totals_t  rails[RG_SIM_RAILS_MAX];
 } rg_sim_result_t;
 
 void rg_sim_result_free(rg_sim_result_t *res);

@@ -7,6 +7,9 @@
  *   railgauge-sim rxwin --pattern P -n N [--window W] [--rnr-timer-ms T] [params] [--json]
  *   ... --trace FILE [--trace-max-ranks N]: every operation's time on each CPU and NIC
  *   as Chrome trace JSON (opens in Perfetto), for runs of at most N ranks (4096).
+ *   goal, barrier ... --rails FILE|G0,G1,... [--policy P] [--stripe-min BYTES]
+ *   [--weights W0,W1,...] [--adapt-alpha A] [--adapt-floor F]: multirail striping
+ *   (docs/sim.md, "Rails").
  *
  * params: --L --o --g (us), --G --O (us per byte), --S (bytes or inf); all
  * default to 0, S to inf (LogP with L = o = g = 0). Or piecewise by message
@@ -26,6 +29,7 @@
 #include "base/json.h"
 #include "sim/barrier.h"
 #include "sim/goal.h"
+#include "sim/rails.h"
 #include "sim/rxwin_work.h"
 #include "sim/sim.h"
 
@@ -54,7 +58,18 @@ static void usage(FILE *f)
             "  --json                     one JSON object on stdout\n"
             "  --per-rank                 finish_us even above %d ranks\n"
             "  --trace FILE               Chrome trace JSON of every operation (Perfetto)\n"
-            "  --trace-max-ranks N        refuse --trace above N ranks (default 4096)\n",
+            "  --trace-max-ranks N        refuse --trace above N ranks (default 4096)\n"
+            "rails (docs/sim.md, \"Rails\"):\n"
+            "  --rails FILE|G0,G1,...     each NIC as rails: a rails.json of `railgauge gauge\n"
+            "                             --rails` (per-rail L, o, G and weights) or per-rail\n"
+            "                             G (us/byte) over the other parameters\n"
+            "  --policy P                 binding, round-robin, even, weighted, adaptive\n"
+            "                             (default: the file's, else even)\n"
+            "  --stripe-min BYTES         smaller messages go whole (default 262144)\n"
+            "  --weights W0,W1,...        weighted/adaptive: one weight per rail (default: the\n"
+            "                             file's; weighted 1/G, adaptive equal)\n"
+            "  --adapt-alpha A            adaptive: smoothing, 0 < A <= 1 (default 0.3)\n"
+            "  --adapt-floor F            adaptive: least share, 0 <= F R < 1 (default 0.05)\n",
             PER_RANK_DEFAULT_MAX);
 }
 
@@ -94,9 +109,9 @@ static void trace_span(void *arg, uint32_t rank, const char *resource, uint16_t 
     t->first = 0;
 }
 
-static int trace_finish(trace_out_t *t, const rg_sim_sched_t *s)
+static int trace_finish(trace_out_t *t, const rg_sim_sched_t *s, uint32_t nrails)
 {
-    uint32_t r, i;
+    uint32_t r, i, nnics = s->nnics * nrails;
 
     for (r = 0; r < s->nranks; r++) {
         fprintf(t->f, "%s\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%u,"
@@ -106,11 +121,18 @@ static int trace_finish(trace_out_t *t, const rg_sim_sched_t *s)
             fprintf(t->f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%u,\"tid\":%u,"
                     "\"args\":{\"name\":\"cpu %u\"}}", r, i, i);
         }
-        for (i = 0; i < s->nnics; i++) {
+        for (i = 0; i < nnics; i++) {
+            /* With rails, track i is rail i % R of NIC i / R. */
+            char nm[48];
+            if (nrails > 1) {
+                snprintf(nm, sizeof(nm), "nic %u rail %u", i / nrails, i % nrails);
+            } else {
+                snprintf(nm, sizeof(nm), "nic %u", i);
+            }
             fprintf(t->f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%u,\"tid\":%u,"
-                    "\"args\":{\"name\":\"nic %u send\"}}", r, 1000 + i, i);
+                    "\"args\":{\"name\":\"%s send\"}}", r, 1000 + i, nm);
             fprintf(t->f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%u,\"tid\":%u,"
-                    "\"args\":{\"name\":\"nic %u recv\"}}", r, 2000 + i, i);
+                    "\"args\":{\"name\":\"%s recv\"}}", r, 2000 + i, nm);
         }
     }
     fprintf(t->f, "\n],\"displayTimeUnit\":\"ns\"}\n");
@@ -596,6 +618,182 @@ static int rxwin_main(int argc, char **argv)
     return rc;
 }
 
+/* ---- rails ------------------------------------------------------------------ */
+
+/* The rails options as given (NULL, NAN: not given). */
+typedef struct rails_opts {
+    const char *rails, *policy, *weights;
+    double      stripe_min, alpha, floor;
+} rails_opts_t;
+
+/* Reads a whole file into a new buffer (*text, *len); 0 or -1 (errno). */
+static int read_all(const char *path, char **text, size_t *len)
+{
+    FILE  *f = fopen(path, "r");
+    char  *buf = NULL;
+    size_t n = 0, cap = 0, got;
+
+    if (f == NULL) {
+        return -1;
+    }
+    do {
+        if (n + 4096 > cap) {
+            char *nb = realloc(buf, cap = 2 * cap + 4096);
+            if (nb == NULL) {
+                free(buf);
+                fclose(f);
+                errno = ENOMEM;
+                return -1;
+            }
+            buf = nb;
+        }
+        got = fread(buf + n, 1, cap - n, f);
+        n += got;
+    } while (got > 0);
+    if (ferror(f)) {
+        free(buf);
+        fclose(f);
+        errno = EIO;
+        return -1;
+    }
+    fclose(f);
+    *text = buf;
+    *len = n;
+    return 0;
+}
+
+/* Builds the rails model from the options (docs/sim.md "Rails"): 0, or 2
+ * after saying what is wrong. */
+static int rails_build(const rails_opts_t *o, rg_sim_rails_t *r)
+{
+    rg_err_t    err;
+    double      fw[RG_SIM_RAILS_MAX];
+    int         fpolicy = -1, nfw = 0, i, list = 1;
+    const char *q;
+
+    rg_err_clear(&err);
+    rg_sim_rails_defaults(r);
+    for (q = o->rails; *q != '\0'; q++) {
+        list &= strchr("0123456789.,eE+-", *q) != NULL;
+    }
+    if (list && o->rails[0] != '\0') {
+        if (rg_sim_rails_parse_g(o->rails, r, &err) != RG_OK) {
+            fprintf(stderr, "railgauge-sim: error: %s\n", rg_err_message(&err));
+            return 2;
+        }
+    } else {
+        char  *text;
+        size_t len;
+        if (read_all(o->rails, &text, &len) != 0) {
+            fprintf(stderr, "railgauge-sim: error: --rails %s: %s (give a rails.json or "
+                    "per-rail G values separated by commas)\n", o->rails, strerror(errno));
+            return 2;
+        }
+        if (rg_sim_rails_parse_json(text, len, o->rails, r, &fpolicy, fw, &nfw, &err) !=
+            RG_OK) {
+            fprintf(stderr, "railgauge-sim: error: %s\n", rg_err_message(&err));
+            free(text);
+            return 2;
+        }
+        free(text);
+    }
+    if (o->policy != NULL) {
+        if ((r->policy = rg_sim_rails_policy(o->policy)) < 0) {
+            fprintf(stderr, "railgauge-sim: error: --policy '%s': not a policy (binding, "
+                    "round-robin, even, weighted, adaptive)\n", o->policy);
+            return 2;
+        }
+    } else if (fpolicy >= 0) {
+        r->policy = fpolicy;
+    }
+    if (o->weights != NULL) {
+        const char *w = o->weights;
+        char       *end;
+        for (i = 0;; i++) {
+            double v;
+            errno = 0;
+            v = strtod(w, &end);
+            if (end == w || errno != 0 || (*end != ',' && *end != '\0') || !(v > 0) ||
+                !isfinite(v)) {
+                fprintf(stderr, "railgauge-sim: error: --weights '%s': expected one weight "
+                        "above 0 per rail, separated by commas\n", o->weights);
+                return 2;
+            }
+            if (i < RG_SIM_RAILS_MAX) {
+                r->weights[i] = v;
+            }
+            if (*end == '\0') {
+                break;
+            }
+            w = end + 1;
+        }
+        if (i + 1 != r->nrails) {
+            fprintf(stderr, "railgauge-sim: error: --weights '%s': %d weights for %d rails\n",
+                    o->weights, i + 1, r->nrails);
+            return 2;
+        }
+    } else if (nfw > 0) {
+        memcpy(r->weights, fw, (size_t)nfw * sizeof(double));
+    } else if (r->policy == RG_SIM_RAILS_WEIGHTED) {
+        for (i = 0; i < r->nrails; i++) {
+            r->weights[i] = 1.0 / r->rail[i].G; /* the rails' bandwidths */
+        }
+    }
+    if (!isnan(o->stripe_min)) {
+        r->stripe_min = o->stripe_min;
+    }
+    if (!isnan(o->alpha)) {
+        r->alpha = o->alpha;
+    }
+    if (!isnan(o->floor)) {
+        r->floor = o->floor;
+    }
+    if (rg_sim_rails_check(r, &err) != RG_OK) {
+        fprintf(stderr, "railgauge-sim: error: %s\n", rg_err_message(&err));
+        return 2;
+    }
+    return 0;
+}
+
+/* The rails' figures of a run into the JSON output. */
+static void rails_json(rg_json_t *js, const rg_sim_rails_t *r, const rg_sim_result_t *res)
+{
+    int i;
+
+    rg_json_key(js, "rails");
+    rg_json_object_begin(js);
+    rg_json_kv_string(js, "policy", rg_sim_rails_policy_name(r->policy));
+    rg_json_kv_int(js, "nrails", r->nrails);
+    rg_json_kv_double(js, "stripe_min", r->stripe_min);
+    if (r->policy == RG_SIM_RAILS_ADAPTIVE) {
+        rg_json_kv_double(js, "adapt_alpha", r->alpha);
+        rg_json_kv_double(js, "adapt_floor", r->floor);
+    }
+    rg_json_key(js, "per_rail");
+    rg_json_array_begin(js);
+    for (i = 0; i < r->nrails; i++) {
+        const rg_sim_rail_totals_t *t = &res->rails[i];
+        rg_json_object_begin(js);
+        rg_json_kv_int(js, "rail", i);
+        rg_json_key(js, "G_us_per_byte");
+        if (isnan(r->rail[i].G)) {
+            rg_json_null(js);
+        } else {
+            rg_json_double(js, r->rail[i].G);
+        }
+        if (r->weights[i] > 0) {
+            rg_json_kv_double(js, "weight", r->weights[i]);
+        }
+        rg_json_kv_double(js, "bytes", t->bytes);
+        rg_json_kv_uint(js, "pieces", t->pieces);
+        rg_json_kv_double(js, "send_busy_us", t->send_busy_us);
+        rg_json_kv_double(js, "recv_busy_us", t->recv_busy_us);
+        rg_json_object_end(js);
+    }
+    rg_json_array_end(js);
+    rg_json_object_end(js);
+}
+
 int main(int argc, char **argv)
 {
     rg_sim_params_t prm = {.S = INFINITY};
@@ -615,6 +813,8 @@ int main(int argc, char **argv)
     rg_sim_lop_t    lop;
     int             lop_rtt = 0, lop_os = 0, lop_list = 0, progress = -1;
     progress_t      prog = {0, 0, 0};
+    rails_opts_t    ropt = {NULL, NULL, NULL, NAN, NAN, NAN};
+    rg_sim_rails_t  rails;
 
     rg_err_clear(&err);
     memset(&sched, 0, sizeof(sched));
@@ -682,6 +882,16 @@ int main(int argc, char **argv)
             }
             *(is_rtt ? &lop_rtt : &lop_os) = 1;
             continue;
+        } else if (!strcmp(a, "--rails") || !strcmp(a, "--policy") ||
+                   !strcmp(a, "--weights")) {
+            *(a[2] == 'r' ? &ropt.rails : a[2] == 'p' ? &ropt.policy : &ropt.weights) = argv[++i];
+            continue;
+        } else if (!strcmp(a, "--stripe-min")) {
+            dst = &ropt.stripe_min;
+        } else if (!strcmp(a, "--adapt-alpha")) {
+            dst = &ropt.alpha;
+        } else if (!strcmp(a, "--adapt-floor")) {
+            dst = &ropt.floor;
         } else if (!strcmp(a, "--trace-max-ranks")) {
             dst = &trace_max;
         } else if (!strcmp(a, "--trace")) {
@@ -728,6 +938,23 @@ int main(int argc, char **argv)
         }
         lop.list = lop_list;
         prm.lop = &lop;
+    }
+    if (ropt.rails == NULL && (ropt.policy != NULL || ropt.weights != NULL ||
+                               !isnan(ropt.stripe_min) || !isnan(ropt.alpha) ||
+                               !isnan(ropt.floor))) {
+        fprintf(stderr, "railgauge-sim: error: --policy, --weights, --stripe-min, --adapt-alpha "
+                "and --adapt-floor need --rails\n");
+        return 2;
+    }
+    if (ropt.rails != NULL) {
+        if (prm.lop != NULL) {
+            fprintf(stderr, "railgauge-sim: error: --rails runs under LogGOPS, not LoP\n");
+            return 2;
+        }
+        if (rails_build(&ropt, &rails) != 0) {
+            return 2;
+        }
+        prm.rails = &rails;
     }
     if (progress < 0) {
         progress = isatty(STDERR_FILENO);
@@ -811,7 +1038,7 @@ int main(int argc, char **argv)
         }
     }
     if (tout.f != NULL) {
-        int bad = st == RG_OK ? trace_finish(&tout, &sched) : 0;
+        int bad = st == RG_OK ? trace_finish(&tout, &sched, prm.rails ? (uint32_t)rails.nrails : 1) : 0;
         bad |= fclose(tout.f) != 0;
         if (st != RG_OK) {
             remove(trace_path); /* no half-written trace */
@@ -835,7 +1062,8 @@ int main(int argc, char **argv)
     }
     rc = 0;
     if (as_json) {
-        size_t    cap = 1024 + (per_rank ? (size_t)sched.nranks * 4 * 26 : 0);
+        size_t    cap = 1024 + RG_SIM_RAILS_MAX * 200 +
+                        (per_rank ? (size_t)sched.nranks * 4 * 26 : 0);
         char     *buf = malloc(cap);
         rg_json_t js;
         if (buf == NULL) {
@@ -868,6 +1096,9 @@ int main(int argc, char **argv)
                 json_array(&js, "wait_us", res.wait, sched.nranks);
                 json_array(&js, "calc_us", res.calc, sched.nranks);
             }
+            if (prm.rails != NULL) {
+                rails_json(&js, &rails, &res);
+            }
             rg_json_object_end(&js);
             if (rg_json_write_line(&js, stdout, &err) != RG_OK) {
                 fprintf(stderr, "railgauge-sim: error: %s\n", rg_err_message(&err));
@@ -881,6 +1112,16 @@ int main(int argc, char **argv)
         summary_line("overhead", res.overhead, sched.nranks);
         summary_line("wait", res.wait, sched.nranks);
         summary_line("calc", res.calc, sched.nranks);
+        if (prm.rails != NULL) {
+            printf("rails      %d, %s, stripes from %.0f bytes\n", rails.nrails,
+                   rg_sim_rails_policy_name(rails.policy), rails.stripe_min);
+            for (i = 0; i < rails.nrails; i++) {
+                printf("rail %d     %.0f bytes in %llu pieces, busy %.6g us sending, %.6g us "
+                       "receiving\n", i, res.rails[i].bytes,
+                       (unsigned long long)res.rails[i].pieces, res.rails[i].send_busy_us,
+                       res.rails[i].recv_busy_us);
+            }
+        }
         if (per_rank) {
             uint32_t r;
             for (r = 0; r < sched.nranks; r++) {

@@ -45,6 +45,28 @@ def _param_options(f: Any) -> Any:
                      show_default=True, help="Refuse --trace above this many ranks."),
         click.option("--progress/--no-progress", default=None,
                      help="Show progress on stderr (default: when stderr is a terminal)."),
+        click.option("--rails", "rails", default=None, metavar="FILE|G0,G1,...",
+                     help="Each NIC as rails (multirail striping, docs/sim.md \"Rails\"): a "
+                          "rails.json of `railgauge gauge --rails` (per-rail L, o, G and "
+                          "weights) or per-rail G values (us/byte) over the other "
+                          "parameters."),
+        click.option("--policy", "rails_policy", default=None,
+                     type=click.Choice(["binding", "round-robin", "even", "weighted",
+                                        "adaptive"]),
+                     help="With --rails: how messages are placed (default: the file's, "
+                          "else even)."),
+        click.option("--stripe-min", "stripe_min", type=click.IntRange(0), default=None,
+                     help="With --rails: messages below this many bytes go whole "
+                          "(default 262144)."),
+        click.option("--weights", "rails_weights", default=None, metavar="W0,W1,...",
+                     help="With --rails, weighted/adaptive: one weight per rail (default: "
+                          "the file's; weighted 1/G, adaptive equal)."),
+        click.option("--adapt-alpha", "adapt_alpha", type=float, default=None,
+                     help="With --rails, adaptive: smoothing of the learnt shares, 0 < A "
+                          "<= 1 (default 0.3)."),
+        click.option("--adapt-floor", "adapt_floor", type=float, default=None,
+                     help="With --rails, adaptive: the least share of a rail, 0 <= F * "
+                          "rails < 1 (default 0.05)."),
     ]
     for opt in reversed(opts):
         f = opt(f)
@@ -82,6 +104,26 @@ def _params(L: float | None, o: float | None, g: float | None, g_byte: float | N
     return params
 
 
+def _rails(rails: str | None, policy: str | None, stripe_min: int | None,
+           weights: str | None, alpha: float | None, floor: float | None) -> dict[str, Any]:
+    """The rails options for `run_sim` (empty without --rails); UserError where a rails
+    option comes without --rails. The tool checks the values themselves."""
+    given = {"--policy": policy, "--stripe-min": stripe_min, "--weights": weights,
+             "--adapt-alpha": alpha, "--adapt-floor": floor}
+    if rails is None:
+        named = [k for k, v in given.items() if v is not None]
+        if named:
+            raise UserError(f"{', '.join(named)} {'needs' if len(named) == 1 else 'need'} "
+                            "--rails")
+        return {}
+    out: dict[str, Any] = {"rails": rails}
+    for key, value in (("policy", policy), ("stripe_min", stripe_min),
+                       ("weights", weights), ("adapt_alpha", alpha), ("adapt_floor", floor)):
+        if value is not None:
+            out[key] = value
+    return out
+
+
 def _summary(name: str, stat: Any) -> str:
     return (f"{name:<9s} min {stat['min']:.6g}  mean {stat['mean']:.6g}  "
             f"max {stat['max']:.6g} us")
@@ -89,7 +131,7 @@ def _summary(name: str, stat: Any) -> str:
 
 def _run(mode_args: list[str], params: dict[str, Any], calc_unit: str | None,
          per_rank: bool, as_json: bool, trace: Path | None, trace_max_ranks: int,
-         progress: bool | None = None) -> int:
+         progress: bool | None = None, rails: dict[str, Any] | None = None) -> int:
     from railgauge.native import NativeToolError, find_tool
     from railgauge.sim import SimError, run_sim
 
@@ -99,7 +141,7 @@ def _run(mode_args: list[str], params: dict[str, Any], calc_unit: str | None,
         show = sys.stderr.isatty() if progress is None else progress
         doc = run_sim(tool, mode_args, params, calc_unit=calc_unit, per_rank=per_rank,
                       trace=trace, trace_max_ranks=trace_max_ranks if trace else None,
-                      progress=show)
+                      progress=show, rails=rails or None)
     except NativeToolError as exc:
         raise FailError(str(exc)) from None
     except SimError as exc:
@@ -116,6 +158,14 @@ def _run(mode_args: list[str], params: dict[str, Any], calc_unit: str | None,
     for key, name in (("overhead_us", "overhead"), ("wait_us", "wait"), ("calc_us", "calc")):
         if key in stats:
             term.result(_summary(name, stats[key]))
+    rl = doc.get("rails")
+    if isinstance(rl, dict):
+        term.result(f"rails     {rl['nrails']}, {rl['policy']}, stripes from "
+                    f"{rl['stripe_min']:.0f} bytes")
+        for one in rl.get("per_rail", []):
+            term.result(f"rail {one['rail']:<4d} {one['bytes']:.0f} bytes in {one['pieces']} "
+                        f"pieces, busy {one['send_busy_us']:.6g} us sending, "
+                        f"{one['recv_busy_us']:.6g} us receiving")
     finish = doc.get("finish_us")
     if finish is not None and (per_rank or len(finish) <= 16):
         for rank, t in enumerate(finish):
@@ -139,13 +189,17 @@ def sim() -> None:
 def goal(file: Path, calc_unit: str, L: float | None, o: float | None, g: float | None,
          g_byte: float | None, o_byte: float | None, S: float | None, model: Path | None,
          first_range: bool, lop_list: bool, per_rank: bool, as_json: bool,
-         trace: Path | None, trace_max_ranks: int, progress: bool | None) -> int:
+         trace: Path | None, trace_max_ranks: int, progress: bool | None,
+         rails: str | None, rails_policy: str | None, stripe_min: int | None,
+         rails_weights: str | None, adapt_alpha: float | None,
+         adapt_floor: float | None) -> int:
     """Simulate the GOAL schedule FILE (LogGOPSim's schedule language)."""
     if not file.is_file():
         raise UserError(f"no such file: {file}")
     params = _params(L, o, g, g_byte, o_byte, S, model, first_range, lop_list)
+    rl = _rails(rails, rails_policy, stripe_min, rails_weights, adapt_alpha, adapt_floor)
     return _run(["goal", str(file)], params, calc_unit, per_rank, as_json, trace,
-                trace_max_ranks, progress)
+                trace_max_ranks, progress, rl)
 
 
 @sim.command("barrier")
@@ -161,10 +215,13 @@ def barrier(algorithm: str, n: int | None, P: int, L: float | None, o: float | N
             g_byte: float | None, o_byte: float | None, S: float | None,
             model: Path | None, first_range: bool, lop_list: bool, per_rank: bool,
             as_json: bool, trace: Path | None, trace_max_ranks: int,
-            progress: bool | None) -> int:
+            progress: bool | None, rails: str | None, rails_policy: str | None,
+            stripe_min: int | None, rails_weights: str | None, adapt_alpha: float | None,
+            adapt_floor: float | None) -> int:
     """Simulate a barrier on P ranks."""
     params = _params(L, o, g, g_byte, o_byte, S, model, first_range, lop_list)
+    rl = _rails(rails, rails_policy, stripe_min, rails_weights, adapt_alpha, adapt_floor)
     mode = ["barrier", "--algorithm", algorithm, "-P", str(P)]
     if n is not None:
         mode += ["--n", str(n)]
-    return _run(mode, params, None, per_rank, as_json, trace, trace_max_ranks, progress)
+    return _run(mode, params, None, per_rank, as_json, trace, trace_max_ranks, progress, rl)
