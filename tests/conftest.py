@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -39,6 +41,15 @@ def find_native_tool(name: str) -> str:
         f"native tool {name} not found (RG_NATIVE_DIR unset, not on PATH, not in "
         f"build/native); build it: {BUILD_HINT.format(name=name)}"
     )
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """``railgauge ARGS`` from this checkout (python/), with the native tools tests use;
+    its output captured as text."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+    env.setdefault("RG_NATIVE_DIR", str(Path(find_native_tool("railgauge-bench")).parent))
+    return subprocess.run([sys.executable, "-m", "railgauge.cli.main", *args],
+                          capture_output=True, text=True, timeout=300, check=False, env=env)
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from conftest import netns_testbed
+from conftest import netns_testbed, run_cli
 from railgauge.launcher import launch
 from railgauge.rails import POLICIES, parse_weights, rails_env
 
@@ -185,15 +185,6 @@ def test_testbed_weights_and_adaptive(native_tool: Callable[[str], str]) -> None
         assert w[1] > 0.65, rec
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    from conftest import ROOT, find_native_tool
-
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
-    env.setdefault("RG_NATIVE_DIR", str(Path(find_native_tool("railgauge-bench")).parent))
-    return subprocess.run([sys.executable, "-m", "railgauge.cli.main", *args],
-                          capture_output=True, text=True, timeout=300, check=False, env=env)
-
-
 @pytest.mark.native
 def test_gauge_measures_each_rail(tmp_path: Path) -> None:
     """`railgauge gauge --rails`: rails shaped 200 and 800 Mbit/s, each measured alone by
@@ -202,7 +193,7 @@ def test_gauge_measures_each_rail(tmp_path: Path) -> None:
     with netns_testbed(2, 2, "200mbit,800mbit") as tb:
         names = [r.ifname for r in tb.rails]
         out = tmp_path / "g"
-        proc = _cli("gauge", "--quick", "--no-onen", "--netns", ",".join(tb.hosts),
+        proc = run_cli("gauge", "--quick", "--no-onen", "--netns", ",".join(tb.hosts),
                     "--rails", ",".join(names), "--out", str(out), "--json")
     assert proc.returncode == 0, proc.stderr
     doc = json.loads((out / "rails.json").read_text())
@@ -235,7 +226,7 @@ def test_gauge_rails_bad_lists() -> None:
 
     with pytest.raises(RailsGaugeError, match="no bandwidth"):
         rail_bandwidth(Fit())
-    proc = _cli("gauge", "--rails", "eth0,eth0")
+    proc = run_cli("gauge", "--rails", "eth0,eth0")
     assert proc.returncode == 2 and "more than once" in proc.stderr
 
 

@@ -82,6 +82,10 @@ TEST_DECLARE(rxwin_growth)
 TEST_DECLARE(rxwin_reclaim)
 TEST_DECLARE(rxwin_bad_settings)
 
+TEST_DECLARE(bench_pattern_roundtrip)
+TEST_DECLARE(bench_pattern_corruption)
+TEST_DECLARE(bench_pattern_stale)
+
 TASK_LIST_START
   TEST_ENTRY(status_names)
   TEST_ENTRY(status_err_set)
@@ -157,4 +161,8 @@ TASK_LIST_START
   TEST_ENTRY(rxwin_growth)
   TEST_ENTRY(rxwin_reclaim)
   TEST_ENTRY(rxwin_bad_settings)
+
+  TEST_ENTRY(bench_pattern_roundtrip)
+  TEST_ENTRY(bench_pattern_corruption)
+  TEST_ENTRY(bench_pattern_stale)
 TASK_LIST_END

@@ -110,4 +110,15 @@ rg_status_t rg_bench_write_footer_with(rg_bench_t *bench, size_t points, const c
                                        void *ctx);
 double      rg_bench_elapsed_s(const rg_bench_t *bench);
 
+/* Sizes (main.c): a comma-separated list (units allowed, at most 1 GiB each)
+ * or a log-spaced sweep from lo to hi with per_octave sizes per doubling,
+ * into opts->sizes, sorted and without duplicates. 0 on success, else the
+ * usage exit code after one line on stderr naming the problem. */
+int rg_bench_parse_sizes(const char *text, rg_bench_opts_t *opts);
+int rg_bench_make_sweep(rg_bench_opts_t *opts, size_t lo, size_t hi, int per_octave);
+
+/* The message-rate and collective patterns (coll_patterns.c): msgrate,
+ * bcast and alltoall, each with its own options; argv[1] names it. */
+int rg_bench_coll_main(int argc, char **argv);
+
 #endif /* RG_TOOLS_BENCH_H */

@@ -20,6 +20,7 @@
 #include "base/timer.h"
 #include "boot/boot.h"
 #include "bench.h"
+#include "verify.h"
 #include "xport/xport.h"
 
 #define RG__BW_TIMEOUT_NS (120ull * 1000000000ull)
@@ -63,42 +64,6 @@ static void rg__bw_usage(FILE *f)
         "  -h, --help      this text\n");
 }
 
-static void rg__bw_fill(unsigned char *b, size_t n, uint64_t seed)
-{
-    uint64_t w;
-    size_t   i;
-
-    for (i = 0; i + 8 <= n; i += 8) {
-        w = seed * 0x9e3779b97f4a7c15ull + i;
-        memcpy(b + i, &w, 8);
-    }
-    for (; i < n; i++) {
-        b[i] = (unsigned char)(seed + i);
-    }
-}
-
-static uint64_t rg__bw_check(const unsigned char *b, size_t n, uint64_t seed)
-{
-    uint64_t w, bad = 0;
-    size_t   i;
-
-    for (i = 0; i + 8 <= n; i += 8) {
-        w = seed * 0x9e3779b97f4a7c15ull + i;
-        if (memcmp(b + i, &w, 8) != 0) {
-            bad += 8;
-        }
-    }
-    for (; i < n; i++) {
-        bad += b[i] != (unsigned char)(seed + i);
-    }
-    return bad;
-}
-
-static uint64_t rg__bw_seed(int from, uint64_t batch, int k)
-{
-    return ((uint64_t)from << 56) ^ (batch << 16) ^ (uint64_t)k;
-}
-
 /* One batch: the window each way the batch goes, then the acknowledgement. */
 static rg_status_t rg__bw_batch(rg__bw_t *bw, uint64_t batch)
 {
@@ -118,8 +83,8 @@ static rg_status_t rg__bw_batch(rg__bw_t *bw, uint64_t batch)
     }
     for (k = 0; sends && k < bw->window; k++) {
         if (bw->verify) {
-            rg__bw_fill(bw->sbuf + (size_t)k * bw->size, bw->size,
-                        rg__bw_seed(bw->rank, batch, k));
+            rg_bench_fill(bw->sbuf + (size_t)k * bw->size, bw->size,
+                          rg_bench_seed(bw->rank, batch, (uint64_t)k));
         }
         st = rg_xport_isend(bw->xp, peer, bw->sbuf + (size_t)k * bw->size, bw->size,
                             &bw->sreq[k]);
@@ -146,8 +111,8 @@ static rg_status_t rg__bw_batch(rg__bw_t *bw, uint64_t batch)
                               bw->rreq[k].msg_len, bw->size);
         }
         if (bw->verify) {
-            bw->bad += rg__bw_check(bw->rbuf + (size_t)k * bw->size, bw->size,
-                                    rg__bw_seed(peer, batch, k));
+            bw->bad += rg_bench_check(bw->rbuf + (size_t)k * bw->size, bw->size,
+                                      rg_bench_seed(peer, batch, (uint64_t)k));
         }
     }
     /* The receiver's acknowledgement ends the batch at the sender. */

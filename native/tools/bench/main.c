@@ -28,6 +28,12 @@ static void rg__bench_usage(FILE *f)
         "             overheads o_s(p), o_r(p), per posting mode (LoP; docs/lop.md)\n"
         "  bw         streaming bandwidth between ranks 0 and 1, one way or both (--bidir;\n"
         "             railgauge-bench bw --help)\n"
+        "  msgrate    message rate of ranks paired 0->1, 2->3, ... (osu_mbw_mr; --window W;\n"
+        "             railgauge-bench msgrate --help)\n"
+        "  bcast      broadcast latency from a root, binomial tree or flat (osu_bcast;\n"
+        "             railgauge-bench bcast --help)\n"
+        "  alltoall   all-to-all by pairwise exchange: latency and bandwidth (osu_alltoall;\n"
+        "             railgauge-bench alltoall --help)\n"
         "  barrier    latency of a barrier of coll/ (--algorithm linear|binomial|recdbl|\n"
         "             dissem|nway --n N; railgauge-bench barrier --help; docs/coll.md)\n"
         "  rxwin      workloads over the shared receive window (--pattern alltoall|halo2d|\n"
@@ -148,7 +154,7 @@ static void rg__bench_sizes_normalize(rg_bench_opts_t *opts)
     opts->nsizes = k;
 }
 
-static int rg__bench_parse_sizes(const char *text, rg_bench_opts_t *opts)
+int rg_bench_parse_sizes(const char *text, rg_bench_opts_t *opts)
 {
     char     copy[4096];
     char    *tok, *save = NULL;
@@ -180,7 +186,7 @@ static int rg__bench_parse_sizes(const char *text, rg_bench_opts_t *opts)
 }
 
 /* A log-spaced sweep with per_octave points per doubling, rounded to bytes. */
-static int rg__bench_make_sweep(rg_bench_opts_t *opts, size_t lo, size_t hi, int per_octave)
+int rg_bench_make_sweep(rg_bench_opts_t *opts, size_t lo, size_t hi, int per_octave)
 {
     double x, step;
 
@@ -262,8 +268,8 @@ static int rg__bench_parse_args(int argc, char **argv, rg_bench_opts_t *opts)
     opts->pattern = argv[1];
     if (strcmp(opts->pattern, "prtt") != 0 && strcmp(opts->pattern, "pingpong") != 0 &&
         strcmp(opts->pattern, "onen") != 0) {
-        return rg__bench_usage_error("unknown pattern '%s' (known: prtt, pingpong, onen, "
-                                     "barrier, rxwin)",
+        return rg__bench_usage_error("unknown pattern '%s' (known: prtt, pingpong, onen, bw, "
+                                     "msgrate, bcast, alltoall, barrier, rxwin)",
                                      opts->pattern);
     }
     onen = strcmp(opts->pattern, "onen") == 0;
@@ -414,12 +420,12 @@ static int rg__bench_parse_args(int argc, char **argv, rg_bench_opts_t *opts)
         }
     }
     if (sizes_arg != NULL) {
-        return rg__bench_parse_sizes(sizes_arg, opts);
+        return rg_bench_parse_sizes(sizes_arg, opts);
     }
     if (min_size > max_size) {
         return rg__bench_usage_error("--min-size is above --max-size%s", "");
     }
-    rc = rg__bench_make_sweep(opts, min_size, max_size, per_octave);
+    rc = rg_bench_make_sweep(opts, min_size, max_size, per_octave);
     return rc;
 }
 
@@ -439,6 +445,10 @@ int main(int argc, char **argv)
 
     if (argc >= 2 && strcmp(argv[1], "bw") == 0) {
         return rg_bench_bw_main(argc, argv);
+    }
+    if (argc >= 2 && (strcmp(argv[1], "msgrate") == 0 || strcmp(argv[1], "bcast") == 0 ||
+                      strcmp(argv[1], "alltoall") == 0)) {
+        return rg_bench_coll_main(argc, argv);
     }
 
     if (argc >= 2 && strcmp(argv[1], "barrier") == 0) {

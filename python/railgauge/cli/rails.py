@@ -3,11 +3,14 @@
 Runs two ranks on the first two hosts of the testbed (`railgauge testbed up --rails 2
 --rate 1gbit,2gbit`) over the rails transport, streaming messages one way (or both ways,
 --bidir) with every byte checked, and prints the bandwidth and how many bytes each rail
-carried. The weighted policy takes --weights, or measures each rail alone first."""
+carried. The weighted policy takes --weights, or measures each rail alone first.
+--pattern msgrate, bcast or alltoall runs that pattern instead, one rank on each of the
+testbed's first --hosts hosts (`railgauge testbed up --hosts 4 ...`)."""
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import click
 
@@ -20,7 +23,28 @@ def rails() -> None:
     """Several rails between hosts: the rails transport's policies, measured.
 
     railgauge testbed up --rails 2 --rate 1gbit,2gbit; railgauge rails bench --policy
-    weighted --size 4MiB."""
+    weighted --size 4MiB; railgauge rails bench --pattern alltoall --hosts 4 (a testbed
+    of 4 hosts)."""
+
+
+def _print_pattern(term: Terminal, rec: dict[str, Any]) -> None:
+    head = f"{rec['policy']}, {rec['pattern']} on {rec['hosts']} hosts, {rec['size_bytes']} B: "
+    if rec["pattern"] == "msgrate":
+        term.result(head + f"{rec['msgs_per_s'] / 1e6:.3f} M messages/s "
+                    f"({rec['bandwidth_MBps']:.1f} MB/s)")
+    else:
+        term.result(head + f"{rec['avg_us']:.1f} us average over the ranks (smallest "
+                    f"{rec['min_us']:.1f}, largest {rec['max_us']:.1f}; medians)"
+                    + (f", {rec['bandwidth_MBps']:.1f} MB/s" if rec["pattern"] == "alltoall"
+                       else ""))
+    _print_split(term, rec["rails"])
+
+
+def _print_split(term: Terminal, rails: list[dict[str, Any]]) -> None:
+    total = sum(r["bytes"] for r in rails) or 1
+    for r in rails:
+        term.result(f"  {r['name']}: {r['bytes'] / 1e6:.1f} MB "
+                    f"({100.0 * r['bytes'] / total:.1f}%)")
 
 
 @rails.command()
@@ -36,14 +60,24 @@ def rails() -> None:
 @click.option("--weights", default=None, metavar="W1,W2,...|measure",
               help="Weights of the rails (weighted, adaptive's start); 'measure' (the "
                    "default of weighted): each rail's bandwidth alone, measured first.")
-@click.option("--window", type=click.IntRange(1, 1024), default=16, show_default=True,
-              help="Messages in flight per batch.")
-@click.option("--bidir", is_flag=True, help="Both ranks send (osu_bibw).")
+@click.option("--window", type=click.IntRange(1, 1024), default=None,
+              help="Messages in flight per batch (bw, default 16) or per window "
+                   "(msgrate, default 64).")
+@click.option("--bidir", is_flag=True, help="Both ranks send (osu_bibw; bw only).")
 @click.option("--no-verify", is_flag=True, help="Do not check the bytes received.")
+@click.option("--pattern", type=click.Choice(["bw", "msgrate", "bcast", "alltoall"]),
+              default="bw", show_default=True,
+              help="bw: streaming between 2 hosts; msgrate (pairs 0->1, 2->3, ...), bcast "
+                   "(from rank 0, binomial tree) or alltoall (pairwise exchange; --size per "
+                   "pair) among --hosts hosts (railgauge-bench PATTERN --help).")
+@click.option("--hosts", type=click.IntRange(2, 254), default=2, show_default=True,
+              help="Ranks, one per testbed host (the testbed must have that many).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def bench(policy: str, size: int, time_s: float, warmup_s: float, weights: str | None,
-          window: int, bidir: bool, no_verify: bool, as_json: bool) -> int:
-    """Bandwidth of two ranks on the testbed's first two hosts over all its rails."""
+          window: int | None, bidir: bool, no_verify: bool, pattern: str, hosts: int,
+          as_json: bool) -> int:
+    """Bandwidth of two ranks on the testbed's first two hosts over all its rails, or a
+    message-rate or collective pattern among --hosts hosts."""
     from railgauge import netns
     from railgauge import rails as rl
 
@@ -54,30 +88,46 @@ def bench(policy: str, size: int, time_s: float, warmup_s: float, weights: str |
                         "--rate 1gbit,2gbit")
     if size <= 0 or size > 1 << 30:
         raise UserError("--size must be 1 B .. 1 GiB")
+    if pattern == "bw" and hosts != 2:
+        raise UserError("bw runs between 2 hosts; --hosts is for msgrate, bcast and alltoall")
+    if pattern != "bw" and bidir:
+        raise UserError("--bidir is an option of the bw pattern")
+    if pattern in ("bcast", "alltoall") and window is not None:
+        raise UserError(f"--window is an option of bw and msgrate, not of {pattern}")
+    if hosts > len(tb.hosts):
+        raise UserError(f"--hosts {hosts}: the testbed has {len(tb.hosts)} hosts (railgauge "
+                        f"testbed up --hosts {hosts} ...)")
     wlist: list[float] | None = None
     try:
         if weights is not None and weights != "measure":
             wlist = rl.parse_weights(weights, len(tb.rails))
         elif weights == "measure" or policy == "weighted":
+            # The rails' bandwidths: at the message size for bw, at 4 MiB for the other
+            # patterns, whose sizes (8 B messages) say little of a rail's bandwidth.
             term.detail("measuring each rail alone for the weights")
-            wlist = rl.measure_rail_weights(tb, size)
+            wlist = rl.measure_rail_weights(tb, size if pattern == "bw" else 4 << 20)
             term.detail("rail bandwidths (MB/s): " + ", ".join(f"{w:.1f}" for w in wlist))
-        rec = rl.bench(tb, policy, size, time_s=time_s, warmup_s=warmup_s, weights=wlist,
-                       bidir=bidir, verify=not no_verify, window=window)
+        if pattern != "bw":
+            rec = rl.bench_pattern(tb, policy, pattern, size, hosts=hosts, time_s=time_s,
+                                   warmup_s=warmup_s, weights=wlist, verify=not no_verify,
+                                   window=window)
+        else:
+            rec = rl.bench(tb, policy, size, time_s=time_s, warmup_s=warmup_s, weights=wlist,
+                           bidir=bidir, verify=not no_verify,
+                           window=16 if window is None else window)
     except ValueError as exc:
         raise UserError(str(exc)) from None
     except rl.RailsError as exc:
         raise FailError(str(exc)) from None
     if as_json:
         click.echo(json.dumps(rec))
+    elif pattern != "bw":
+        _print_pattern(term, rec)
     else:
         term.result(f"{policy}: {rec['bandwidth_MBps']:.1f} MB/s "
                     f"({rec['bandwidth_MBps'] * 8e-3:.3f} Gbit/s), {size} B messages"
                     + (", both ways" if bidir else ""))
-        total = sum(r["bytes"] for r in rec["rails"]) or 1
-        for r in rec["rails"]:
-            term.result(f"  {r['name']}: {r['bytes'] / 1e6:.1f} MB "
-                        f"({100.0 * r['bytes'] / total:.1f}%)")
+        _print_split(term, rec["rails"])
     if not no_verify and not rec.get("verified", False):
         raise FailError("bytes arrived wrong")
     return 0

@@ -1,0 +1,199 @@
+"""`railgauge-bench msgrate`, `bcast` and `alltoall` (issue 8): message rate and two
+collectives over a bare transport, OSU-style. Each pattern over shm on 2 and 4 ranks with
+every byte checked (the JSON lines and their keys), the options of each pattern, the
+transports beyond shm (tcp and rails on loopback), and the user errors. The byte pattern's
+checker itself (that a wrong, stale or zeroed byte fails) is tested in C
+(native/tests/test-bench.c, ctest -R bench.pattern)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import netns_testbed, run_cli
+from railgauge.launcher import launch
+
+QUICK = ("--time", "0.05", "--warmup", "0.01", "--min-iters", "3")
+
+
+def _run(native_tool: Callable[[str], str], tmp_path: Path, pattern: str, nranks: int,
+         *args: str, transport: str = "shm",
+         env: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    out = tmp_path / f"{pattern}.jsonl"
+    res = launch([native_tool("railgauge-bench"), pattern, *QUICK, "--verify", "--json",
+                  "--out", str(out), *args], nranks, transport=transport, env=env,
+                 timeout_s=120)
+    assert res.returncode == 0, res.failure
+    return [json.loads(line) for line in out.read_text().splitlines()]
+
+
+def _common(rec: dict[str, Any], pattern: str, nranks: int) -> None:
+    assert rec["type"] == pattern and rec["transport"] == "shm"
+    assert rec["ranks"] == nranks
+    assert rec["verified"] is True and rec["bad_bytes"] == 0
+    assert rec["seconds"] > 0 and rec["warmup_iterations"] >= 1
+    assert isinstance(rec["transport_info"], dict)
+
+
+@pytest.mark.native
+@pytest.mark.parametrize("nranks", [2, 4])
+def test_msgrate(native_tool: Callable[[str], str], tmp_path: Path, nranks: int) -> None:
+    """One line per size; one pair per two ranks, each with its messages, its sender's
+    time and its rate; the total is the pairs' rates summed."""
+    recs = _run(native_tool, tmp_path, "msgrate", nranks, "--sizes", "8,64KiB",
+                "--window", "16")
+    assert [r["size_bytes"] for r in recs] == [8, 65536]
+    for rec in recs:
+        _common(rec, "msgrate", nranks)
+        assert rec["window"] == 16 and rec["windows"] >= 3
+        pairs = rec["pairs"]
+        assert [(p["sender"], p["receiver"]) for p in pairs] == \
+            [(2 * i, 2 * i + 1) for i in range(nranks // 2)]
+        for p in pairs:
+            assert p["messages"] == rec["windows"] * 16
+            assert p["msgs_per_s"] == pytest.approx(p["messages"] / p["seconds"])
+        assert rec["msgs_per_s"] == pytest.approx(sum(p["msgs_per_s"] for p in pairs))
+        assert rec["bandwidth_MBps"] == pytest.approx(
+            rec["msgs_per_s"] * rec["size_bytes"] / 1e6)
+
+
+@pytest.mark.native
+def test_msgrate_defaults_and_odd_ranks(native_tool: Callable[[str], str],
+                                        tmp_path: Path) -> None:
+    """8 B and a window of 64 unless told; with 3 ranks the last one idles; 0-byte
+    messages are messages too."""
+    (rec,) = _run(native_tool, tmp_path, "msgrate", 3)
+    assert rec["size_bytes"] == 8 and rec["window"] == 64
+    assert len(rec["pairs"]) == 1
+    (rec,) = _run(native_tool, tmp_path, "msgrate", 2, "--size", "0")
+    assert rec["size_bytes"] == 0 and rec["msgs_per_s"] > 0
+
+
+@pytest.mark.native
+@pytest.mark.parametrize("nranks", [2, 4])
+def test_bcast(native_tool: Callable[[str], str], tmp_path: Path, nranks: int) -> None:
+    """Sizes of the sweep (--min-size .. --max-size, doubling) with partial words; per
+    size the median over iterations of the average, smallest and largest time over the
+    ranks."""
+    recs = _run(native_tool, tmp_path, "bcast", nranks, "--min-size", "1",
+                "--max-size", "4KiB")
+    assert [r["size_bytes"] for r in recs] == [1 << k for k in range(13)]
+    for rec in recs:
+        _common(rec, "bcast", nranks)
+        assert rec["root"] == 0 and rec["algorithm"] == "binomial"
+        assert rec["iterations"] >= 3
+        assert 0 <= rec["min_us"] <= rec["avg_us"] <= rec["max_us"]
+
+
+@pytest.mark.native
+@pytest.mark.parametrize("algorithm", ["binomial", "flat"])
+def test_bcast_root_and_algorithm(native_tool: Callable[[str], str], tmp_path: Path,
+                                  algorithm: str) -> None:
+    """Another root than 0 and both trees, on 4 and 5 ranks (a tree that is not full),
+    every byte checked at every rank."""
+    for nranks, root in ((4, 3), (5, 2)):
+        recs = _run(native_tool, tmp_path, "bcast", nranks, "--sizes", "3,100KiB",
+                    "--root", str(root), "--algorithm", algorithm)
+        for rec in recs:
+            assert rec["root"] == root and rec["algorithm"] == algorithm
+            assert rec["verified"] is True and rec["ranks"] == nranks
+
+
+@pytest.mark.native
+@pytest.mark.parametrize("nranks", [2, 4])
+def test_alltoall(native_tool: Callable[[str], str], tmp_path: Path, nranks: int) -> None:
+    """Every block of every pair checked; the bandwidth is the bytes that crossed the
+    transport, P (P - 1) s, over the median of the largest time."""
+    recs = _run(native_tool, tmp_path, "alltoall", nranks, "--sizes", "5,64KiB,1MiB")
+    assert [r["size_bytes"] for r in recs] == [5, 65536, 1 << 20]
+    for rec in recs:
+        _common(rec, "alltoall", nranks)
+        moved = nranks * (nranks - 1) * rec["size_bytes"]
+        assert rec["bytes_per_alltoall"] == moved
+        assert rec["bandwidth_MBps"] == pytest.approx(moved / rec["max_us"])
+        assert 0 <= rec["min_us"] <= rec["avg_us"] <= rec["max_us"]
+
+
+@pytest.mark.native
+@pytest.mark.parametrize("transport", ["tcp", "rails"])
+def test_other_transports(native_tool: Callable[[str], str], tmp_path: Path,
+                          transport: str) -> None:
+    """The patterns run over the xport layer, so over any transport: tcp, and rails (two
+    rails on loopback, messages striped from 64 KiB) on 4 ranks."""
+    env = {"RG_RAILS_LIST": "127.0.0.1,127.0.0.2", "RG_RAILS_POLICY": "even",
+           "RG_RAILS_STRIPE_MIN": "64KiB"} if transport == "rails" else None
+    for pattern, size in (("msgrate", "8"), ("bcast", "256KiB"), ("alltoall", "256KiB")):
+        (rec,) = _run(native_tool, tmp_path, pattern, 4, "--size", size,
+                      transport=transport, env=env)
+        assert rec["transport"] == transport and rec["verified"] is True
+        if transport == "rails" and pattern != "msgrate":
+            assert all(r["bytes_sent"] > 0 for r in rec["transport_info"]["rails"])
+
+
+@pytest.mark.native
+@pytest.mark.parametrize(("pattern", "nranks", "args", "says"), [
+    ("bcast", 1, (), "bcast needs at least 2 ranks, not 1"),
+    ("msgrate", 1, (), "msgrate needs at least 2 ranks"),
+    ("bcast", 3, ("--root", "3"), "--root 3 is not a rank of 3"),
+    ("alltoall", 4, ("--size", "600MiB"), "needs 4 x 629145600 B per buffer, above 2 GiB"),
+    ("alltoall", 2, ("--sizes", "8,2GiB"), "2GiB is above the limit of 1 GiB"),
+    ("msgrate", 2, ("--sizes", "8,eight"), "invalid size 'eight'"),
+    ("bcast", 2, ("--window", "4"), "--window is an option of msgrate"),
+    ("alltoall", 2, ("--root", "1"), "--root and --algorithm are options of bcast"),
+    ("bcast", 2, ("--algorithm", "ring"), "--algorithm is binomial or flat, not 'ring'"),
+    ("msgrate", 2, ("--window", "0"), "--window is not an integer 1 .. 1024"),
+    ("bcast", 2, ("--size", "8", "--max-size", "1KiB"), "not both"),
+    ("bcast", 2, ("--min-iters", "9", "--max-iters", "5"), "--min-iters is above"),
+    ("alltoall", 2, ("--time", "0"), "--time is not seconds"),
+])
+def test_user_errors(native_tool: Callable[[str], str], capfd: pytest.CaptureFixture[str],
+                     pattern: str, nranks: int, args: tuple[str, ...], says: str) -> None:
+    """Fewer ranks than the pattern needs, a root out of range, sizes too large or not
+    sizes, another pattern's options: exit status 2 and one line that says so."""
+    res = launch([native_tool("railgauge-bench"), pattern, *QUICK, *args], nranks,
+                 transport="shm", timeout_s=60)
+    assert res.returncode == 2, res.failure
+    err = capfd.readouterr().err
+    assert says in err, err
+
+
+@pytest.mark.native
+def test_rails_bench_patterns_on_four_hosts(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """`railgauge rails bench --pattern P --hosts 4` on a testbed of 4 hosts and 2 rails:
+    one rank per host over both rails, every byte checked; bw keeps its contract; asking
+    for more hosts than the testbed has, or another pattern's option, is a user error."""
+    from railgauge.netns import save_state
+
+    monkeypatch.setenv("RAILGAUGE_TESTBED_STATE", str(tmp_path / "testbed.json"))
+    with netns_testbed(4, 2, "400mbit,800mbit") as tb:
+        save_state(tb)   # as `railgauge testbed up` records it, for the CLI
+        quick = ("--time", "0.3", "--warmup", "0.1", "--json")
+        for pattern, size in (("msgrate", "8"), ("bcast", "1MiB"), ("alltoall", "256KiB")):
+            proc = run_cli("rails", "bench", "--policy", "even", "--pattern", pattern,
+                        "--hosts", "4", "--size", size, *quick)
+            assert proc.returncode == 0, proc.stderr
+            rec = json.loads(proc.stdout)
+            assert rec["pattern"] == pattern and rec["hosts"] == 4
+            assert rec["policy"] == "even" and rec["verified"] is True
+            assert [r["name"] for r in rec["rails"]] == ["rail0", "rail1"]
+            if pattern == "msgrate":
+                assert rec["msgs_per_s"] > 0
+            else:
+                assert 0 < rec["min_us"] <= rec["avg_us"] <= rec["max_us"]
+                assert all(r["bytes"] > 0 for r in rec["rails"])  # striped from 256 KiB
+        proc = run_cli("rails", "bench", "--size", "1MiB", *quick)
+        assert proc.returncode == 0, proc.stderr
+        rec = json.loads(proc.stdout)
+        assert {"policy", "size_bytes", "bandwidth_MBps", "rails"} <= set(rec)
+        for args, says in ((("--pattern", "bcast", "--hosts", "5"), "the testbed has 4 hosts"),
+                           (("--pattern", "alltoall", "--window", "4"), "--window is an "
+                            "option of bw and msgrate"),
+                           (("--hosts", "4"), "bw runs between 2 hosts"),
+                           (("--pattern", "msgrate", "--bidir"), "--bidir is an option")):
+            proc = run_cli("rails", "bench", *args)
+            assert proc.returncode == 2 and says in proc.stderr, proc.stderr
