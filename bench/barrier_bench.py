@@ -3,7 +3,11 @@
 barrier over shm (every algorithm, n-way for n = 2 .. 4), MPI_Barrier of Open MPI and of MPICH
 (each flavour installed), the PMPI library's barrier under each MPI (dissemination and the
 n-way ones), the choice of `railgauge tune barrier`, and the simulator's prediction of every
-algorithm from the LogGP model that the same run fits (PRTT over shm on 2 ranks).
+algorithm from the model of the engine the runtime's barrier ran on: the flag model
+(`railgauge-bench flagprtt`, measured in every round of the same run, docs/coll.md) where it
+ran on shared-memory flags, else the LogGP model that the same run fits (PRTT over shm on 2
+ranks). Raw data from before the flag model (no "flags" in results.json) renders with the
+LogGP predictions and says so.
 
     python3 bench/barrier_bench.py                      # P = 2 .. 8, 3 rounds, here
     python3 bench/barrier_bench.py --max-ranks 16 --no-write --raw-dir DIR   # a bigger box
@@ -11,7 +15,8 @@ algorithm from the LogGP model that the same run fits (PRTT over shm on 2 ranks)
 
 Rounds interleave everything, medians over rounds are shown. Ranks above the CPUs are
 oversubscribed, which the section says. Writes the section ``bench:<section>`` of
-docs/BENCHMARKS.md and the raw results (results.json, model-loggp.json) in the raw folder.
+docs/BENCHMARKS.md and the raw results (results.json, model-loggp.json, model-flags.json and
+each round's flagprtt-<k>.jsonl) in the raw folder.
 Exit status: 0 done, 1 a run failed, 2 bad usage. Benchmarks never run in CI.
 """
 
@@ -32,6 +37,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
 
+from railgauge.fit.flags import fit_flags, read_flag_records
 from railgauge.fit.loggp import fit_loggp
 from railgauge.launcher import launch
 from railgauge.measurements import read_measurements
@@ -140,6 +146,30 @@ def fit_model(raw: Path) -> Path:
     return model
 
 
+def flag_round(raw: Path, k: int, ranks: int) -> dict[str, Any]:
+    """One flagprtt run (ranks ranks, at most one per CPU) and its fit."""
+    out = raw / f"flagprtt-{k}.jsonl"
+    res = launch([find_tool("railgauge-bench"), "flagprtt", "--out", str(out)], ranks,
+                 transport="shm", timeout_s=300)
+    if res.returncode != 0:
+        raise RuntimeError(f"flagprtt: {res.failure}")
+    return fit_flags(read_flag_records(out), ranks=ranks)
+
+
+def flag_model(raw: Path, fits: list[dict[str, Any]]) -> Path:
+    """The run's flag model: the first round's document with the median over rounds of L, g
+    and call_us (the parameters the simulator and the predictions use)."""
+    doc = json.loads(json.dumps(fits[0]))
+    for key in ("L_us", "g_us"):
+        v = statistics.median(f["ranges"][0][key] for f in fits)
+        doc["ranges"][0][key] = doc["network"][key] = v
+    doc["call_us"] = statistics.median(f["call_us"] for f in fits)
+    doc["rounds"] = len(fits)
+    path = raw / "model-flags.json"
+    path.write_text(json.dumps(doc, indent=1) + "\n")
+    return path
+
+
 def measure(args: argparse.Namespace, raw: Path) -> dict[str, Any]:
     ranks = (sorted({int(x) for x in args.ranks.split(",")}) if args.ranks
              else list(range(2, args.max_ranks + 1)))
@@ -162,15 +192,19 @@ def measure(args: argparse.Namespace, raw: Path) -> dict[str, Any]:
                         r.predicted_us for r in tr.table if r.predicted_us is not None}
     floor = build_floor()
     rounds: list[dict[str, Any]] = []
+    fits: list[dict[str, Any]] = []
+    nproc = os.cpu_count() or 2
     for k in range(args.rounds):
         log(f"round {k + 1}/{args.rounds}")
         row: dict[str, Any] = {}
+        fits.append(flag_round(raw, k, max(2, min(max(ranks), nproc))))
         for P in ranks:
             for n, v in floor_barrier(floor, P, args.iterations).items():
                 row[f"floor nway:{n} {P}"] = v
             for alg in ALGORITHMS:
                 rec = rg_barrier_json(P, alg, args.iterations)
                 row[f"rg {alg} {P}"] = rec["median_us"]
+                row[f"impl {alg} {P}"] = rec.get("impl")
             for f in flavours:
                 row[f"{f} {P}"] = mpi_barrier(f, P, args.iterations)
                 if f in pmpis:
@@ -178,8 +212,34 @@ def measure(args: argparse.Namespace, raw: Path) -> dict[str, Any]:
                         row[f"pmpi-{f} {alg} {P}"] = mpi_barrier(f, P, args.iterations,
                                                                  pmpis[f], alg)
         rounds.append(row)
+    fmodel = flag_model(raw, fits)
+    fpred: dict[str, dict[str, float]] = {}
+    ftuned: dict[str, dict[str, Any]] = {}
+    for P in ranks:
+        tr = tune_barrier(P, fmodel, tool=sim, ns=(2, 3, 4), engine="flags")
+        ftuned[str(P)] = {"algorithm": tr.algorithm, "n": tr.n}
+        fpred[str(P)] = {(f"nway:{r.n}" if r.algorithm == "nway" else r.algorithm):
+                         r.predicted_us for r in tr.table if r.predicted_us is not None}
     return {"ranks": ranks, "flavours": flavours, "pmpi": sorted(pmpis), "pred": pred,
-            "tuned": tuned, "rounds": rounds}
+            "tuned": tuned, "rounds": rounds,
+            "flags": {"pred": fpred, "tuned": ftuned, "model": json.loads(fmodel.read_text())}}
+
+
+def on_flags(res: dict[str, Any], P: int) -> bool | None:
+    """Whether the runtime's barriers on P ranks ran on shared-memory flags in every round
+    (None: the raw data does not say)."""
+    impls = {r[k] for r in res["rounds"] for k in r if k.startswith("impl ") and
+             k.endswith(f" {P}")}
+    return None if not impls else impls == {"shm"}
+
+
+def model_for(res: dict[str, Any], P: int) -> tuple[dict[str, float], dict[str, Any], str]:
+    """The predictions, tuned choice and engine for P: the flag model's where the runtime
+    ran on flags and the run measured one, else the LogGP fit's."""
+    flags = res.get("flags")
+    if flags is not None and on_flags(res, P):
+        return flags["pred"][str(P)], flags["tuned"][str(P)], "flags"
+    return res["pred"][str(P)], res["tuned"][str(P)], "messages"
 
 
 def med(res: dict[str, Any], key: str) -> float | None:
@@ -236,7 +296,7 @@ def section(res: dict[str, Any], facts: dict[str, Any], name: str, command: str)
     verdict_tuned: list[bool] = []
     for P in ranks:
         vals = {a: med(res, f"rg {a} {P}") for a in ALGORITHMS}
-        t = res["tuned"][str(P)]
+        t = model_for(res, P)[1]
         tl = f"nway:{t['n']}" if t["algorithm"] == "nway" else t["algorithm"]
         tv = vals.get(tl)
         best = min(v for v in vals.values() if v is not None)
@@ -273,14 +333,33 @@ def section(res: dict[str, Any], facts: dict[str, Any], name: str, command: str)
             if ratio is not None and (not nproc or nproc >= P):
                 floor_ok.append(ratio <= 1.5)
             lines.append(f"| {P} | " + " | ".join(cells) + f" | {fmt(ratio)} |")
-    lines += ["", "Simulated from the LogGP fit of the same run (PRTT over shm, 2 ranks), "
-              "predicted / measured:", "",
-              "| P | " + " | ".join(ALGORITHMS) + " |", "|" + "---:|" * (1 + len(ALGORITHMS))]
+    engines = {P: model_for(res, P)[2] for P in ranks}
+    if "flags" not in res:
+        lines += ["", "This raw data has no flag model (it was measured before `railgauge-bench "
+                  "flagprtt`): the predictions and the tuned column are from the LogGP fit of "
+                  "the runtime's messages, although the runtime's barrier ran on "
+                  "shared-memory flags, whose gathers that fit overpredicts."]
+    if set(engines.values()) == {"flags"}:
+        fm = res["flags"]["model"]
+        lines += ["", "Simulated from the flag model of the same run (`railgauge-bench "
+                  "flagprtt` in every round, medians: L = "
+                  f"{fm['ranges'][0]['L_us']:.3f} us, o = 0, g = {fm['ranges'][0]['g_us']:.4f} "
+                  f"us, plus {fm['call_us']:.3f} us per barrier call; docs/coll.md), "
+                  "predicted / measured:", ""]
+    elif "flags" in set(engines.values()):
+        lines += ["", "Simulated from the flag model of the same run where the runtime ran on "
+                  "flags (P = " + ", ".join(str(P) for P in ranks if engines[P] == "flags") +
+                  "), else from its LogGP fit (PRTT over shm, 2 ranks), predicted / "
+                  "measured:", ""]
+    else:
+        lines += ["", "Simulated from the LogGP fit of the same run (PRTT over shm, 2 ranks), "
+                  "predicted / measured:", ""]
+    lines += ["| P | " + " | ".join(ALGORITHMS) + " |", "|" + "---:|" * (1 + len(ALGORITHMS))]
     within: list[bool] = []
     for P in ranks:
         cells = []
         for a in ALGORITHMS:
-            p = res["pred"][str(P)].get(a)
+            p = model_for(res, P)[0].get(a)
             m = med(res, f"rg {a} {P}")
             if p is None or m is None:
                 cells.append("-")

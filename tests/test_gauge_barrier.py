@@ -56,6 +56,16 @@ def test_gauge_without_barriers(tmp_path: Path, args: tuple[str, ...]) -> None:
     assert "<h2>Barriers</h2>" not in (out / "report.html").read_text()
 
 
+@pytest.mark.native
+def test_gauge_over_shm_writes_the_flag_model(tmp_path: Path) -> None:
+    doc, out = _gauge(tmp_path, "-n", "2")
+    flags = json.loads((out / "model-flags.json").read_text())
+    assert flags["engine"] == "flags" and flags["model"] == "loggp"
+    assert flags["ranges"][0]["L_us"] > 0 and flags["call_us"] > 0
+    assert doc["flags"] == flags
+    assert (out / "flagprtt.jsonl").exists() and (out / "model-loggp.json").exists()
+
+
 def test_barrier_text_and_headline() -> None:
     part = BarrierPart("measured", 4, "shm", rows=[BarrierRow("dissem", 2.0, 3.0, 1.0),
                                                    BarrierRow("linear", None, None, 0.5,

@@ -4,8 +4,10 @@ Plain functions that never print. `tune_barrier` simulates every algorithm of th
 family (linear, binomial, recdbl, dissem, and the n-way dissemination for n = 2 .. 7) on P
 ranks with the native simulator (`railgauge-sim barrier`, whose schedules are those the
 runtime runs: `native/src/coll/`), under the parameters of a fitted model
-(`model-loggp.json` from `railgauge fit`, per protocol range, or `model-lop.json` for LoP),
-and ranks them by predicted time. `barrier_curves` gives the predicted time against P for
+(`model-loggp.json` from `railgauge fit`, per protocol range, or `model-lop.json` for LoP,
+or the flag model `model-flags.json` of the shared-memory barrier that `railgauge gauge`
+writes over shm; `resolve_model` says which engine a file describes), and ranks them by
+predicted time. `barrier_curves` gives the predicted time against P for
 each candidate, for `plot_barrier_curves`. `tune_rxwin` suggests the receive window's W_init,
 W_max and RNR timer for a workload from the simulator (`railgauge-sim rxwin`, issue 9)."""
 
@@ -66,10 +68,15 @@ class TuneResult:
     n: int
     predicted_us: float
     table: list[TuneRow] = field(default_factory=list)
+    #: "messages" (a LogGP/LoP fit of the runtime's messages) or "flags" (the flag model of
+    #: the shared-memory barrier: predictions include its per-barrier call_us).
+    engine: str = "messages"
+    note: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"algorithm": self.algorithm, "n": self.n, "predicted_us": self.predicted_us,
-                "P": self.P, "model": self.model, "table": [asdict(r) for r in self.table]}
+                "P": self.P, "model": self.model, "engine": self.engine, "note": self.note,
+                "table": [asdict(r) for r in self.table]}
 
 
 def candidates(ns: tuple[int, ...] = DEFAULT_NS) -> list[Candidate]:
@@ -118,8 +125,62 @@ def _model_params(model: Path) -> dict[str, Any]:
         raise TuneError(str(exc), user=True) from None
 
 
+#: The engines of the runtime's barrier a model can describe (``--engine``).
+ENGINES = ("auto", "flags", "messages")
+FLAG_MODEL_NAME = "model-flags.json"
+
+
+def resolve_model(model: Path, engine: str = "auto") -> tuple[Path, str, str | None]:
+    """The model file to simulate, its engine and a note, by the rule of docs/coll.md:
+    ``auto`` takes the engine of the file given (a ``model-flags.json``: flags; any other
+    model: messages), and where a messaging model has a ``model-flags.json`` beside it (a
+    gauge report folder) the note says that the barrier over shm runs on flags and that
+    ``--engine flags`` uses it; ``flags`` takes the file given if it is a flag model, else
+    the ``model-flags.json`` beside it (an error where there is none); ``messages`` refuses
+    a flag model. Raises TuneError (user)."""
+    from railgauge.fit.flags import FlagFitError, load_flag_model, model_engine
+
+    if engine not in ENGINES:
+        raise TuneError(f"--engine {engine!r}: one of {', '.join(ENGINES)}", user=True)
+    model = Path(model)
+    if not model.is_file():
+        raise TuneError(f"no such file: {model}", user=True)
+    given = model_engine(model)
+    beside = model.parent / FLAG_MODEL_NAME
+    note = None
+    if engine == "messages" and given == "flags":
+        raise TuneError(f"{model} is a flag model; --engine messages needs a model of the "
+                        "runtime's messages (model-loggp.json or model-lop.json)", user=True)
+    if engine == "flags" and given != "flags":
+        if not beside.is_file():
+            raise TuneError(f"--engine flags: {model} is a model of messages and there is no "
+                            f"{FLAG_MODEL_NAME} beside it (railgauge gauge over shm writes "
+                            "one)", user=True)
+        note = f"engine flags: {beside} (beside {model.name})"
+        model, given = beside, "flags"
+    elif engine == "auto" and given == "messages" and beside.is_file():
+        note = (f"engine messages: {model.name} (the runtime's messages); the barrier over shm "
+                f"runs on flags, whose model {FLAG_MODEL_NAME} lies beside it: --engine flags "
+                "uses it")
+    if given == "flags":
+        try:
+            load_flag_model(model)
+        except FlagFitError as exc:
+            raise TuneError(str(exc), user=True) from None
+    return model, given, note
+
+
+def _call_us(model: Path, engine: str) -> float:
+    """The per-barrier constant of a flag model (0 for messages)."""
+    if engine != "flags":
+        return 0.0
+    from railgauge.fit.flags import load_flag_model
+
+    return float(load_flag_model(model).get("call_us") or 0.0)
+
+
 def tune_barrier(P: int, model: Path, *, tool: str,
-                 ns: tuple[int, ...] = DEFAULT_NS) -> TuneResult:
+                 ns: tuple[int, ...] = DEFAULT_NS, engine: str = "auto") -> TuneResult:
     """Simulates every candidate on P ranks under `model` and returns them ranked.
 
     Parameters
@@ -127,19 +188,25 @@ def tune_barrier(P: int, model: Path, *, tool: str,
     P:
         Number of ranks, >= 1.
     model:
-        A `model-loggp.json` or `model-lop.json` (`railgauge fit`).
+        A `model-loggp.json` or `model-lop.json` (`railgauge fit`), or a `model-flags.json`
+        (`railgauge gauge` over shm: the flag model).
     tool:
         Path of `railgauge-sim`.
     ns:
         The n of the n-way dissemination to try.
+    engine:
+        ``auto``, ``flags`` or ``messages``: which model of the barrier (`resolve_model`).
+        With flags every prediction is the makespan plus the model's ``call_us``.
     """
     if P < 1:
         raise TuneError(f"-P {P}: the number of ranks must be >= 1", user=True)
+    model, eng, note = resolve_model(model, engine)
     params = _model_params(model)
+    extra = _call_us(model, eng)
     cands = candidates(ns)
     results = _simulate_all(tool, params, [(c, P) for c in cands])
-    rows = [TuneRow(c.algorithm, c.n, t, note) for c, (t, note) in zip(cands, results,
-                                                                       strict=True)]
+    rows = [TuneRow(c.algorithm, c.n, None if t is None else t + extra, note_)
+            for c, (t, note_) in zip(cands, results, strict=True)]
     done = [r for r in rows if r.predicted_us is not None]
     if not done:
         raise TuneError(f"no barrier could be simulated on {P} ranks: {rows[0].note}",
@@ -151,19 +218,23 @@ def tune_barrier(P: int, model: Path, *, tool: str,
     assert best.predicted_us is not None
     return TuneResult(P=P, model=str(model), algorithm=best.algorithm, n=best.n,
                       predicted_us=best.predicted_us,
-                      table=done + [r for r in rows if r.predicted_us is None])
+                      table=done + [r for r in rows if r.predicted_us is None],
+                      engine=eng, note=note)
 
 
 def barrier_curves(Ps: list[int], model: Path, *, tool: str,
-                   ns: tuple[int, ...] = DEFAULT_NS) -> dict[str, list[tuple[int, float]]]:
+                   ns: tuple[int, ...] = DEFAULT_NS,
+                   engine: str = "auto") -> dict[str, list[tuple[int, float]]]:
     """Predicted time against P for each candidate (label -> [(P, us), ...]); points the
     simulator refuses (too large) are left out."""
+    model, eng, _ = resolve_model(model, engine)
     params = _model_params(model)
+    extra = _call_us(model, eng)
     jobs = [(c, P) for c in candidates(ns) for P in Ps]
     curves: dict[str, list[tuple[int, float]]] = {c.label: [] for c in candidates(ns)}
     for (cand, P), (t, _) in zip(jobs, _simulate_all(tool, params, jobs), strict=True):
         if t is not None:
-            curves[cand.label].append((P, t))
+            curves[cand.label].append((P, t + extra))
     return curves
 
 

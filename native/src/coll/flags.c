@@ -27,24 +27,50 @@ static uint64_t rg__now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-rg_status_t rg_coll_flags_layout(rg_coll_flags_t *f, const rg_coll_plan_t *pl, rg_err_t *err)
+/* Rank q's plan, for the layout: recomputed from the spec (a barrier) or
+ * taken from the caller's array (rg_coll_flags_layout_plans). */
+typedef struct rg__plans {
+    const rg_coll_plan_t *given;  /* P plans, or NULL: barrier plans of spec */
+    rg_coll_plan_t        other;  /* scratch for a recomputed plan */
+} rg__plans_t;
+
+static rg_status_t rg__plan_of(rg__plans_t *ps, const rg_coll_plan_t *pl, int q,
+                               const rg_coll_plan_t **out, rg_err_t *err)
 {
-    rg_coll_plan_t other;
-    rg_status_t    st = RG_OK;
-    uint32_t       r, i, j, k = 0, nsend = 0;
-    int            q, found;
+    if (ps->given != NULL) {
+        *out = &ps->given[q];
+        if ((*out)->P != pl->P || (*out)->rank != q) {
+            return rg_err_set(err, RG_ERR_INVALID, "flags: plan %d is rank %d's of %d ranks, "
+                              "not rank %d's of %d", q, (*out)->rank, (*out)->P, q, pl->P);
+        }
+        return RG_OK;
+    }
+    *out = &ps->other;
+    return rg_coll_barrier_plan(&ps->other, &pl->spec, pl->P, q, err);
+}
+
+/* The layout of pl among every rank's plans. The c-th send of a round to a
+ * peer (c = 0 unless the round sends to it more than once, which no barrier
+ * does) takes the line of the peer's c-th receive from this rank in that
+ * round. */
+static rg_status_t rg__layout(rg_coll_flags_t *f, const rg_coll_plan_t *pl, rg__plans_t *ps,
+                              rg_err_t *err)
+{
+    const rg_coll_plan_t *other = NULL;
+    rg_status_t           st = RG_OK;
+    uint32_t              r, i, j, c, k = 0, nsend = 0;
+    int                   q, found;
 
     memset(f, 0, sizeof(*f));
-    rg_coll_plan_init(&other);
     for (q = 0; q < pl->P && st == RG_OK; q++) {
-        st = rg_coll_barrier_plan(&other, &pl->spec, pl->P, q, err);
-        for (r = 0; st == RG_OK && r < other.nrounds; r++) {
-            if (other.rounds[r].nrecv > f->maxin) {
-                f->maxin = other.rounds[r].nrecv;
+        st = rg__plan_of(ps, pl, q, &other, err);
+        for (r = 0; st == RG_OK && r < other->nrounds; r++) {
+            if (other->rounds[r].nrecv > f->maxin) {
+                f->maxin = other->rounds[r].nrecv;
             }
         }
-        if (st == RG_OK && other.nrounds > f->nrounds) {
-            f->nrounds = other.nrounds;
+        if (st == RG_OK && other->nrounds > f->nrounds) {
+            f->nrounds = other->nrounds;
         }
     }
     for (r = 0; r < pl->nrounds; r++) {
@@ -55,12 +81,17 @@ rg_status_t rg_coll_flags_layout(rg_coll_flags_t *f, const rg_coll_plan_t *pl, r
         st = rg_err_set(err, RG_ERR_NOMEM, "barrier: no memory for %u sends", nsend);
     }
     for (r = 0; st == RG_OK && r < pl->nrounds; r++) {
+        const uint32_t off = pl->rounds[r].send_off;
+
         for (i = 0; st == RG_OK && i < pl->rounds[r].nsend; i++, k++) {
-            q  = pl->peers[pl->rounds[r].send_off + i];
-            st = rg_coll_barrier_plan(&other, &pl->spec, pl->P, q, err);
-            for (j = 0, found = 0; st == RG_OK && r < other.nrounds &&
-                                   j < other.rounds[r].nrecv; j++) {
-                if (other.peers[other.rounds[r].recv_off + j] == pl->rank) {
+            q = pl->peers[off + i];
+            for (j = 0, c = 0; j < i; j++) {
+                c += pl->peers[off + j] == q;
+            }
+            st = rg__plan_of(ps, pl, q, &other, err);
+            for (j = 0, found = 0; st == RG_OK && r < other->nrounds &&
+                                   j < other->rounds[r].nrecv; j++) {
+                if (other->peers[other->rounds[r].recv_off + j] == pl->rank && c-- == 0) {
                     f->send_line[k] = (uint32_t)(rg__line(f, q, r, j) / RG_COLL_FLAGS_LINE_WORDS);
                     found           = 1;
                     break;
@@ -73,13 +104,37 @@ rg_status_t rg_coll_flags_layout(rg_coll_flags_t *f, const rg_coll_plan_t *pl, r
             }
         }
     }
-    rg_coll_plan_fini(&other);
     if (st != RG_OK) {
         rg_coll_flags_fini(f);
         return st;
     }
     f->spin = RG__SPIN_POLLS;
     return RG_OK;
+}
+
+rg_status_t rg_coll_flags_layout(rg_coll_flags_t *f, const rg_coll_plan_t *pl, rg_err_t *err)
+{
+    rg__plans_t ps;
+    rg_status_t st;
+
+    ps.given = NULL;
+    rg_coll_plan_init(&ps.other);
+    st = rg__layout(f, pl, &ps, err);
+    rg_coll_plan_fini(&ps.other);
+    return st;
+}
+
+rg_status_t rg_coll_flags_layout_plans(rg_coll_flags_t *f, const rg_coll_plan_t *plans,
+                                       int rank, rg_err_t *err)
+{
+    rg__plans_t ps;
+
+    memset(f, 0, sizeof(*f));
+    if (plans == NULL || rank < 0 || rank >= plans[0].P) {
+        return rg_err_set(err, RG_ERR_RANGE, "flags: rank %d out of range of the plans", rank);
+    }
+    ps.given = plans;
+    return rg__layout(f, &plans[rank], &ps, err);
 }
 
 size_t rg_coll_flags_bytes(const rg_coll_flags_t *f, int P)
@@ -173,14 +228,17 @@ static inline void rg__post_round(const rg_coll_flags_t *f, uint32_t k, uint32_t
     }
 }
 
-rg_status_t rg_coll_flags_run(const rg_coll_flags_t *f, const rg_coll_plan_t *pl,
-                              uint32_t rounds, uint64_t epoch, uint64_t timeout_ns,
-                              uint32_t *round, int *peer)
+rg_status_t rg_coll_flags_run_range(const rg_coll_flags_t *f, const rg_coll_plan_t *pl,
+                                    uint32_t first, uint32_t end, uint64_t epoch,
+                                    uint64_t timeout_ns, uint32_t *round, int *peer)
 {
     uint64_t deadline;
     uint32_t r, i, k = 0;
 
-    for (r = 0; r < rounds && r < pl->nrounds; r++) {
+    for (r = 0; r < first && r < pl->nrounds; r++) {
+        k += pl->rounds[r].nsend;
+    }
+    for (r = first; r < end && r < pl->nrounds; r++) {
         const rg_coll_round_t *rd = &pl->rounds[r];
 
         deadline = 0;
@@ -198,4 +256,11 @@ rg_status_t rg_coll_flags_run(const rg_coll_flags_t *f, const rg_coll_plan_t *pl
         }
     }
     return RG_OK;
+}
+
+rg_status_t rg_coll_flags_run(const rg_coll_flags_t *f, const rg_coll_plan_t *pl,
+                              uint32_t rounds, uint64_t epoch, uint64_t timeout_ns,
+                              uint32_t *round, int *peer)
+{
+    return rg_coll_flags_run_range(f, pl, 0, rounds, epoch, timeout_ns, round, peer);
 }

@@ -32,6 +32,15 @@ typedef struct rg_coll_flags {
  * segment's shape and the line of each of this rank's sends. Local. */
 rg_status_t rg_coll_flags_layout(rg_coll_flags_t *f, const rg_coll_plan_t *pl, rg_err_t *err);
 
+/* The same for plans that need not be a barrier's (the flag round trips of
+ * railgauge-bench flagprtt): plans[q] is rank q's plan (P = plans[0].P of
+ * them, each with its P and rank set), this rank's is plans[rank]. Every send
+ * of round r must be matched by a receive of round r on its destination; a
+ * round may send to one peer more than once (its c-th send takes the peer's
+ * c-th receive from this rank). Local. */
+rg_status_t rg_coll_flags_layout_plans(rg_coll_flags_t *f, const rg_coll_plan_t *plans,
+                                       int rank, rg_err_t *err);
+
 /* The bytes of the segment every rank maps (0 for one rank). */
 size_t rg_coll_flags_bytes(const rg_coll_flags_t *f, int P);
 
@@ -45,6 +54,12 @@ void rg_coll_flags_attach(rg_coll_flags_t *f, void *seg, int P);
 rg_status_t rg_coll_flags_run(const rg_coll_flags_t *f, const rg_coll_plan_t *pl,
                               uint32_t rounds, uint64_t epoch, uint64_t timeout_ns,
                               uint32_t *round, int *peer);
+
+/* Runs rounds first .. end-1 of the plan only (the same epoch for all of a
+ * barrier's rounds); rg_coll_flags_run is first = 0. */
+rg_status_t rg_coll_flags_run_range(const rg_coll_flags_t *f, const rg_coll_plan_t *pl,
+                                    uint32_t first, uint32_t end, uint64_t epoch,
+                                    uint64_t timeout_ns, uint32_t *round, int *peer);
 
 void rg_coll_flags_fini(rg_coll_flags_t *f);
 

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "base/json.h"
+#include "bench.h"
 #include "base/stats.h"
 #include "base/timer.h"
 #include "boot/boot.h"
@@ -98,20 +99,6 @@ static void rg__usage(FILE *f)
         "                    the ranks span hosts)\n");
 }
 
-static int rg__parse_long(const char *text, long lo, long hi, long *out)
-{
-    char *end;
-    long  v;
-
-    errno = 0;
-    v = strtol(text, &end, 10);
-    if (end == text || *end != '\0' || errno != 0 || v < lo || v > hi) {
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
 static int rg__parse_args(int argc, char **argv, rg__bopts_t *o)
 {
     enum { O_ALG = 256, O_N, O_TRANSPORT, O_ITERS, O_WARMUP, O_SKEW, O_CHECK, O_SEED,
@@ -153,7 +140,7 @@ static int rg__parse_args(int argc, char **argv, rg__bopts_t *o)
             o->alg_text = optarg;
             break;
         case O_N:
-            if (rg__parse_long(optarg, 1, RG_COLL_NWAY_MAX, &v) != 0) {
+            if (rg_bench_parse_long(optarg, 1, RG_COLL_NWAY_MAX, &v) != 0) {
                 return rg__usage_error("--n must be an integer in 1..1024, not '%s'", optarg);
             }
             o->n = (int)v;
@@ -165,13 +152,13 @@ static int rg__parse_args(int argc, char **argv, rg__bopts_t *o)
             snprintf(o->transport, sizeof(o->transport), "%s", optarg);
             break;
         case O_ITERS:
-            if (rg__parse_long(optarg, 1, 1000000, &o->iters) != 0) {
+            if (rg_bench_parse_long(optarg, 1, 1000000, &o->iters) != 0) {
                 return rg__usage_error("--iterations must be an integer in 1..1000000, not "
                                        "'%s'", optarg);
             }
             break;
         case O_WARMUP:
-            if (rg__parse_long(optarg, 0, 1000000, &o->warmup) != 0) {
+            if (rg_bench_parse_long(optarg, 0, 1000000, &o->warmup) != 0) {
                 return rg__usage_error("--warmup must be an integer in 0..1000000, not '%s'",
                                        optarg);
             }
@@ -190,7 +177,7 @@ static int rg__parse_args(int argc, char **argv, rg__bopts_t *o)
             o->check = 1;
             break;
         case O_SEED:
-            if (rg__parse_long(optarg, 0, 0x7fffffff, &v) != 0) {
+            if (rg_bench_parse_long(optarg, 0, 0x7fffffff, &v) != 0) {
                 return rg__usage_error("--seed must be a non-negative integer, not '%s'", optarg);
             }
             o->seed = (unsigned)v;
@@ -205,7 +192,7 @@ static int rg__parse_args(int argc, char **argv, rg__bopts_t *o)
             }
             break;
         case O_DROP:
-            if (rg__parse_long(optarg, 0, 1000, &v) != 0) {
+            if (rg_bench_parse_long(optarg, 0, 1000, &v) != 0) {
                 return rg__usage_error("--drop-rounds must be an integer in 0..1000, not '%s'",
                                        optarg);
             }

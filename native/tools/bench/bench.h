@@ -115,6 +115,8 @@ double      rg_bench_elapsed_s(const rg_bench_t *bench);
  * into opts->sizes, sorted and without duplicates. 0 on success, else the
  * usage exit code after one line on stderr naming the problem. */
 int rg_bench_parse_sizes(const char *text, rg_bench_opts_t *opts);
+/* A whole number in lo .. hi (main.c): 0 and *out, else -1. */
+int rg_bench_parse_long(const char *text, long lo, long hi, long *out);
 int rg_bench_make_sweep(rg_bench_opts_t *opts, size_t lo, size_t hi, int per_octave);
 
 /* The message-rate and collective patterns (coll_patterns.c): msgrate,

@@ -36,6 +36,8 @@ static void rg__bench_usage(FILE *f)
         "             railgauge-bench alltoall --help)\n"
         "  barrier    latency of a barrier of coll/ (--algorithm linear|binomial|recdbl|\n"
         "             dissem|nway --n N; railgauge-bench barrier --help; docs/coll.md)\n"
+        "  flagprtt   PRTT round trips of signals over the barrier's shared-memory flags\n"
+        "             (the flag model; railgauge-bench flagprtt --help; docs/coll.md)\n"
         "  rxwin      workloads over the shared receive window (--pattern alltoall|halo2d|\n"
         "             halo3d|incast|mix; railgauge-bench rxwin --help; docs/rxwin.md)\n"
         "\n"
@@ -118,6 +120,20 @@ static int rg__bench_parse_double(const char *text, double lo, double hi, double
         return -1;
     }
     *out_p = v;
+    return 0;
+}
+
+int rg_bench_parse_long(const char *text, long lo, long hi, long *out)
+{
+    char *end;
+    long  v;
+
+    errno = 0;
+    v = strtol(text, &end, 10);
+    if (end == text || *end != '\0' || errno != 0 || v < lo || v > hi) {
+        return -1;
+    }
+    *out = v;
     return 0;
 }
 
@@ -269,7 +285,7 @@ static int rg__bench_parse_args(int argc, char **argv, rg_bench_opts_t *opts)
     if (strcmp(opts->pattern, "prtt") != 0 && strcmp(opts->pattern, "pingpong") != 0 &&
         strcmp(opts->pattern, "onen") != 0) {
         return rg__bench_usage_error("unknown pattern '%s' (known: prtt, pingpong, onen, bw, "
-                                     "msgrate, bcast, alltoall, barrier, rxwin)",
+                                     "msgrate, bcast, alltoall, barrier, flagprtt, rxwin)",
                                      opts->pattern);
     }
     onen = strcmp(opts->pattern, "onen") == 0;
@@ -435,6 +451,9 @@ int rg_bench_barrier_main(int argc, char **argv);
 /* The receive-window workloads (rxwin.c) run over the runtime too. */
 int rg_bench_rxwin_main(int argc, char **argv);
 
+/* Flag round trips (flagprtt.c): their own options and set-up. */
+int rg_bench_flagprtt_main(int argc, char **argv);
+
 /* Streaming bandwidth (bw.c): its own options and set-up. */
 int rg_bench_bw_main(int argc, char **argv);
 
@@ -453,6 +472,9 @@ int main(int argc, char **argv)
 
     if (argc >= 2 && strcmp(argv[1], "barrier") == 0) {
         return rg_bench_barrier_main(argc, argv);
+    }
+    if (argc >= 2 && strcmp(argv[1], "flagprtt") == 0) {
+        return rg_bench_flagprtt_main(argc, argv);
     }
     if (argc >= 2 && strcmp(argv[1], "rxwin") == 0) {
         return rg_bench_rxwin_main(argc, argv);

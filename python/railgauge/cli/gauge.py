@@ -113,6 +113,15 @@ def gauge(transport: str, quick: bool, min_size: int, max_size: int, n_msgs: int
         if barrier.reason:
             term.warn(f"barriers not measured: {barrier.reason}")
 
+    flags_path: Path | None = None
+    if plan.transport == "shm":
+        from railgauge.gauge_barrier import measure_flag_model
+
+        with term.status("flag model (the shared-memory barrier's signals)"):
+            flags_path, why = measure_flag_model(plan, ranks, out_dir)
+        if why is not None:
+            term.warn(f"flag model not measured: {why}")
+
     rails = None
     if rail_names is not None:
         from railgauge.gauge_rails import RailsGaugeError, measure_rails
@@ -136,7 +145,7 @@ def gauge(transport: str, quick: bool, min_size: int, max_size: int, n_msgs: int
         from railgauge.gauge_barrier import predict_barriers
 
         with term.status("simulating the barriers on the fit"):
-            predict_barriers(barrier, out_dir / "model-loggp.json")
+            predict_barriers(barrier, out_dir / "model-loggp.json", flags_path)
     if barrier is not None:
         (out_dir / "barrier.json").write_text(json.dumps(barrier.to_json(), indent=2) + "\n")
     with term.status("LoP fit and model comparison"):
@@ -161,6 +170,8 @@ def gauge(transport: str, quick: bool, min_size: int, max_size: int, n_msgs: int
     wall = time.monotonic() - t0
     if as_json:
         term.result(json.dumps({**model, **part.summary(),
+                                **({"flags": json.loads(flags_path.read_text())}
+                                   if flags_path is not None else {}),
                                 **({"barrier": barrier.to_json()} if barrier is not None
                                    else {}),
                                 **({"rails": rails.to_json()} if rails is not None

@@ -38,7 +38,14 @@ def tune() -> None:
 @click.option("-P", "P", type=click.IntRange(1, 1 << 26), required=True,
               help="Number of ranks.")
 @click.option("--model", "model", type=click.Path(dir_okay=False, path_type=Path),
-              required=True, help="model-loggp.json (or model-lop.json) from `railgauge fit`.")
+              required=True, help="model-loggp.json (or model-lop.json) from `railgauge fit`, "
+                                  "or model-flags.json from `railgauge gauge` over shm.")
+@click.option("--engine", type=click.Choice(("auto", "flags", "messages")), default="auto",
+              show_default=True,
+              help="The barrier's engine the model describes: auto = that of the file given "
+                   "(model-flags.json: the shared-memory flags; others: messages); flags "
+                   "takes the model-flags.json beside a messaging model (a gauge report "
+                   "folder); messages refuses a flag model.")
 @click.option("--max-n", type=click.IntRange(2, 64), default=7, show_default=True,
               help="Try the n-way dissemination with n = 2 .. this.")
 @click.option("--plot", "plot", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -46,7 +53,8 @@ def tune() -> None:
                    "every algorithm into this PNG.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print {algorithm, n, predicted_us, table} as JSON.")
-def barrier(P: int, model: Path, max_n: int, plot: Path | None, as_json: bool) -> int:
+def barrier(P: int, model: Path, engine: str, max_n: int, plot: Path | None,
+            as_json: bool) -> int:
     """Which barrier, and which n, for P ranks: every algorithm simulated on the model."""
     from railgauge.native import find_tool
     from railgauge.tune import (
@@ -60,16 +68,20 @@ def barrier(P: int, model: Path, max_n: int, plot: Path | None, as_json: bool) -
     ns = tuple(range(2, max_n + 1))
     with _tune_errors():
         tool = find_tool("railgauge-sim")
-        res = tune_barrier(P, model, tool=tool, ns=ns)
+        res = tune_barrier(P, model, tool=tool, ns=ns, engine=engine)
         if plot is not None:
-            curves = barrier_curves(plot_points(P), model, tool=tool, ns=ns)
+            curves = barrier_curves(plot_points(P), model, tool=tool, ns=ns, engine=engine)
             choice = f"nway:{res.n}" if res.algorithm == "nway" else res.algorithm
             plot_barrier_curves(curves, plot, title=f"barrier on the model {model.name}",
                                 choice=choice)
     if as_json:
         term.result(json.dumps(res.to_json()))
         return 0
-    term.result(f"barrier on {P} ranks, model {model}:")
+    term.result(f"barrier on {P} ranks, model {res.model} (engine {res.engine}"
+                + (", predictions include its per-barrier call cost" if res.engine == "flags"
+                   else "") + "):")
+    if res.note:
+        term.result(f"  note: {res.note}")
     term.result(f"  {'algorithm':<10s} {'n':>3s} {'predicted':>14s}")
     for row in res.table:
         t = f"{row.predicted_us:11.3f} us" if row.predicted_us is not None else "   (too large)"
