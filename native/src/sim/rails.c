@@ -161,11 +161,28 @@ static int jr_number(jr_t *j, double *v)
 
 static int jr_skip(jr_t *j, int depth);
 
+/* After a value inside an object or array: 1 and past a ',' when another
+ * follows, 0 and past `close` at its end, else -1 (failed). */
+static int jr_next(jr_t *j, char close)
+{
+    jr_ws(j);
+    if (j->p < j->end && *j->p == ',') {
+        j->p++;
+        return 1;
+    }
+    if (j->p < j->end && *j->p == close) {
+        j->p++;
+        return 0;
+    }
+    return close == '}' ? jr_fail(j, "',' or '}' expected") : jr_fail(j, "',' or ']' expected");
+}
+
 /* The members of an object (the opening brace read): each key, then calls
  * member(j, key, arg) with j->p at its value, which must read it. */
 static int jr_object(jr_t *j, int (*member)(jr_t *, const char *, void *), void *arg)
 {
     char key[64];
+    int  more;
 
     jr_ws(j);
     if (j->p < j->end && *j->p == '}') {
@@ -186,16 +203,9 @@ static int jr_object(jr_t *j, int (*member)(jr_t *, const char *, void *), void 
         if (member(j, key, arg) != 0) {
             return -1;
         }
-        jr_ws(j);
-        if (j->p < j->end && *j->p == ',') {
-            j->p++;
-            continue;
+        if ((more = jr_next(j, '}')) <= 0) {
+            return more;
         }
-        if (j->p < j->end && *j->p == '}') {
-            j->p++;
-            return 0;
-        }
-        return jr_fail(j, "',' or '}' expected");
     }
 }
 
@@ -209,7 +219,7 @@ static int skip_member(jr_t *j, const char *key, void *arg)
 static int jr_skip(jr_t *j, int depth)
 {
     char tmp[8];
-    int  d = depth + 1;
+    int  d = depth + 1, more;
 
     if (depth > 64) {
         return jr_fail(j, "nested too deep");
@@ -233,16 +243,9 @@ static int jr_skip(jr_t *j, int depth)
             if (jr_skip(j, d) != 0) {
                 return -1;
             }
-            jr_ws(j);
-            if (j->p < j->end && *j->p == ',') {
-                j->p++;
-                continue;
+            if ((more = jr_next(j, ']')) <= 0) {
+                return more;
             }
-            if (j->p < j->end && *j->p == ']') {
-                j->p++;
-                return 0;
-            }
-            return jr_fail(j, "',' or ']' expected");
         }
     case '"':
         return jr_string(j, tmp, sizeof(tmp));
@@ -262,7 +265,7 @@ static int jr_skip(jr_t *j, int depth)
 /* An array of elements, each read by elem(j, index, arg). */
 static int jr_array(jr_t *j, int (*elem)(jr_t *, int, void *), void *arg)
 {
-    int i = 0;
+    int i = 0, more;
 
     if (j->p >= j->end || *j->p != '[') {
         return jr_fail(j, "an array expected");
@@ -278,16 +281,9 @@ static int jr_array(jr_t *j, int (*elem)(jr_t *, int, void *), void *arg)
         if (elem(j, i, arg) != 0) {
             return -1;
         }
-        jr_ws(j);
-        if (j->p < j->end && *j->p == ',') {
-            j->p++;
-            continue;
+        if ((more = jr_next(j, ']')) <= 0) {
+            return more;
         }
-        if (j->p < j->end && *j->p == ']') {
-            j->p++;
-            return 0;
-        }
-        return jr_fail(j, "',' or ']' expected");
     }
 }
 
