@@ -7,8 +7,10 @@
  *
  * Each rank's inbox is a row of lines, one per (round, sender) of its plan;
  * a send is a store of the barrier's epoch into the peer's line, a receive a
- * spin on its own line until the epoch is there, then a sleep on it (futex,
- * shared) so that ranks that outnumber the CPUs hand theirs over.
+ * spin on its own line until the epoch is there (where ranks outnumber the
+ * CPUs, a short spin and then a millisecond of polls with sched_yield between
+ * them), then a sleep on it (futex, shared), so that ranks that outnumber the
+ * CPUs hand theirs over and a long wait costs no CPU.
  */
 #ifndef RG_COLL_FLAGS_H
 #define RG_COLL_FLAGS_H
@@ -25,7 +27,8 @@ typedef struct rg_coll_flags {
     uint64_t *lines;      /* P * nrounds * maxin lines (rg_coll_flags_bytes) */
     uint32_t  nrounds, maxin;
     uint32_t *send_line;  /* per send of the plan: its line in the segment */
-    unsigned  spin;       /* polls of a line before sleeping on it */
+    unsigned  spin;       /* polls of a line before yielding or sleeping */
+    uint64_t  yield_ns;   /* then polls with sched_yield for this long (0: none) */
 } rg_coll_flags_t;
 
 /* From every rank's plan (recomputed here from pl's spec, P and rank): the
