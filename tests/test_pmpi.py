@@ -147,3 +147,78 @@ def test_model_chooses_the_barrier(check_program: dict[str, str], flavour: str,
     assert "choice=nway:2" in res.stdout, res.stdout
     res = _run(check_program, flavour, 5, {**env, "RAILGAUGE_BARRIER": "linear"})
     assert res.returncode == 0 and "choice=linear" in res.stdout, res.stdout
+
+
+@pytest.mark.parametrize("flavour", MPI_FLAVOURS)
+def test_default_is_the_tuned_choice(check_program: dict[str, str], flavour: str) -> None:
+    """No setting: on one node the built-in flag model (L 0.265 us, o 0, g 0.0215 us) chooses
+    per size: one round of n-way for 3 ranks (nway:2, rank 0's half of the split) and 5
+    (nway:4); on messages, without a model of the network, dissemination."""
+    env = {"LD_PRELOAD": str(library(flavour)), "RAILGAUGE_PMPI_VERBOSE": "1"}
+    res = _run(check_program, flavour, 5, env)
+    assert res.returncode == 0, f"{res.failure}\n{res.stdout}\n{res.stderr}"
+    assert "choice=nway:2 shm=1" in res.stdout, res.stdout
+    assert ("railgauge-pmpi: a communicator of 5 ranks on one node: nway:4 on shared-memory "
+            "flags (the built-in flag model)") in res.stderr, res.stderr
+    res = _run(check_program, flavour, 5, {**env, "RAILGAUGE_BARRIER_SHM": "0"})
+    assert res.returncode == 0, f"{res.failure}\n{res.stdout}\n{res.stderr}"
+    assert "choice=dissem shm=0" in res.stdout, res.stdout
+    assert "5 ranks: dissem on MPI point-to-point (no model of the messages" in res.stderr
+
+
+@pytest.mark.parametrize("flavour", MPI_FLAVOURS)
+def test_model_directory_per_engine(check_program: dict[str, str], flavour: str,
+                                    tmp_path: Path) -> None:
+    """RAILGAUGE_MODEL=<the gauge's report>: model-flags.json for communicators on flags,
+    model-loggp.json for those on messages. Under the flag model here (L 1, o 0, g 5: a
+    further signal of a round costs more than a round) dissemination on 5 ranks (3 rounds of
+    one signal, 3 us) beats every wider schedule; the messaging model (L 10, o 2) chooses
+    nway:4 (one round) there. A directory with neither file fails MPI_Init."""
+    (tmp_path / "model-loggp.json").write_text(json.dumps({"model": "loggp", "ranges": [
+        {"from_bytes": 1, "L_us": 10.0, "o_us": 2.0, "g_us": 0.5}]}))
+    (tmp_path / "model-flags.json").write_text(json.dumps({
+        "model": "loggp", "engine": "flags",
+        "ranges": [{"from_bytes": 0, "L_us": 1.0, "o_us": 0.0, "g_us": 5.0}]}))
+    env = {"LD_PRELOAD": str(library(flavour)), "RAILGAUGE_MODEL": str(tmp_path),
+           "RAILGAUGE_PMPI_VERBOSE": "1"}
+    res = _run(check_program, flavour, 5, env)
+    assert res.returncode == 0, f"{res.failure}\n{res.stdout}\n{res.stderr}"
+    assert f"5 ranks on one node: dissem on shared-memory flags ({tmp_path}/model-flags.json)" \
+        in res.stderr, res.stderr
+    res = _run(check_program, flavour, 5, {**env, "RAILGAUGE_BARRIER_SHM": "0"})
+    assert res.returncode == 0, f"{res.failure}\n{res.stdout}\n{res.stderr}"
+    assert f"5 ranks: nway:4 on MPI point-to-point ({tmp_path}/model-loggp.json)" \
+        in res.stderr, res.stderr
+    (tmp_path / "model-loggp.json").unlink()
+    (tmp_path / "model-flags.json").unlink()
+    res = _run(check_program, flavour, 2, env)
+    assert res.returncode != 0 and "neither model-loggp.json nor model-flags.json" in res.stderr
+
+
+def _per_rank(flavour: str, prog: str, rank1_env: str) -> list[str]:
+    """A command that runs prog with the PMPI library, and on rank 1 only with rank1_env
+    (NAME=VALUE) too: a setting that differs between ranks."""
+    var = "OMPI_COMM_WORLD_RANK" if flavour == "openmpi" else "PMI_RANK"
+    script = (f'if [ "${var}" = 1 ]; then export {rank1_env}; fi; '
+              f'exec env LD_PRELOAD="$RG_TEST_PMPI" "$@"')
+    return ["/bin/sh", "-c", script, "sh", prog, str(ITERS), "200"]
+
+
+@pytest.mark.parametrize("flavour", MPI_FLAVOURS)
+def test_ranks_that_disagree(check_program: dict[str, str], flavour: str) -> None:
+    """Rank 0's choice is the communicator's, so a setting that differs on another rank
+    cannot split a barrier into two schedules; a bad setting on rank 1 alone fails
+    MPI_Init on every rank (no rank left waiting), and rank 1 says why."""
+    if flavour not in check_program:
+        pytest.fail(f"barrier_check did not build with {WRAPPERS[flavour]}")
+    env = {**sanitizer_env(), "RG_TEST_PMPI": str(library(flavour)),
+           "RAILGAUGE_BARRIER": "dissem"}
+    res = run_mpi(flavour, _per_rank(flavour, check_program[flavour],
+                                     "RAILGAUGE_BARRIER=linear"), 4, env=env, timeout_s=90)
+    assert res.returncode == 0, f"{res.failure}\n{res.stdout}\n{res.stderr}"
+    assert f"violations=0 barriers={ITERS} choice=dissem" in res.stdout, res.stdout
+    res = run_mpi(flavour, _per_rank(flavour, check_program[flavour],
+                                     "RAILGAUGE_BARRIER=nway:0"), 4, env=env, timeout_s=90)
+    assert res.returncode not in (0, 124), f"{res.failure}\n{res.stdout}\n{res.stderr}"
+    assert "railgauge-pmpi: rank 1: RAILGAUGE_BARRIER: " in res.stderr, res.stderr
+    assert res.stderr.count("railgauge-pmpi:") == 1, res.stderr

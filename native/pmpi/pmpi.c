@@ -17,19 +17,31 @@
  * MPI_Waitall per round.
  *
  * Settings, read at MPI_Init:
- *   RAILGAUGE_BARRIER  the algorithm: linear, binomial, recdbl, dissem,
- *                      nway:N (default dissem);
- *   RAILGAUGE_MODEL    a model-loggp.json (`railgauge gauge` or `railgauge
- *                      fit`): each communicator gets the barrier that LogP,
- *                      with the model's L, o and g for small messages,
- *                      predicts fastest for its size (see rg__pmpi_predict);
- *                      RAILGAUGE_BARRIER, where set too, wins.
+ *   RAILGAUGE_BARRIER  the algorithm for every communicator: linear, binomial,
+ *                      recdbl, dissem, nway:N;
+ *   RAILGAUGE_MODEL    a model file (model-loggp.json or model-flags.json of
+ *                      `railgauge gauge`) for every communicator, or the
+ *                      gauge's report directory: its model-flags.json for
+ *                      communicators on flags, its model-loggp.json for those
+ *                      on messages. Each communicator gets the barrier that
+ *                      LogP with the model's L, o and g for small messages
+ *                      predicts fastest for its size (rg__pmpi_predict).
  *                      `railgauge tune barrier` simulates the same choice in
  *                      full (and under LoP);
+ *   neither            the tuned choice still: on flags from the built-in
+ *                      flag model (rg__pmpi_flags_default); on messages,
+ *                      whose costs only a measurement of the network knows,
+ *                      dissemination;
  *   RAILGAUGE_BARRIER_SHM  auto (default): flags in shared memory where the
- *                      ranks share a node; 0: always messages.
- * A bad setting makes MPI_Init (and every MPI_Barrier after it) return
- * MPI_ERR_ARG, with one line on stderr from rank 0 naming it; nothing aborts.
+ *                      ranks share a node; 0: always messages;
+ *   RAILGAUGE_PMPI_VERBOSE=1  rank 0 of each communicator says, at its first
+ *                      barrier, which barrier it got, on which engine, why.
+ * RAILGAUGE_BARRIER wins over RAILGAUGE_MODEL. Rank 0's choice is its
+ * communicator's (broadcast when the communicator is set up), so ranks whose
+ * settings or files differ still run one schedule. A bad setting on any rank
+ * makes MPI_Init (and every MPI_Barrier after it) return MPI_ERR_ARG on every
+ * rank, with one line on stderr from the lowest such rank; nothing aborts,
+ * nothing hangs.
  * Intercommunicators keep the library's own barrier.
  */
 #include <errno.h>
@@ -38,6 +50,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "coll/flags.h"
 #include "coll/sched.h"
@@ -57,19 +70,38 @@ typedef struct rg_pmpi_comm {
     MPI_Status    *stats;
 } rg_pmpi_comm_t;
 
+/* A model's small-message LogP (us), for choosing a barrier. */
+typedef struct rg_pmpi_model {
+    int    have;
+    double L, o, g;
+    char   src[96];                       /* where it came from, for RAILGAUGE_PMPI_VERBOSE */
+} rg_pmpi_model_t;
+
+/* The engines a communicator's barrier can run on. */
+enum { RG_PMPI_MESSAGES = 0, RG_PMPI_FLAGS = 1 };
+
+/* The built-in flag model: what `railgauge gauge` over shm measured of the
+ * flags on its reference machine (docs/data/barrier-8/model-flags.json: L
+ * the exchange, o 0, g per further signal), for communicators on one node
+ * when RAILGAUGE_MODEL names none. Messages have no built-in model: their
+ * costs are the network's, which only a measurement knows. */
+static const rg_pmpi_model_t rg__pmpi_flags_default = {
+    1, 0.265, 0.0, 0.0215, "the built-in flag model"};
+
 /* The library's state: set at MPI_Init, read by every barrier. */
 static struct {
     int                    keyval;
     int                    init_err;      /* an MPI error code, or MPI_SUCCESS */
     rg_coll_barrier_spec_t spec;
+    int                    fixed;         /* RAILGAUGE_BARRIER set: spec for every comm */
     unsigned long          barriers;      /* barriers run by the schedule */
-    int                    tuned;         /* choose per communicator from the model */
     char                   choice[32];    /* the barrier of the last new communicator */
-    double                 L, o, g;       /* the model's small-message LogP, us */
+    rg_pmpi_model_t        model[2];      /* per engine (RG_PMPI_MESSAGES, RG_PMPI_FLAGS) */
     int                    shm;           /* RAILGAUGE_BARRIER_SHM: 1 auto, 0 off */
+    int                    verbose;       /* RAILGAUGE_PMPI_VERBOSE: each comm's choice */
     int                    last_shm;      /* the last new communicator got flags */
-} rg_pmpi = {MPI_KEYVAL_INVALID, MPI_SUCCESS, {RG_COLL_BARRIER_DISSEM, 1}, 0, 0, "", 0, 0, 0,
-             1, 0};
+} rg_pmpi = {MPI_KEYVAL_INVALID, MPI_SUCCESS, {RG_COLL_BARRIER_DISSEM, 1}, 0, 0, "",
+             {{0, 0, 0, 0, ""}, {0, 0, 0, 0, ""}}, 1, 0, 0};
 
 /* ---- RAILGAUGE_MODEL ------------------------------------------------------ */
 
@@ -96,8 +128,10 @@ static int rg__pmpi_number(const char *from, const char *key, double *out)
     return 0;
 }
 
-/* L, o and g of the model's first protocol range (small messages). */
-static int rg__pmpi_read_model(const char *path, char *why, size_t cap)
+/* L, o and g of the model's first protocol range (small messages) into *m;
+ * *flags 1 where the file is a flag model ("engine": "flags"). */
+static int rg__pmpi_read_model(const char *path, rg_pmpi_model_t *m, int *flags, char *why,
+                               size_t cap)
 {
     FILE       *f = fopen(path, "r");
     char       *text;
@@ -121,14 +155,18 @@ static int rg__pmpi_read_model(const char *path, char *why, size_t cap)
         text[n] = '\0';
         ranges  = strstr(text, "\"ranges\"");
         if (strstr(text, "\"model\": \"loggp\"") == NULL || ranges == NULL) {
-            snprintf(why, cap, "it is not a model-loggp.json (`railgauge gauge` writes one; "
-                     "for a LoP model use `railgauge tune barrier` and RAILGAUGE_BARRIER)");
-        } else if (rg__pmpi_number(ranges, "\"L_us\"", &rg_pmpi.L) != 0 ||
-                   rg__pmpi_number(ranges, "\"o_us\"", &rg_pmpi.o) != 0 ||
-                   rg__pmpi_number(ranges, "\"g_us\"", &rg_pmpi.g) != 0 ||
-                   rg_pmpi.L < 0 || rg_pmpi.o < 0 || rg_pmpi.g < 0) {
+            snprintf(why, cap, "it is not a model-loggp.json or model-flags.json (`railgauge "
+                     "gauge` writes them; for a LoP model use `railgauge tune barrier` and "
+                     "RAILGAUGE_BARRIER)");
+        } else if (rg__pmpi_number(ranges, "\"L_us\"", &m->L) != 0 ||
+                   rg__pmpi_number(ranges, "\"o_us\"", &m->o) != 0 ||
+                   rg__pmpi_number(ranges, "\"g_us\"", &m->g) != 0 ||
+                   m->L < 0 || m->o < 0 || m->g < 0) {
             snprintf(why, cap, "its first range has no finite L_us, o_us and g_us >= 0");
         } else {
+            *flags  = strstr(text, "\"engine\": \"flags\"") != NULL;
+            m->have = 1;
+            snprintf(m->src, sizeof(m->src), "%s", path);
             rc = 0;
         }
     }
@@ -137,14 +175,60 @@ static int rg__pmpi_read_model(const char *path, char *why, size_t cap)
     return rc;
 }
 
+/* RAILGAUGE_MODEL: a model file (for every communicator), or a directory
+ * (the report of `railgauge gauge`): its model-flags.json for communicators
+ * on flags, its model-loggp.json for those on messages (and on flags where
+ * it has no flag model). */
+static int rg__pmpi_models(const char *path, char *why, size_t cap)
+{
+    static const char *const names[2] = {"model-loggp.json", "model-flags.json"};
+    rg_pmpi_model_t m[2];
+    struct stat     sb;
+    char            file[4096], sub[200];
+    int             i, flags = 0;
+
+    memset(m, 0, sizeof(m));
+    if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        if (rg__pmpi_read_model(path, &m[0], &flags, why, cap) != 0) {
+            return -1;
+        }
+        rg_pmpi.model[RG_PMPI_MESSAGES] = m[0];
+        rg_pmpi.model[RG_PMPI_FLAGS]    = m[0];
+        return 0;
+    }
+    for (i = 0; i < 2; i++) {
+        snprintf(file, sizeof(file), "%s/%s", path, names[i]);
+        if (stat(file, &sb) != 0) {
+            continue;
+        }
+        if (rg__pmpi_read_model(file, &m[i], &flags, sub, sizeof(sub)) != 0) {
+            snprintf(why, cap, "%s: %s", names[i], sub);
+            return -1;
+        }
+        if (flags != i) {
+            snprintf(why, cap, "%s is a model of %s", names[i], flags ? "flags" : "messages");
+            return -1;
+        }
+    }
+    if (!m[0].have && !m[1].have) {
+        snprintf(why, cap, "a directory with neither model-loggp.json nor model-flags.json "
+                 "(`railgauge gauge --out DIR` writes them)");
+        return -1;
+    }
+    rg_pmpi.model[RG_PMPI_MESSAGES] = m[0];
+    rg_pmpi.model[RG_PMPI_FLAGS]    = m[1].have ? m[1] : m[0];
+    return 0;
+}
+
 /* The barrier's time under LogP, round by round: a rank that sends s and
  * receives k messages in a round is busy (s-1) max(o, g) + o sending, sees
  * its first message o + L after the round starts and handles each for o;
  * a round lasts as long as its busiest rank. For the symmetric schedules
  * (dissemination, n-way) this is the closed form of docs/coll.md. */
-static double rg__pmpi_predict(const rg_coll_barrier_spec_t *spec, int P, rg_coll_plan_t *tmp)
+static double rg__pmpi_predict(const rg_pmpi_model_t *m, const rg_coll_barrier_spec_t *spec,
+                               int P, rg_coll_plan_t *tmp)
 {
-    double   o = rg_pmpi.o, L = rg_pmpi.L, gap = rg_pmpi.g > o ? rg_pmpi.g : o;
+    double   o = m->o, L = m->L, gap = m->g > o ? m->g : o;
     double   total = 0, *cost;
     uint32_t R = rg_coll_barrier_rounds(spec, P), r;
     rg_err_t err;
@@ -179,7 +263,7 @@ static double rg__pmpi_predict(const rg_coll_barrier_spec_t *spec, int P, rg_col
 }
 
 /* The fastest barrier for P ranks under the model (ties: the simpler). */
-static rg_coll_barrier_spec_t rg__pmpi_choose(int P)
+static rg_coll_barrier_spec_t rg__pmpi_choose(const rg_pmpi_model_t *m, int P)
 {
     static const rg_coll_barrier_alg_t fixed[] = {
         RG_COLL_BARRIER_LINEAR, RG_COLL_BARRIER_BINOMIAL, RG_COLL_BARRIER_RECDBL,
@@ -193,7 +277,7 @@ static rg_coll_barrier_spec_t rg__pmpi_choose(int P)
     for (i = 0; i < 4 + 6; i++) {
         c.alg = i < 4 ? fixed[i] : RG_COLL_BARRIER_NWAY;
         c.n   = i < 4 ? (fixed[i] == RG_COLL_BARRIER_DISSEM ? 1 : 0) : i - 2;  /* 2 .. 7 */
-        t     = rg__pmpi_predict(&c, P, &tmp);
+        t     = rg__pmpi_predict(m, &c, P, &tmp);
         if (t < tbest) {
             tbest = t;
             best  = c;
@@ -245,52 +329,72 @@ static int rg__pmpi_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
     return MPI_SUCCESS;
 }
 
-/* Reads the settings; on a bad one, rank 0 says so and the code is kept. */
-static int rg__pmpi_setup(void)
+/* Reads this rank's settings: MPI_SUCCESS, or MPI_ERR_ARG with the reason in
+ * why. */
+static int rg__pmpi_settings(char *why, size_t cap)
 {
     const char *text = getenv("RAILGAUGE_BARRIER");
     const char *model = getenv("RAILGAUGE_MODEL");
     const char *shm = getenv("RAILGAUGE_BARRIER_SHM");
+    const char *verbose = getenv("RAILGAUGE_PMPI_VERBOSE");
+    char        sub[300];
     rg_err_t    err;
-    int         rank = 0, rc;
 
-    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    rg_pmpi.init_err = MPI_SUCCESS;
-    rg_pmpi.tuned = 0;
+    rg_pmpi.fixed = 0;
     rg_pmpi.shm = 1;
+    rg_pmpi.verbose = verbose != NULL && verbose[0] != '\0' && strcmp(verbose, "0") != 0;
+    rg_pmpi.model[RG_PMPI_MESSAGES].have = 0;
+    rg_pmpi.model[RG_PMPI_FLAGS] = rg__pmpi_flags_default;
     if (shm != NULL && shm[0] != '\0') {
         if (strcmp(shm, "0") == 0) {
             rg_pmpi.shm = 0;
         } else if (strcmp(shm, "auto") != 0 && strcmp(shm, "1") != 0) {
-            if (rank == 0) {
-                fprintf(stderr, "railgauge-pmpi: RAILGAUGE_BARRIER_SHM=%s: expected auto, 1 "
-                        "or 0\n", shm);
-            }
-            rg_pmpi.init_err = MPI_ERR_ARG;
-            return rg_pmpi.init_err;
+            snprintf(why, cap, "RAILGAUGE_BARRIER_SHM=%s: expected auto, 1 or 0", shm);
+            return MPI_ERR_ARG;
         }
     }
-    if (model != NULL && model[0] != '\0' && (text == NULL || text[0] == '\0')) {
-        char why[200];
-
-        if (rg__pmpi_read_model(model, why, sizeof(why)) != 0) {
-            if (rank == 0) {
-                fprintf(stderr, "railgauge-pmpi: RAILGAUGE_MODEL=%s: %s\n", model, why);
-            }
-            rg_pmpi.init_err = MPI_ERR_ARG;
-            return rg_pmpi.init_err;
-        }
-        rg_pmpi.tuned = 1;
+    if (model != NULL && model[0] != '\0' && (text == NULL || text[0] == '\0') &&
+        rg__pmpi_models(model, sub, sizeof(sub)) != 0) {
+        snprintf(why, cap, "RAILGAUGE_MODEL=%s: %s", model, sub);
+        return MPI_ERR_ARG;
     }
     if (text != NULL && text[0] != '\0') {
         if (rg_coll_barrier_parse(text, 0, &rg_pmpi.spec, &err) != RG_OK) {
-            if (rank == 0) {
-                fprintf(stderr, "railgauge-pmpi: RAILGAUGE_BARRIER: %s\n",
-                        rg_err_message(&err));
-            }
-            rg_pmpi.init_err = MPI_ERR_ARG;
-            return rg_pmpi.init_err;
+            snprintf(why, cap, "RAILGAUGE_BARRIER: %s", rg_err_message(&err));
+            return MPI_ERR_ARG;
         }
+        rg_pmpi.fixed = 1;
+    }
+    return MPI_SUCCESS;
+}
+
+/* The settings of every rank, or an error on every rank alike: a rank whose
+ * settings are bad must not leave the others waiting in a barrier it will
+ * never run. The lowest such rank says why, in one line. */
+static int rg__pmpi_setup(void)
+{
+    char why[400] = "";
+    int  rank = 0, size = 1, bad, first = 0, rc;
+
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    PMPI_Comm_size(MPI_COMM_WORLD, &size);
+    rg_pmpi.init_err = MPI_SUCCESS;
+    bad = rg__pmpi_settings(why, sizeof(why)) != MPI_SUCCESS ? rank : size;
+    rc = PMPI_Allreduce(&bad, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (rc != MPI_SUCCESS) {
+        rg_pmpi.init_err = rc;
+        return rc;
+    }
+    if (first < size) {
+        if (rank == first) {
+            if (rank == 0) {
+                fprintf(stderr, "railgauge-pmpi: %s\n", why);
+            } else {
+                fprintf(stderr, "railgauge-pmpi: rank %d: %s\n", rank, why);
+            }
+        }
+        rg_pmpi.init_err = MPI_ERR_ARG;
+        return rg_pmpi.init_err;
     }
     rc = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, rg__pmpi_delete, &rg_pmpi.keyval, NULL);
     if (rc != MPI_SUCCESS) {
@@ -335,34 +439,45 @@ RG_PMPI_EXPORT int MPI_Finalize(void)
     return PMPI_Finalize();
 }
 
-/* Flags in a shared window where every rank of comm is on this node
- * (collective over comm). Leaves c->win MPI_WIN_NULL where they are not, or
- * where the window cannot be had: the barrier then uses messages. */
-static int rg__pmpi_shm(MPI_Comm comm, rg_pmpi_comm_t *c, int size, int rank)
+/* *node: comm's ranks on this node (MPI_COMM_TYPE_SHARED, in comm's order);
+ * *all 1 where that is every rank of comm on every rank (collective). */
+static int rg__pmpi_one_node(MPI_Comm comm, int size, int rank, MPI_Comm *node, int *all)
 {
-    MPI_Comm node = MPI_COMM_NULL;
-    MPI_Aint bytes, got;
-    rg_err_t err;
-    void    *base = NULL;
-    int      rc, nsize = 0, nrank = -1, unit, all = 0, mine;
+    int rc, nsize = 0, nrank = -1, mine;
 
-    rc = PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    *all = 0;
+    rc = PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, node);
     if (rc != MPI_SUCCESS) {
         return rc;
     }
-    if ((rc = PMPI_Comm_size(node, &nsize)) != MPI_SUCCESS ||
-        (rc = PMPI_Comm_rank(node, &nrank)) != MPI_SUCCESS) {
-        PMPI_Comm_free(&node);
+    if ((rc = PMPI_Comm_size(*node, &nsize)) != MPI_SUCCESS ||
+        (rc = PMPI_Comm_rank(*node, &nrank)) != MPI_SUCCESS) {
+        PMPI_Comm_free(node);
         return rc;
     }
-    /* Every rank on one node, in comm's order (key 0 keeps it); and every
-     * rank has its layout. */
-    mine = nsize == size && nrank == rank &&
-           rg_coll_flags_layout(&c->flags, &c->plan, &err) == RG_OK;
+    mine = nsize == size && nrank == rank;
+    rc = PMPI_Allreduce(&mine, all, 1, MPI_INT, MPI_LAND, comm);
+    if (rc != MPI_SUCCESS || !*all) {
+        *all = 0;
+        PMPI_Comm_free(node);
+    }
+    return rc;
+}
+
+/* Flags in a shared window over node (every rank of comm; collective).
+ * Leaves c->win MPI_WIN_NULL where the layout or the window cannot be had:
+ * the barrier then uses messages, on every rank alike. */
+static int rg__pmpi_shm(MPI_Comm comm, MPI_Comm node, rg_pmpi_comm_t *c, int size, int rank)
+{
+    MPI_Aint bytes, got = 0;
+    rg_err_t err;
+    void    *base = NULL;
+    int      rc, unit, all = 0, mine;
+
+    mine = rg_coll_flags_layout(&c->flags, &c->plan, &err) == RG_OK;
     rc = PMPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_LAND, comm);
     if (rc != MPI_SUCCESS || !all) {
         rg_coll_flags_fini(&c->flags);
-        PMPI_Comm_free(&node);
         return rc;
     }
     bytes = (MPI_Aint)rg_coll_flags_bytes(&c->flags, size);
@@ -371,9 +486,6 @@ static int rg__pmpi_shm(MPI_Comm comm, rg_pmpi_comm_t *c, int size, int rank)
     if (rc == MPI_SUCCESS) {
         rc = PMPI_Win_shared_query(c->win, 0, &got, &unit, &base);
     }
-    PMPI_Comm_free(&node);
-    /* A library that cannot give the window (where errors return) leaves the
-     * barrier on messages, on every rank alike. */
     mine = rc == MPI_SUCCESS && got >= bytes && base != NULL;
     rc = PMPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_LAND, comm);
     if (rc != MPI_SUCCESS || !all) {
@@ -391,14 +503,38 @@ static int rg__pmpi_shm(MPI_Comm comm, rg_pmpi_comm_t *c, int size, int rank)
     return PMPI_Barrier(comm);
 }
 
+/* The barrier of a communicator of size ranks on the engine: RAILGAUGE_BARRIER,
+ * else the model's choice for the engine, else dissemination. *why names the
+ * source. */
+static rg_coll_barrier_spec_t rg__pmpi_spec(int engine, int size, const char **why)
+{
+    static const rg_coll_barrier_spec_t dissem = {RG_COLL_BARRIER_DISSEM, 1};
+
+    if (rg_pmpi.fixed) {
+        *why = "RAILGAUGE_BARRIER";
+        return rg_pmpi.spec;
+    }
+    if (rg_pmpi.model[engine].have) {
+        *why = rg_pmpi.model[engine].src;
+        return rg__pmpi_choose(&rg_pmpi.model[engine], size);
+    }
+    *why = "no model of the messages (RAILGAUGE_MODEL): dissemination";
+    return dissem;
+}
+
 /* The communicator's cached state, made on its first barrier (collective:
- * every rank of comm is in that barrier). */
+ * every rank of comm is in that barrier). The engine is settled first (flags
+ * where every rank is on this node), then the barrier for it; rank 0's
+ * choice is the communicator's, so that ranks whose settings or model files
+ * differ still run one schedule. */
 static int rg__pmpi_comm(MPI_Comm comm, rg_pmpi_comm_t **c_p)
 {
     rg_pmpi_comm_t        *c;
     rg_coll_barrier_spec_t spec;
     rg_err_t               err;
-    int                    flag = 0, rc, size, rank;
+    MPI_Comm               node = MPI_COMM_NULL;
+    const char            *why = "";
+    int                    flag = 0, rc, size, rank, one = 0, engine, wire[2];
 
     rc = PMPI_Comm_get_attr(comm, rg_pmpi.keyval, &c, &flag);
     if (rc != MPI_SUCCESS) {
@@ -419,7 +555,19 @@ static int rg__pmpi_comm(MPI_Comm comm, rg_pmpi_comm_t **c_p)
         (rc = PMPI_Comm_rank(comm, &rank)) != MPI_SUCCESS) {
         goto fail;
     }
-    spec = rg_pmpi.tuned ? rg__pmpi_choose(size) : rg_pmpi.spec;
+    if (rg_pmpi.shm && size > 1 &&
+        (rc = rg__pmpi_one_node(comm, size, rank, &node, &one)) != MPI_SUCCESS) {
+        goto fail;
+    }
+    engine  = one ? RG_PMPI_FLAGS : RG_PMPI_MESSAGES;
+    spec    = rg__pmpi_spec(engine, size, &why);
+    wire[0] = (int)spec.alg;
+    wire[1] = spec.n;
+    if ((rc = PMPI_Bcast(wire, 2, MPI_INT, 0, comm)) != MPI_SUCCESS) {
+        goto fail;
+    }
+    spec.alg = (rg_coll_barrier_alg_t)wire[0];
+    spec.n   = wire[1];
     rg_coll_barrier_format(&spec, rg_pmpi.choice, sizeof(rg_pmpi.choice));
     if (rg_coll_barrier_plan(&c->plan, &spec, size, rank, &err) != RG_OK) {
         fprintf(stderr, "railgauge-pmpi: rank %d: %s\n", rank, rg_err_message(&err));
@@ -435,16 +583,27 @@ static int rg__pmpi_comm(MPI_Comm comm, rg_pmpi_comm_t **c_p)
     if ((rc = PMPI_Comm_dup(comm, &c->dup)) != MPI_SUCCESS) {
         goto fail;
     }
-    if (rg_pmpi.shm && (rc = rg__pmpi_shm(comm, c, size, rank)) != MPI_SUCCESS) {
+    if (one && (rc = rg__pmpi_shm(comm, node, c, size, rank)) != MPI_SUCCESS) {
         goto fail;
     }
     rg_pmpi.last_shm = c->win != MPI_WIN_NULL;
+    if (rg_pmpi.verbose && rank == 0) {
+        fprintf(stderr, "railgauge-pmpi: a communicator of %d ranks%s: %s on %s (%s)\n", size,
+                one ? " on one node" : "", rg_pmpi.choice,
+                rg_pmpi.last_shm ? "shared-memory flags" : "MPI point-to-point", why);
+    }
     if ((rc = PMPI_Comm_set_attr(comm, rg_pmpi.keyval, c)) != MPI_SUCCESS) {
         goto fail;
+    }
+    if (node != MPI_COMM_NULL) {
+        PMPI_Comm_free(&node);
     }
     *c_p = c;
     return MPI_SUCCESS;
 fail:
+    if (node != MPI_COMM_NULL) {
+        PMPI_Comm_free(&node);
+    }
     rg__pmpi_delete(comm, rg_pmpi.keyval, c, NULL);
     return rc;
 }
