@@ -23,7 +23,8 @@ from railgauge.fit.flags import (
 from railgauge.sim import params_from_model
 from railgauge.tune import TuneError, resolve_model, tune_barrier
 
-TRUE = {"L": 0.25, "g": 0.02, "clock": 0.02, "call": 0.03, "o_s": 0.17, "o_r": 0.12}
+TRUE = {"L": 0.17, "duplex": 0.08, "g": 0.02, "clock": 0.02, "call": 0.03, "o_s": 0.1,
+        "o_r": 0.07}
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -44,6 +45,7 @@ def test_fit_recovers_the_parameters(writers: int) -> None:
     doc = fit_flags(recs, ranks=writers + 1)
     rng = doc["ranges"][0]
     assert rng["L_us"] == pytest.approx(TRUE["L"])
+    assert rng["duplex_us"] == pytest.approx(TRUE["duplex"])
     assert rng["o_us"] == 0.0
     # g: the largest per-signal slope, the k writers' where there are some.
     assert rng["g_us"] == pytest.approx(0.05 if writers > 1 else TRUE["g"])
@@ -51,12 +53,13 @@ def test_fit_recovers_the_parameters(writers: int) -> None:
     paper = doc["paper"]
     assert paper["o_s_us"] == pytest.approx(TRUE["o_s"])
     assert paper["o_r_us"] == pytest.approx(TRUE["o_r"])
-    assert paper["L_us"] == pytest.approx(0.0, abs=1e-12)  # 2(o_s + o_r) is the round trip
+    assert paper["L_us"] == pytest.approx(0.0, abs=1e-12)  # L = o_s + o_r here
     assert doc["engine"] == "flags" and doc["model"] == "loggp"
     assert (doc["measured"]["read_slope_k_writers_us"] is None) == (writers == 1)
     # The simulator takes it as any LogGP model.
     p = params_from_model_doc(doc)
     assert p["ranges"][0][1:4] == (pytest.approx(TRUE["L"]), 0.0, pytest.approx(rng["g_us"]))
+    assert p["duplex"] == pytest.approx(TRUE["duplex"])
 
 
 def params_from_model_doc(doc: dict) -> dict:
@@ -102,8 +105,9 @@ def test_tune_on_a_flag_model(tmp_path: Path) -> None:
     res = tune_barrier(2, model, tool=find_native_tool("railgauge-sim"), ns=(2, 3))
     assert res.engine == "flags" and res.note is None
     pred = {r.algorithm: r.predicted_us for r in res.table}
-    # o = 0: one round is L, the ping-pong two; every prediction adds call_us.
-    assert pred["dissem"] == pytest.approx(TRUE["L"] + TRUE["call"])
+    # o = 0: an exchange (both ranks signal at once) is L + duplex, the ping-pong of the
+    # linear barrier two signals one way at a time, 2L; every prediction adds call_us.
+    assert pred["dissem"] == pytest.approx(TRUE["L"] + TRUE["duplex"] + TRUE["call"])
     assert pred["linear"] == pytest.approx(2 * TRUE["L"] + TRUE["call"])
     assert res.algorithm in ("recdbl", "dissem", "nway")
 

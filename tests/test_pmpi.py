@@ -151,7 +151,7 @@ def test_model_chooses_the_barrier(check_program: dict[str, str], flavour: str,
 
 @pytest.mark.parametrize("flavour", MPI_FLAVOURS)
 def test_default_is_the_tuned_choice(check_program: dict[str, str], flavour: str) -> None:
-    """No setting: on one node the built-in flag model (L 0.265 us, o 0, g 0.0215 us) chooses
+    """No setting: on one node the built-in flag model (L 0.17 us, duplex 0.07, g 0.0114) chooses
     per size: one round of n-way for 3 ranks (nway:2, rank 0's half of the split) and 5
     (nway:4); on messages, without a model of the network, dissemination."""
     env = {"LD_PRELOAD": str(library(flavour)), "RAILGAUGE_PMPI_VERBOSE": "1"}
@@ -171,19 +171,22 @@ def test_model_directory_per_engine(check_program: dict[str, str], flavour: str,
                                     tmp_path: Path) -> None:
     """RAILGAUGE_MODEL=<the gauge's report>: model-flags.json for communicators on flags,
     model-loggp.json for those on messages. Under the flag model here (L 1, o 0, g 5: a
-    further signal of a round costs more than a round) dissemination on 5 ranks (3 rounds of
-    one signal, 3 us) beats every wider schedule; the messaging model (L 10, o 2) chooses
-    nway:4 (one round) there. A directory with neither file fails MPI_Init."""
+    further signal of a round costs more than a round; duplex 2: a signal while the receiver
+    signals too costs 3) the binomial tree on 5 ranks (6 rounds one way, 6 us) beats
+    dissemination (3 exchanges, 9 us) and every wider schedule; without the duplex term
+    dissemination (3 us) would win. The messaging model (L 10, o 2) chooses nway:4 (one
+    round) there. A directory with neither file fails MPI_Init."""
     (tmp_path / "model-loggp.json").write_text(json.dumps({"model": "loggp", "ranges": [
         {"from_bytes": 1, "L_us": 10.0, "o_us": 2.0, "g_us": 0.5}]}))
     (tmp_path / "model-flags.json").write_text(json.dumps({
         "model": "loggp", "engine": "flags",
-        "ranges": [{"from_bytes": 0, "L_us": 1.0, "o_us": 0.0, "g_us": 5.0}]}))
+        "ranges": [{"from_bytes": 0, "L_us": 1.0, "o_us": 0.0, "g_us": 5.0,
+                    "duplex_us": 2.0}]}))
     env = {"LD_PRELOAD": str(library(flavour)), "RAILGAUGE_MODEL": str(tmp_path),
            "RAILGAUGE_PMPI_VERBOSE": "1"}
     res = _run(check_program, flavour, 5, env)
     assert res.returncode == 0, f"{res.failure}\n{res.stdout}\n{res.stderr}"
-    assert f"5 ranks on one node: dissem on shared-memory flags ({tmp_path}/model-flags.json)" \
+    assert f"5 ranks on one node: binomial on shared-memory flags ({tmp_path}/model-flags.json)" \
         in res.stderr, res.stderr
     res = _run(check_program, flavour, 5, {**env, "RAILGAUGE_BARRIER_SHM": "0"})
     assert res.returncode == 0, f"{res.failure}\n{res.stdout}\n{res.stderr}"

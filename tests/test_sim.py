@@ -212,6 +212,37 @@ def test_dissemination_logp_closed_form(P: int) -> None:
     assert all(t == pytest.approx(doc["makespan_us"], rel=1e-12) for t in doc["finish_us"])
 
 
+@pytest.mark.parametrize("P", [2, 3, 8, 13, 64, 1000])
+def test_duplex(P: int) -> None:
+    """--duplex d (docs/sim.md "Duplex"): a message whose receiver sent while it was on its
+    way costs L + d. Every round of dissemination and recursive doubling is such an exchange
+    (rounds (L + d)); the binomial tree's rounds go one way at a time and the linear
+    barrier's gather and release too (unchanged by d); d = 0 is the engine without it."""
+    L, d = 1.0, 0.375
+    rounds = math.ceil(math.log2(P))
+
+    def run(alg: str, *extra: str) -> float:
+        return float(sim_json("barrier", "--algorithm", alg, "-P", str(P), "--L", str(L),
+                              *extra)["makespan_us"])
+
+    assert run("dissemination", "--duplex", str(d)) == pytest.approx(rounds * (L + d))
+    assert run("nway:3", "--duplex", str(d)) == \
+        pytest.approx(math.ceil(math.log(P, 4) - 1e-9) * (L + d))
+    for alg in ("binomial", "linear"):
+        assert run(alg, "--duplex", str(d)) == run(alg), alg
+    if P & (P - 1) == 0:
+        assert run("recdbl", "--duplex", str(d)) == pytest.approx(rounds * (L + d))
+    assert run("dissemination", "--duplex", "0") == run("dissemination")
+
+
+def test_duplex_bad_input(tmp_path: Path) -> None:
+    proc = sim_tool("barrier", "-P", "4", "--L", "1", "--duplex", "-1")
+    assert proc.returncode == 2 and "duplex = -1" in proc.stderr, proc.stderr
+    proc = sim_tool("barrier", "-P", "4", "--lop-rtt", "1,0,0,0,0,0", "--lop-os", "0,0,1",
+                    "--duplex", "1")
+    assert proc.returncode == 2 and "duplex is a LogGOPS parameter" in proc.stderr, proc.stderr
+
+
 @pytest.mark.parametrize("P", [4097, 65536, 100_000])
 def test_dissemination_large(P: int) -> None:
     doc = sim_json("barrier", "--algorithm", "dissemination", "-P", str(P),

@@ -73,7 +73,7 @@ typedef struct rg_pmpi_comm {
 /* A model's small-message LogP (us), for choosing a barrier. */
 typedef struct rg_pmpi_model {
     int    have;
-    double L, o, g;
+    double L, o, g, duplex;
     char   src[96];                       /* where it came from, for RAILGAUGE_PMPI_VERBOSE */
 } rg_pmpi_model_t;
 
@@ -86,7 +86,7 @@ enum { RG_PMPI_MESSAGES = 0, RG_PMPI_FLAGS = 1 };
  * when RAILGAUGE_MODEL names none. Messages have no built-in model: their
  * costs are the network's, which only a measurement knows. */
 static const rg_pmpi_model_t rg__pmpi_flags_default = {
-    1, 0.265, 0.0, 0.0215, "the built-in flag model"};
+    1, 0.170, 0.0, 0.0114, 0.070, "the built-in flag model"};
 
 /* The library's state: set at MPI_Init, read by every barrier. */
 static struct {
@@ -101,7 +101,7 @@ static struct {
     int                    verbose;       /* RAILGAUGE_PMPI_VERBOSE: each comm's choice */
     int                    last_shm;      /* the last new communicator got flags */
 } rg_pmpi = {MPI_KEYVAL_INVALID, MPI_SUCCESS, {RG_COLL_BARRIER_DISSEM, 1}, 0, 0, "",
-             {{0, 0, 0, 0, ""}, {0, 0, 0, 0, ""}}, 1, 0, 0};
+             {{0, 0, 0, 0, 0, ""}, {0, 0, 0, 0, 0, ""}}, 1, 0, 0};
 
 /* ---- RAILGAUGE_MODEL ------------------------------------------------------ */
 
@@ -163,6 +163,11 @@ static int rg__pmpi_read_model(const char *path, rg_pmpi_model_t *m, int *flags,
                    rg__pmpi_number(ranges, "\"g_us\"", &m->g) != 0 ||
                    m->L < 0 || m->o < 0 || m->g < 0) {
             snprintf(why, cap, "its first range has no finite L_us, o_us and g_us >= 0");
+        } else if (rg__pmpi_number(ranges, "\"duplex_us\"", &m->duplex) != 0 &&
+                   strstr(ranges, "\"duplex_us\"") != NULL) {
+            snprintf(why, cap, "its duplex_us is not a number");
+        } else if (m->duplex < 0) {
+            snprintf(why, cap, "its duplex_us is below 0");
         } else {
             *flags  = strstr(text, "\"engine\": \"flags\"") != NULL;
             m->have = 1;
@@ -222,9 +227,11 @@ static int rg__pmpi_models(const char *path, char *why, size_t cap)
 
 /* The barrier's time under LogP, round by round: a rank that sends s and
  * receives k messages in a round is busy (s-1) max(o, g) + o sending, sees
- * its first message o + L after the round starts and handles each for o;
- * a round lasts as long as its busiest rank. For the symmetric schedules
- * (dissemination, n-way) this is the closed form of docs/coll.md. */
+ * its first message o + L after the round starts (o + L + duplex where it
+ * sends in that round too: both ends at once, the flag model's exchange)
+ * and handles each for o; a round lasts as long as its busiest rank. For
+ * the symmetric schedules (dissemination, n-way) this is the closed form of
+ * docs/coll.md. */
 static double rg__pmpi_predict(const rg_pmpi_model_t *m, const rg_coll_barrier_spec_t *spec,
                                int P, rg_coll_plan_t *tmp)
 {
@@ -246,9 +253,11 @@ static double rg__pmpi_predict(const rg_pmpi_model_t *m, const rg_coll_barrier_s
         for (r = 0; r < tmp->nrounds && r < R; r++) {
             double s = tmp->rounds[r].nsend, k = tmp->rounds[r].nrecv, t;
 
+            double first = o + L + (s > 0 ? m->duplex : 0);
+
             t = s > 0 ? (s - 1) * gap + o : 0;
             if (k > 0) {
-                t = (t > o + L ? t : o + L) + k * o;
+                t = (t > first ? t : first) + k * o;
             }
             if (t > cost[r]) {
                 cost[r] = t;

@@ -186,9 +186,9 @@ def sim_params(model: Path | None = None, **flags: float | None) -> dict[str, An
             params = params_from_model(Path(model))
         except SimError as exc:
             raise RxwinError(f"--model {model}: {exc}") from None
-        if "ranges" not in params:
+        if "ranges" not in params or "duplex" in params:
             raise RxwinError(f"--model {model}: the receive-window simulation needs a LogGP "
-                             "model (model-loggp.json), not LoP")
+                             "model of messages (model-loggp.json), not LoP or flags")
         return params
     if not given:
         raise RxwinError("--sim needs a model (--model model-loggp.json from `railgauge fit`) "

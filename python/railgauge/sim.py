@@ -21,7 +21,7 @@ from typing import IO, Any
 
 #: The simulator's parameters: L, o, g in microseconds, G and O in microseconds
 #: per byte, S in bytes (rendezvous above S; inf: never).
-PARAMS = ("L", "o", "g", "G", "O", "S")
+PARAMS = ("L", "o", "g", "G", "O", "S", "duplex")
 
 
 #: The rails options of `run_sim` and the tool's flags for them.
@@ -117,9 +117,16 @@ def params_from_model(path: Path, *, piecewise: bool = True,
         prev_to = float(to)
         one["to_bytes"] = prev_to
         sets.append(one)
+    # The flag model's duplex term (docs/sim.md "Duplex"), in its first range.
+    duplex = ranges[0].get("duplex_us", 0.0)
+    if isinstance(duplex, bool) or not isinstance(duplex, (int, float)) or \
+            not math.isfinite(duplex) or duplex < 0:
+        raise SimError(f"{path}: ranges[0].duplex_us = {duplex!r} is not a number >= 0",
+                       user=True)
+    extra = {"duplex": float(duplex)} if duplex > 0 else {}
     if not piecewise:
-        return {k: sets[0][k] for k in keys}
-    return {"ranges": [tuple(r[k] for k in ("to_bytes", *keys)) for r in sets]}
+        return {**{k: sets[0][k] for k in keys}, **extra}
+    return {"ranges": [tuple(r[k] for k in ("to_bytes", *keys)) for r in sets], **extra}
 
 
 #: The tool's progress updates: a carriage return, the text, erase to the end of the line.

@@ -168,6 +168,9 @@ typedef struct eng {
     double   *rl_val;                    /* 2R per slot: shares, then rates */
     size_t    rl_hcap, rl_hn;
     rg_sim_rail_totals_t rl_tot[RG_SIM_RAILS_MAX];
+    /* Duplex (p->duplex > 0): per rank the start of its last send, per op
+     * the start of a send in flight (NAN: none, or its arrival was seen). */
+    double   *dx_last, *dx_sent;
 } eng_t;
 
 #define RL_STRIPED 0x10000u /* in a record's mask: the message was striped */
@@ -604,6 +607,10 @@ static void on_ready(eng_t *e, const ev_t *ev)
         }
         const rg_sim_range_t *r = prm(e, op->amount);
         start(e, ev->op, t);
+        if (e->dx_last != NULL) {
+            e->dx_last[op->rank] = t;
+            e->dx_sent[ev->op] = t;
+        }
         e->cpu[c] = t + r->o + per_byte(op->amount) * r->O;
         e->nic_s[n] = t + r->g + per_byte(op->amount) * r->G;
         busy(e, op->rank, t, e->cpu[c] - t, 0);
@@ -675,6 +682,15 @@ static void on_arrive(eng_t *e, const ev_t *ev)
             e->trace->span(e->trace->arg, dst, "cpu", m->cpu, "recv", t, e->lop_os[1], m);
         }
     } else {
+        /* Duplex: the receiver sent while this message was on its way. */
+        if (e->dx_sent != NULL && !isnan(e->dx_sent[ev->op])) {
+            const double sent = e->dx_sent[ev->op];
+            e->dx_sent[ev->op] = NAN;
+            if (e->dx_last[dst] >= sent) {
+                ev_push(e, t + e->p->duplex, ev->seq, ev->op, EV_ARRIVE);
+                return;
+            }
+        }
         if (when > t) {
             ev_push(e, when, ev->seq, ev->op, EV_ARRIVE);
             return;
@@ -2154,6 +2170,21 @@ rg_status_t rg_sim_run_traced(rg_sim_sched_t *s, const rg_sim_params_t *p,
     if (p->rails != NULL && (st = rl_setup(&e, err)) != RG_OK) {
         goto out;
     }
+    if (p->duplex > 0) {
+        e.dx_last = malloc((s->nranks ? s->nranks : 1) * sizeof(double));
+        e.dx_sent = malloc((s->nops ? s->nops : 1) * sizeof(double));
+        if (e.dx_last == NULL || e.dx_sent == NULL) {
+            st = rg_err_set(err, RG_ERR_NOMEM, "simulate: out of memory for %zu operations",
+                            s->nops);
+            goto out;
+        }
+        for (i = 0; i < s->nranks; i++) {
+            e.dx_last[i] = -INFINITY;
+        }
+        for (i = 0; i < s->nops; i++) {
+            e.dx_sent[i] = NAN;
+        }
+    }
     memset(e.posted, 0xff, (size_t)s->nranks * 2 * sizeof(uint32_t));
     memset(e.unexp, 0xff, (size_t)s->nranks * 2 * sizeof(uint32_t));
     if (s->gen == RG_SIM_GEN_HOOKS) {
@@ -2279,6 +2310,8 @@ out:
     free(e.rl_mask);
     free(e.rl_key);
     free(e.rl_val);
+    free(e.dx_last);
+    free(e.dx_sent);
     if (e.nicq != NULL) {
         for (i = 0; i < (size_t)s->nranks * s->nnics; i++) {
             free(e.nicq[i].h);

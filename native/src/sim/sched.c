@@ -450,6 +450,14 @@ rg_status_t rg_sim_params_check(const rg_sim_params_t *p, rg_err_t *err)
     if (isnan(p->S) || p->S < 0) {
         return rg_err_set(err, RG_ERR_RANGE, "parameter S = %g: must be >= 0 (or inf)", p->S);
     }
+    if (!isfinite(p->duplex) || p->duplex < 0) {
+        return rg_err_set(err, RG_ERR_RANGE, "parameter duplex = %g: must be finite and >= 0",
+                          p->duplex);
+    }
+    if (p->duplex > 0 && (p->lop != NULL || p->rxwin != NULL || p->rails != NULL)) {
+        return rg_err_set(err, RG_ERR_INVALID, "duplex is a LogGOPS parameter: not with LoP, "
+                          "the receive window or rails");
+    }
     if (p->lop != NULL) {
         for (i = 0; i < 6; i++) {
             if (!isfinite(p->lop->rtt[i])) {

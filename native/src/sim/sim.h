@@ -295,6 +295,12 @@ typedef struct rg_sim_params {
     /* Rails where not NULL (LogGOPS only, not with rxwin). NULL, or one rail
      * whose parameters are all NAN: the engine as without it, to the bit. */
     const rg_sim_rails_t *rails;
+    /* Duplex (docs/sim.md "Duplex"): us added to the latency of a message
+     * whose receiver started a send of its own while this one was in flight
+     * (at or after its send's start): both ends signalling at once, which
+     * costs the shared-memory flags more than one signal alone. 0: LogGOPS,
+     * to the bit. LogGOPS only: not with lop, rxwin or rails. */
+    double duplex;
 } rg_sim_params_t;
 
 /* Per-rank results; every array has nranks entries and is freed by

@@ -50,6 +50,9 @@ static void usage(FILE *f)
             "  --S BYTES|inf              rendezvous above S bytes (default inf)\n"
             "  --range TO,L,o,g,G,O       parameters for messages up to TO bytes (repeat,\n"
             "                             TO increasing; the last applies beyond)\n"
+            "  --duplex US                added to a message's latency where its receiver\n"
+            "                             sent while it was on its way (the flag model's\n"
+            "                             exchange; docs/sim.md \"Duplex\"; default 0)\n"
             "  --lop-rtt l1,l2,l3,l4,l5,l6  LoP instead: RTT(p) lambdas (per peer, us)\n"
             "  --lop-os a1,a2,a3          LoP: o_s(p) = a1 + a2/(a3 + p) (us per request)\n"
             "  --lop-list                 LoP: sends of a batch posted as one list\n"
@@ -870,6 +873,8 @@ int main(int argc, char **argv)
             dst = loggops_field(a, &prm);
         } else if (!strcmp(a, "-P") || !strcmp(a, "--P")) {
             dst = &P;
+        } else if (!strcmp(a, "--duplex")) {
+            dst = &prm.duplex;
         } else if (!strcmp(a, "--range")) {
             if (parse_range(argv[++i], &prm, ranges) != 0) {
                 return 2;

@@ -24,6 +24,10 @@ def _param_options(f: Any) -> Any:
                      help="Overhead per byte O (us/byte; default 0)."),
         click.option("--S", "S", type=float, default=None,
                      help="Rendezvous above S bytes (default inf: always eager)."),
+        click.option("--duplex", "duplex", type=float, default=None,
+                     help="Added to a message's latency where its receiver sent while it "
+                          "was on its way (us; default 0; the flag model's exchange, "
+                          "docs/sim.md \"Duplex\")."),
         click.option("--model", "model", type=click.Path(dir_okay=False, path_type=Path),
                      default=None, help="Take L, o, g, G, O from a model-loggp.json instead "
                                         "of the flags: one set per protocol range, chosen by "
@@ -75,10 +79,11 @@ def _param_options(f: Any) -> Any:
 
 def _params(L: float | None, o: float | None, g: float | None, g_byte: float | None,
             o_byte: float | None, S: float | None, model: Path | None,
-            first_range: bool, lop_list: bool = False) -> dict[str, Any]:
+            first_range: bool, lop_list: bool = False,
+            duplex: float | None = None) -> dict[str, Any]:
     from railgauge.sim import SimError, params_from_model
 
-    flags = {"L": L, "o": o, "g": g, "G": g_byte, "O": o_byte}
+    flags = {"L": L, "o": o, "g": g, "G": g_byte, "O": o_byte, "duplex": duplex}
     if model is not None:
         given = [f"--{k}" for k, v in flags.items() if v is not None]
         if given:
@@ -187,7 +192,8 @@ def sim() -> None:
               show_default=True, help="Unit of `calc` durations in the GOAL file.")
 @_param_options
 def goal(file: Path, calc_unit: str, L: float | None, o: float | None, g: float | None,
-         g_byte: float | None, o_byte: float | None, S: float | None, model: Path | None,
+         g_byte: float | None, o_byte: float | None, S: float | None, duplex: float | None,
+         model: Path | None,
          first_range: bool, lop_list: bool, per_rank: bool, as_json: bool,
          trace: Path | None, trace_max_ranks: int, progress: bool | None,
          rails: str | None, rails_policy: str | None, stripe_min: int | None,
@@ -196,7 +202,7 @@ def goal(file: Path, calc_unit: str, L: float | None, o: float | None, g: float 
     """Simulate the GOAL schedule FILE (LogGOPSim's schedule language)."""
     if not file.is_file():
         raise UserError(f"no such file: {file}")
-    params = _params(L, o, g, g_byte, o_byte, S, model, first_range, lop_list)
+    params = _params(L, o, g, g_byte, o_byte, S, model, first_range, lop_list, duplex)
     rl = _rails(rails, rails_policy, stripe_min, rails_weights, adapt_alpha, adapt_floor)
     return _run(["goal", str(file)], params, calc_unit, per_rank, as_json, trace,
                 trace_max_ranks, progress, rl)
@@ -213,13 +219,14 @@ def goal(file: Path, calc_unit: str, L: float | None, o: float | None, g: float 
 def barrier(algorithm: str, n: int | None, P: int, L: float | None, o: float | None,
             g: float | None,
             g_byte: float | None, o_byte: float | None, S: float | None,
+            duplex: float | None,
             model: Path | None, first_range: bool, lop_list: bool, per_rank: bool,
             as_json: bool, trace: Path | None, trace_max_ranks: int,
             progress: bool | None, rails: str | None, rails_policy: str | None,
             stripe_min: int | None, rails_weights: str | None, adapt_alpha: float | None,
             adapt_floor: float | None) -> int:
     """Simulate a barrier on P ranks."""
-    params = _params(L, o, g, g_byte, o_byte, S, model, first_range, lop_list)
+    params = _params(L, o, g, g_byte, o_byte, S, model, first_range, lop_list, duplex)
     rl = _rails(rails, rails_policy, stripe_min, rails_weights, adapt_alpha, adapt_floor)
     mode = ["barrier", "--algorithm", algorithm, "-P", str(P)]
     if n is not None:

@@ -10,13 +10,17 @@ once) and o_r(k), the reading of k lines already written by one writer or by k w
 
 What the measurements show (docs/coll.md): the paper's decomposition PRTT(1,0) = 2(o_s + L +
 o_r) does not hold for flags -- the sender's fence waits for the very line transfer that the
-receiver's miss completes, so o_s + o_r exceeds PRTT(1,0)/2 and L comes out negative; and
-further signals of a round cost far less than the first (the stores drain in parallel, the
-reads of further lines overlap). The simulator's parameters are therefore:
+receiver's miss completes, so o_s + o_r exceeds PRTT(1,0)/2 and L comes out negative; a
+signal costs more where both ends signal at once (the exchange) than alone (half the
+ping-pong); and further signals of a round cost far less than the first (the stores drain in
+parallel, the reads of further lines overlap). The simulator's parameters are therefore:
 
-- ``L`` the time of one round of signalling as the barrier runs it (every rank storing and
-  reading at once): the exchange's median less the clock's; ``o = 0`` (a signal keeps the CPU
-  no longer than its latency, which L already holds);
+- ``L`` one signal alone: half the ping-pong PRTT(1,0), less the clock's read; ``o = 0`` (a
+  signal keeps the CPU no longer than its latency, which L already holds);
+- ``duplex`` what a signal costs beyond L where its receiver signalled too while it was on
+  its way (docs/sim.md "Duplex"): the exchange's median, less the clock's, less L. A round of
+  the dissemination family (every rank storing and reading at once) costs L + duplex, a
+  round of the linear and binomial barriers (one direction at a time) L;
 - ``g`` the cost of each further signal of a round: the largest of the slopes of PRTT(n,0)
   over n, of o_r(k) over k lines of one writer and of o_r(k) over k writers (measured where
   the run had more than two ranks);
@@ -25,8 +29,7 @@ reads of further lines overlap). The simulator's parameters are therefore:
   a benchmark's median add to the simulated makespan.
 
 The paper's o_s, o_r and L are reported beside them (``paper``), as are the ping-pong and
-its ratio to two exchanges (a lone ping-pong, the linear and binomial barriers on two ranks,
-runs faster than the model's two rounds)."""
+its ratio to two exchanges."""
 
 from __future__ import annotations
 
@@ -148,14 +151,16 @@ def fit_flags(records: Iterable[Mapping[str, Any]], *, transport: str = "shm",
         warnings.append(f"the paper's L = PRTT(1,0)/2 - o_s - o_r = {L_paper:.4g} us is below "
                         "0: the sender's fence and the reader's miss wait for one and the same "
                         "line transfer, so o_s and o_r are not additive for flags; the "
-                        "simulator's L is the measured exchange instead")
+                        "simulator's L is half the measured ping-pong instead")
     if slope_kw is None:
         warnings.append("no reading from k writers (2 ranks): g is from one writer's lines, "
                         "which the reader's loads overlap more than lines of different cores")
-    L = ex
-    net = {"L_us": L, "o_us": 0.0, "o_s_us": o_s, "o_r_us": o_r, "g_us": gap}
+    L = rtt / 2
+    duplex = max(ex - L, 0.0)
+    net = {"L_us": L, "o_us": 0.0, "o_s_us": o_s, "o_r_us": o_r, "g_us": gap,
+           "duplex_us": duplex}
     rng = {"from_bytes": 0, "to_bytes": None, "L_us": L, "o_us": 0.0, "g_us": gap,
-           "G_us_per_byte": 0.0, "O_us_per_byte": 0.0}
+           "G_us_per_byte": 0.0, "O_us_per_byte": 0.0, "duplex_us": duplex}
     return {
         "model": "loggp",
         "engine": "flags",
@@ -163,15 +168,18 @@ def fit_flags(records: Iterable[Mapping[str, Any]], *, transport: str = "shm",
         "success": True,
         "transport": transport,
         "ranks": ranks,
-        "message": (f"flags: L {L:.4g} us (one round, the exchange), o 0, g {gap:.4g} us per "
-                    f"further signal, {call:.4g} us per barrier call"),
+        "message": (f"flags: L {L:.4g} us (one signal), duplex {duplex:.4g} us (both ends "
+                    f"at once), o 0, g {gap:.4g} us per further signal, {call:.4g} us per "
+                    "barrier call"),
         "network": net,
         "ranges": [rng],
         "call_us": call,
         "definition": (
             "The flag engine's signals in LogGP form for the simulator (docs/coll.md, the flag "
-            "model): L is one round of signalling with both ends at once (the exchange of "
-            "railgauge-bench flagprtt, less one clock read), o is 0 (a signal holds the CPU "
+            "model): L is one signal alone (half the ping-pong PRTT(1,0) of railgauge-bench "
+            "flagprtt, less one clock read), duplex what a signal costs beyond L where its "
+            "receiver signalled too while it was on its way (the exchange, less one clock "
+            "read, less L; docs/sim.md, Duplex), o is 0 (a signal holds the CPU "
             "no longer than its latency, which L holds), g is the cost of each further signal "
             "of a round (the largest slope of PRTT(n,0) over n, of reading k lines of one "
             "writer and of reading the lines of k writers), call_us the benchmark's cost of a "
@@ -221,15 +229,15 @@ def model_engine(path: Path) -> str:
 
 
 def synth_flag_records(*, L: float, g: float, clock: float, call: float, o_s: float,
-                       o_r: float, n: int = 8, d: float | None = None,
+                       o_r: float, duplex: float = 0.0, n: int = 8, d: float | None = None,
                        read_slope: float | None = None, writers: int = 1,
                        writer_slope: float | None = None) -> list[dict[str, Any]]:
     """flagprtt records as a machine with these parameters would give them, noise-free (for
-    tests of the fit): the exchange is L + clock, PRTT(1,0) = 2(o_s + o_r) + clock (the
-    isolated signal of the paper, not additive with L), PRTT(n,0) = PRTT(1,0) + (n-1) g,
-    PRTT(n,d) = PRTT(1,0) + (n-1)(o_s + d), o_r(k) = o_r + clock + (k-1) read_slope and from
-    k writers o_r + clock + (k-1) writer_slope."""
-    rtt = 2 * (o_s + o_r) + clock
+    tests of the fit): PRTT(1,0) = 2L + clock, the exchange L + duplex + clock,
+    PRTT(n,0) = PRTT(1,0) + (n-1) g, PRTT(n,d) = PRTT(1,0) + (n-1)(o_s + d) (the paper's
+    isolated o_s, not additive with L), o_r(k) = o_r + clock + (k-1) read_slope and from k
+    writers o_r + clock + (k-1) writer_slope."""
+    rtt = 2 * L + clock
     dd = rtt if d is None else d
     rs = g / 2 if read_slope is None else read_slope
 
@@ -239,7 +247,7 @@ def synth_flag_records(*, L: float, g: float, clock: float, call: float, o_s: fl
                 "median_us": med, "min_us": med}
 
     out = [rec("clock", 0, 0, clock), rec("call", 0, 0, call), rec("prtt", 1, 1, rtt),
-           rec("prtt", n, 1, rtt + (n - 1) * g), rec("exchange", 1, 1, L + clock),
+           rec("prtt", n, 1, rtt + (n - 1) * g), rec("exchange", 1, 1, L + duplex + clock),
            rec("prtt", n, 1, rtt + (n - 1) * (o_s + dd), dd)]
     out += [rec("orecv", k, 1, o_r + clock + (k - 1) * rs, 2 * dd) for k in range(1, n + 1)]
     if writers > 1:
