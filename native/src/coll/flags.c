@@ -151,16 +151,17 @@ size_t rg_coll_flags_bytes(const rg_coll_flags_t *f, int P)
 void rg_coll_flags_attach(rg_coll_flags_t *f, void *seg, int P)
 {
     f->lines = seg;
-    /* Ranks that outnumber the CPUs poll briefly, then hand their CPU over
-     * with sched_yield between polls: the awaited rank may be waiting for the
-     * very CPU a poller holds. A yield is a switch to a runnable rank on the
-     * same CPU; a futex sleep costs a wake-up through the kernel at every
-     * signal (measured here, dissem on 4 ranks and 2 CPUs under the PMPI
-     * library: 2.5 us with the yields, 11.4 us sleeping at once; Open MPI's
-     * own MPI_Barrier 2.1 us). The yields stop after RG__YIELD_NS so that a
-     * long wait (a rank still computing) sleeps instead of taking CPU time
+    /* Ranks that outnumber the CPUs poll once, then hand their CPU over with
+     * sched_yield between polls: the awaited rank may be waiting for the very
+     * CPU a poller holds. A yield is a switch to a runnable rank on the same
+     * CPU; a futex sleep costs a wake-up through the kernel at every signal
+     * (measured here, dissem on 4 ranks and 2 CPUs under the PMPI library:
+     * 2.5 us with the yields after 16 polls, 11.4 us sleeping at once; Open
+     * MPI's own MPI_Barrier 2.1 us; nway:2 1.75 us yielding after one poll,
+     * 2.3 after 16, 5.1 after 64). The yields stop after RG__YIELD_NS so that
+     * a long wait (a rank still computing) sleeps instead of taking CPU time
      * from the ranks that compute. */
-    f->spin     = P > sysconf(_SC_NPROCESSORS_ONLN) ? 16 : RG__SPIN_POLLS;
+    f->spin     = P > sysconf(_SC_NPROCESSORS_ONLN) ? 1 : RG__SPIN_POLLS;
     f->yield_ns = P > sysconf(_SC_NPROCESSORS_ONLN) ? RG__YIELD_NS : 0;
 }
 
