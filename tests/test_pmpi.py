@@ -210,7 +210,8 @@ def _per_rank(flavour: str, prog: str, rank1_env: str) -> list[str]:
 @pytest.mark.parametrize("flavour", MPI_FLAVOURS)
 def test_ranks_that_disagree(check_program: dict[str, str], flavour: str) -> None:
     """Rank 0's choice is the communicator's, so a setting that differs on another rank
-    cannot split a barrier into two schedules; a bad setting on rank 1 alone fails
+    cannot split a barrier into two schedules; RAILGAUGE_BARRIER_SHM=0 on one rank puts
+    every rank on messages; a bad setting on rank 1 alone fails
     MPI_Init on every rank (no rank left waiting), and rank 1 says why."""
     if flavour not in check_program:
         pytest.fail(f"barrier_check did not build with {WRAPPERS[flavour]}")
@@ -220,6 +221,11 @@ def test_ranks_that_disagree(check_program: dict[str, str], flavour: str) -> Non
                                      "RAILGAUGE_BARRIER=linear"), 4, env=env, timeout_s=90)
     assert res.returncode == 0, f"{res.failure}\n{res.stdout}\n{res.stderr}"
     assert f"violations=0 barriers={ITERS} choice=dissem" in res.stdout, res.stdout
+    # RAILGAUGE_BARRIER_SHM=0 on rank 1 alone: every rank takes messages.
+    res = run_mpi(flavour, _per_rank(flavour, check_program[flavour],
+                                     "RAILGAUGE_BARRIER_SHM=0"), 4, env=env, timeout_s=90)
+    assert res.returncode == 0, f"{res.failure}\n{res.stdout}\n{res.stderr}"
+    assert f"violations=0 barriers={ITERS} choice=dissem shm=0" in res.stdout, res.stdout
     res = run_mpi(flavour, _per_rank(flavour, check_program[flavour],
                                      "RAILGAUGE_BARRIER=nway:0"), 4, env=env, timeout_s=90)
     assert res.returncode not in (0, 124), f"{res.failure}\n{res.stdout}\n{res.stderr}"

@@ -38,7 +38,8 @@
  *                      barrier, which barrier it got, on which engine, why.
  * RAILGAUGE_BARRIER wins over RAILGAUGE_MODEL. Rank 0's choice is its
  * communicator's (broadcast when the communicator is set up), so ranks whose
- * settings or files differ still run one schedule. A bad setting on any rank
+ * settings or files differ still run one schedule; RAILGAUGE_BARRIER_SHM=0
+ * on any rank is taken by all (agreed at MPI_Init). A bad setting on any rank
  * makes MPI_Init (and every MPI_Barrier after it) return MPI_ERR_ARG on every
  * rank, with one line on stderr from the lowest such rank; nothing aborts,
  * nothing hangs.
@@ -82,7 +83,8 @@ enum { RG_PMPI_MESSAGES = 0, RG_PMPI_FLAGS = 1 };
 
 /* The built-in flag model: what `railgauge gauge` over shm measured of the
  * flags on its reference machine (docs/data/barrier-8/model-flags.json: L
- * the exchange, o 0, g per further signal), for communicators on one node
+ * one signal, o 0, g per further signal, duplex what a signal costs beyond
+ * L while its receiver signals too), for communicators on one node
  * when RAILGAUGE_MODEL names none. Messages have no built-in model: their
  * costs are the network's, which only a measurement knows. */
 static const rg_pmpi_model_t rg__pmpi_flags_default = {
@@ -383,17 +385,23 @@ static int rg__pmpi_settings(char *why, size_t cap)
 static int rg__pmpi_setup(void)
 {
     char why[400] = "";
-    int  rank = 0, size = 1, bad, first = 0, rc;
+    int  rank = 0, size = 1, mine[2], all[2] = {0, 0}, first, rc;
 
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &size);
     rg_pmpi.init_err = MPI_SUCCESS;
-    bad = rg__pmpi_settings(why, sizeof(why)) != MPI_SUCCESS ? rank : size;
-    rc = PMPI_Allreduce(&bad, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    /* The lowest rank with a bad setting, and whether every rank allows
+     * flags (a rank with RAILGAUGE_BARRIER_SHM=0 makes it 0 for all: the
+     * engine's choice is collective). */
+    mine[0] = rg__pmpi_settings(why, sizeof(why)) != MPI_SUCCESS ? rank : size;
+    mine[1] = rg_pmpi.shm;
+    rc = PMPI_Allreduce(mine, all, 2, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (rc != MPI_SUCCESS) {
         rg_pmpi.init_err = rc;
         return rc;
     }
+    first       = all[0];
+    rg_pmpi.shm = all[1];
     if (first < size) {
         if (rank == first) {
             if (rank == 0) {
