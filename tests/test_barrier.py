@@ -11,6 +11,7 @@ and tcp, plus the JSON contract and bad settings.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Callable
 
@@ -103,6 +104,21 @@ def test_shm_flag_barrier_catches_a_broken_one(
     out, _ = capfd.readouterr()
     assert rc != 0
     assert json.loads(out.strip().splitlines()[-1])["check"] == "failed"
+
+
+def test_auto_takes_flags_over_shm_at_any_size(
+    native_tool: Callable[[str], str], capfd: pytest.CaptureFixture[str]
+) -> None:
+    """--impl auto over shm runs on flags also where the ranks outnumber the CPUs (their
+    waits yield; docs/coll.md), and stays a barrier under skewed entry."""
+    nranks = max(5, (os.cpu_count() or 2) + 1)
+    rc, failure = _bench(native_tool(TOOL), ["--algorithm", "nway:2", "--check",
+                                             "--iterations", "40", "--warmup", "5",
+                                             "--skew-us", "1500", "--json"], nranks)
+    out, err = capfd.readouterr()
+    assert rc == 0, f"{failure}\n{err}"
+    rec = json.loads(out.strip().splitlines()[-1])
+    assert rec["impl"] == "shm" and rec["check"] == "passed" and rec["P"] == nranks
 
 
 def test_shm_flag_barrier_needs_one_host_or_says_so(
