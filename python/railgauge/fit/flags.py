@@ -39,7 +39,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-FLAG_MODEL_VERSION = "0.1.0"
+#: 0.2.0: L is one signal alone and duplex_us the exchange's extra (0.1.0: L was the
+#: exchange, no duplex_us; such files still simulate as they did).
+FLAG_MODEL_VERSION = "0.2.0"
 
 #: The kinds of record a flag fit needs at least.
 REQUIRED = ("clock", "call", "prtt1", "prttn", "exchange", "orecv1")
