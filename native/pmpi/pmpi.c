@@ -165,11 +165,10 @@ static int rg__pmpi_read_model(const char *path, rg_pmpi_model_t *m, int *flags,
                    rg__pmpi_number(ranges, "\"g_us\"", &m->g) != 0 ||
                    m->L < 0 || m->o < 0 || m->g < 0) {
             snprintf(why, cap, "its first range has no finite L_us, o_us and g_us >= 0");
-        } else if (rg__pmpi_number(ranges, "\"duplex_us\"", &m->duplex) != 0 &&
-                   strstr(ranges, "\"duplex_us\"") != NULL) {
-            snprintf(why, cap, "its duplex_us is not a number");
-        } else if (m->duplex < 0) {
-            snprintf(why, cap, "its duplex_us is below 0");
+        } else if (strstr(ranges, "\"duplex_us\"") != NULL &&
+                   (rg__pmpi_number(ranges, "\"duplex_us\"", &m->duplex) != 0 ||
+                    m->duplex < 0)) {
+            snprintf(why, cap, "its duplex_us is not a finite number >= 0");
         } else {
             *flags  = strstr(text, "\"engine\": \"flags\"") != NULL;
             m->have = 1;

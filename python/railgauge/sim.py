@@ -37,6 +37,12 @@ class SimError(Exception):
         self.user = user
 
 
+def _nonneg(value: Any) -> bool:
+    """A finite number >= 0 (not a bool): what every LogGOPS parameter of a model must be."""
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and \
+        math.isfinite(value) and value >= 0
+
+
 def _lambdas(path: Path, fit: Any, what: str, n: int) -> list[float]:
     lam = fit.get("lambda") if isinstance(fit, dict) else None
     if not isinstance(lam, list) or len(lam) != n or not all(
@@ -103,8 +109,7 @@ def params_from_model(path: Path, *, piecewise: bool = True,
         one: dict[str, float] = {}
         for name, key in keys.items():
             value = rng.get(key, 0.0 if name == "O" else None)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or \
-                    not math.isfinite(value) or value < 0:
+            if not _nonneg(value):
                 raise SimError(f"{path}: ranges[{i}].{key} = {value!r} is not a number >= 0",
                                user=True)
             one[name] = float(value)
@@ -119,8 +124,7 @@ def params_from_model(path: Path, *, piecewise: bool = True,
         sets.append(one)
     # The flag model's duplex term (docs/sim.md "Duplex"), in its first range.
     duplex = ranges[0].get("duplex_us", 0.0)
-    if isinstance(duplex, bool) or not isinstance(duplex, (int, float)) or \
-            not math.isfinite(duplex) or duplex < 0:
+    if not _nonneg(duplex):
         raise SimError(f"{path}: ranges[0].duplex_us = {duplex!r} is not a number >= 0",
                        user=True)
     extra = {"duplex": float(duplex)} if duplex > 0 else {}

@@ -150,7 +150,6 @@ size_t rg_coll_flags_bytes(const rg_coll_flags_t *f, int P)
 
 void rg_coll_flags_attach(rg_coll_flags_t *f, void *seg, int P)
 {
-    f->lines = seg;
     /* Ranks that outnumber the CPUs poll once, then hand their CPU over with
      * sched_yield between polls: the awaited rank may be waiting for the very
      * CPU a poller holds. A yield is a switch to a runnable rank on the same
@@ -161,8 +160,11 @@ void rg_coll_flags_attach(rg_coll_flags_t *f, void *seg, int P)
      * 2.3 after 16, 5.1 after 64). The yields stop after RG__YIELD_NS so that
      * a long wait (a rank still computing) sleeps instead of taking CPU time
      * from the ranks that compute. */
-    f->spin     = P > sysconf(_SC_NPROCESSORS_ONLN) ? 1 : RG__SPIN_POLLS;
-    f->yield_ns = P > sysconf(_SC_NPROCESSORS_ONLN) ? RG__YIELD_NS : 0;
+    const int over = P > sysconf(_SC_NPROCESSORS_ONLN);
+
+    f->lines    = seg;
+    f->spin     = over ? 1 : RG__SPIN_POLLS;
+    f->yield_ns = over ? RG__YIELD_NS : 0;
 }
 
 void rg_coll_flags_fini(rg_coll_flags_t *f)
