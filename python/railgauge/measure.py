@@ -74,6 +74,12 @@ class MeasurePlan:
     budget_s: float = 45.0
     refine: bool = True
     refine_points: int = 3
+    #: Sweeps over the sizes, each in its own shuffled order with 1/passes of the
+    #: repetitions; a point pools its passes but those slower than its fastest by more
+    #: than pass_tol (a burst of load). 1: one sweep in order (docs/fit.md, section 1).
+    passes: int = 3
+    pass_tol: float = 0.1
+    order_seed: int = 1
     extra_env: dict[str, str] = field(default_factory=dict)
     #: Network namespaces to run the ranks in (rank r in netns[r % len]); None: here.
     netns: list[str] | None = None
@@ -88,7 +94,7 @@ class MeasurePlan:
     def quick(cls, **kw: object) -> MeasurePlan:
         """Less precision for less time: one size per octave, looser targets."""
         plan = cls(per_octave=1, target_rel=0.03, min_reps=10, point_budget_s=0.08,
-                   budget_s=15.0, refine_points=2)
+                   budget_s=15.0, refine_points=2, passes=2)
         for k, v in kw.items():
             setattr(plan, k, v)
         return plan
@@ -109,6 +115,10 @@ class MeasurePlan:
                 f"max size {self.max_size} B")
         if self.n < 2:
             raise ValueError(f"n must be at least 2, not {self.n}")
+        if not 1 <= self.passes <= 9:
+            raise ValueError(f"passes must be 1 .. 9, not {self.passes}")
+        if not 0.001 <= self.pass_tol <= 10:
+            raise ValueError(f"pass_tol must be in [0.001, 10], not {self.pass_tol}")
         self._validate_launcher()
 
     def _validate_launcher(self) -> None:
@@ -171,22 +181,39 @@ def refine_sizes(boundaries: list[tuple[int, int]], known: set[int], k: int) -> 
     return sorted(new)
 
 
+def _int_after(line: bytes, key: bytes) -> int:
+    """The whole number after ``key`` (for example ``b'"s":'``) in a record, else -1."""
+    i = line.find(key)
+    if i < 0:
+        return -1
+    j = i + len(key)
+    k = j
+    while k < len(line) and line[k : k + 1].isdigit():
+        k += 1
+    return int(line[j:k] or b"-1")
+
+
 def _count_points(path: Path) -> tuple[int, int]:
-    """(records, last size) in a JSON Lines file being written."""
+    """(records, last size) in a JSON Lines file being written. A run in several passes
+    writes its records at the end and a ``progress`` record per size visited before:
+    there the count is the PRTT records that the visits so far stand for (three per
+    size and pass, spread over the passes)."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
         return 0, -1
-    n, last = 0, -1
+    n, last, visited = 0, -1, -1
+    passes = 1
     for line in data.splitlines():
         if line.startswith(b'{"type":"prtt"'):
             n += 1
-            i = line.find(b'"s":')
-            if i >= 0:
-                j = i + 4
-                while j < len(line) and line[j : j + 1].isdigit():
-                    j += 1
-                last = int(line[i + 4 : j] or b"-1")
+            last = _int_after(line, b'"s":')
+        elif line.startswith(b'{"type":"progress"'):
+            visited = _int_after(line, b'"visits":')
+            passes = max(1, _int_after(line, b'"passes":'))
+            last = _int_after(line, b'"s":')
+    if n == 0 and visited > 0:
+        n = 3 * visited // passes
     return n, last
 
 
@@ -199,6 +226,9 @@ def run_prtt(plan: MeasurePlan, sizes: list[int], out: Path, *, budget_s: float,
             "--sizes", ",".join(str(s) for s in sizes), "--n", str(plan.n),
             "--target-rel", str(plan.target_rel), "--min-reps", str(plan.min_reps),
             "--point-budget", str(plan.point_budget_s), "--budget", f"{budget_s:.3f}"]
+    if plan.passes > 1:
+        argv += ["--passes", str(plan.passes), "--pass-tol", str(plan.pass_tol),
+                 "--order-seed", str(plan.order_seed)]
 
     def poll() -> None:
         if progress is not None:

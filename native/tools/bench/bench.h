@@ -20,6 +20,8 @@
 #include "xport/xport.h"
 
 #define RG_BENCH_MAX_SIZES 512
+/* prtt --passes: at most this many sweeps. */
+#define RG_BENCH_MAX_PASSES 9
 
 struct rg_json;
 
@@ -39,6 +41,9 @@ typedef struct rg_bench_opts {
     double      point_min_s;    /* a point runs at least this long (onen) */
     double      budget_s;       /* time budget of the whole run (0: none) */
     double      warmup_s;       /* warm-up time before each size */
+    int         passes;         /* prtt: sweeps over the sizes (1: one, in order) */
+    double      pass_tol;       /* prtt: a pass slower than the fastest by more is left out */
+    unsigned    order_seed;     /* prtt: seed of the size order of passes after the first */
     int         force_monotonic;
     int         sizes_given;    /* the sizes came from an option */
     int         target_given;   /* --target-rel was given */

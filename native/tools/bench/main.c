@@ -61,6 +61,13 @@ static void rg__bench_usage(FILE *f)
         "                     that its rounds span many scheduler periods (default 0.1)\n"
         "  --budget S         seconds the whole run may take (default 0: no limit)\n"
         "  --warmup S         warm-up seconds before each size (default 0.002)\n"
+        "  --passes P         prtt: sweep the sizes P times (1..9, default 1; above 1\n"
+        "                     each pass in its own shuffled order), each with 1/P of\n"
+        "                     the repetitions and budget; a point pools the samples of its\n"
+        "                     passes but those disturbed (see --pass-tol)\n"
+        "  --pass-tol X       prtt: a pass whose interquartile mean exceeds the point's\n"
+        "                     fastest pass by more than X times is left out (default 0.1)\n"
+        "  --order-seed N     prtt: seed of the passes' shuffled orders (default 1)\n"
         "  --max-p P          onen: peers up to P (default: ranks - 1)\n"
         "  --modes LIST       onen: of single, list, inject, rma (default: all that the\n"
         "                     transport has; the others are reported as unsupported)\n"
@@ -228,7 +235,7 @@ static int rg__bench_parse_args(int argc, char **argv, rg_bench_opts_t *opts)
 {
     enum { O_TRANSPORT = 256, O_OUT, O_SIZES, O_MIN, O_MAX, O_OCT, O_N, O_TARGET,
            O_MINREPS, O_MAXREPS, O_PBUDGET, O_BUDGET, O_WARMUP, O_MONO, O_MAXP, O_MODES,
-           O_DIRS, O_PMIN };
+           O_DIRS, O_PMIN, O_PASSES, O_PASSTOL, O_OSEED };
     static const struct option longopts[] = {
         {"transport", required_argument, NULL, O_TRANSPORT},
         {"out", required_argument, NULL, O_OUT},
@@ -248,13 +255,16 @@ static int rg__bench_parse_args(int argc, char **argv, rg_bench_opts_t *opts)
         {"modes", required_argument, NULL, O_MODES},
         {"directions", required_argument, NULL, O_DIRS},
         {"point-min", required_argument, NULL, O_PMIN},
+        {"passes", required_argument, NULL, O_PASSES},
+        {"pass-tol", required_argument, NULL, O_PASSTOL},
+        {"order-seed", required_argument, NULL, O_OSEED},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}
     };
     const char *env;
     const char *sizes_arg = NULL;
     size_t      min_size = 1, max_size = (size_t)1 << 20;
-    int         per_octave = 2, c, rc, onen;
+    int         per_octave = 2, c, rc, onen, passes_given = 0;
     const char *bad;
     rg_err_t    err;
 
@@ -268,6 +278,9 @@ static int rg__bench_parse_args(int argc, char **argv, rg_bench_opts_t *opts)
     opts->max_reps = 20000;
     opts->point_budget_s = 0.25;
     opts->warmup_s = 0.002;
+    opts->passes = 1;
+    opts->pass_tol = 0.1;
+    opts->order_seed = 1;
 
     if (argc >= 2 && strcmp(argv[1], "--print-config") == 0) {
         int prc = rg__bench_print_config();
@@ -374,6 +387,28 @@ static int rg__bench_parse_args(int argc, char **argv, rg_bench_opts_t *opts)
         case O_MONO:
             opts->force_monotonic = 1;
             break;
+        case O_PASSES:
+            if (rg__bench_parse_int(optarg, 1, RG_BENCH_MAX_PASSES, &opts->passes) != 0) {
+                return rg__bench_usage_error("--passes must be an integer 1..9, not '%s'", optarg);
+            }
+            passes_given = 1;
+            break;
+        case O_PASSTOL:
+            if (rg__bench_parse_double(optarg, 0.001, 10, &opts->pass_tol) != 0) {
+                return rg__bench_usage_error("--pass-tol must be in [0.001, 10], not '%s'", optarg);
+            }
+            passes_given = 1;
+            break;
+        case O_OSEED: {
+            long seed;
+            if (rg_bench_parse_long(optarg, 0, 4294967295L, &seed) != 0) {
+                return rg__bench_usage_error("--order-seed must be an integer 0..4294967295, "
+                                             "not '%s'", optarg);
+            }
+            opts->order_seed = (unsigned)seed;
+            passes_given = 1;
+            break;
+        }
         case O_MAXP:
             if (rg__bench_parse_int(optarg, 1, 1 << 20, &opts->max_p) != 0) {
                 return rg__bench_usage_error("--max-p must be a positive integer, not '%s'",
@@ -408,6 +443,10 @@ static int rg__bench_parse_args(int argc, char **argv, rg_bench_opts_t *opts)
     }
     if (opts->min_reps > opts->max_reps) {
         return rg__bench_usage_error("--min-reps is above --max-reps%s", "");
+    }
+    if (passes_given && strcmp(opts->pattern, "prtt") != 0) {
+        return rg__bench_usage_error("--passes, --pass-tol and --order-seed are options of the "
+                                     "prtt pattern, not of %s", opts->pattern);
     }
     if (!onen && (opts->max_p != 0 || opts->modes != 0 || opts->directions != 0 ||
                   opts->pmin_given)) {

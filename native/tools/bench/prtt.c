@@ -24,6 +24,7 @@
  * push L below zero.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -50,7 +51,26 @@ typedef struct rg_bench_point {
     rg_stats_t  stats;
     double      iqm;       /* interquartile mean: robust, and finer than the timer's grain */
     int         stable;
+    /* --passes > 1: the interquartile mean of each pass, and which were kept. */
+    int         passes, passes_kept;
+    double      pass_iqm[RG_BENCH_MAX_PASSES];
+    int         pass_kept[RG_BENCH_MAX_PASSES];
 } rg_bench_point_t;
+
+/* How long one point (or one pass of it) is measured. */
+typedef struct rg_bench_limits {
+    double target_rel;     /* stop at this relative CI half-width of the median */
+    size_t min_reps, max_reps;
+    double budget_s;       /* seconds at most */
+} rg_bench_limits_t;
+
+/* One point over several passes: its samples, pass after pass. */
+typedef struct rg_bench_acc {
+    rg_bench_point_t pt;
+    double          *samples;
+    size_t           count, cap;
+    size_t           pass_off[RG_BENCH_MAX_PASSES + 1];  /* samples of pass j: [off j, off j+1) */
+} rg_bench_acc_t;
 
 double rg_bench_elapsed_s(const rg_bench_t *bench)
 {
@@ -218,8 +238,10 @@ static double rg__bench_iqm(const double *x, size_t n)
     return sum / (double)(hi - lo);
 }
 
-/* Measures one point until it is stable or out of budget. */
-static rg_status_t rg__bench_measure(rg_bench_t *bench, rg_bench_point_t *pt)
+/* Measures one point until it is stable or out of its limits, into
+ * bench->samples (its statistics in pt). */
+static rg_status_t rg__bench_measure(rg_bench_t *bench, rg_bench_point_t *pt,
+                                     const rg_bench_limits_t *lim)
 {
     const rg_bench_opts_t *o = &bench->opts;
     uint64_t    t_start = rg_time_mono_ns(), t_first;
@@ -240,19 +262,19 @@ static rg_status_t rg__bench_measure(rg_bench_t *bench, rg_bench_point_t *pt)
     for (;;) {
         size_t want;
 
-        if (count >= (size_t)o->min_reps) {
+        if (count >= lim->min_reps) {
             /* rg_stats_compute sorts the samples; their order carries no meaning. */
             st = rg_stats_compute(bench->samples, count, &pt->stats, &bench->err);
             if (st != RG_OK) {
                 return st;
             }
-            if (rg_stats_median_rel_halfwidth(&pt->stats) <= o->target_rel) {
+            if (rg_stats_median_rel_halfwidth(&pt->stats) <= lim->target_rel) {
                 pt->stable = 1;
                 break;
             }
         }
         spent_s = (double)(rg_time_mono_ns() - t_start) * 1e-9;
-        if (spent_s >= o->point_budget_s || count >= (size_t)o->max_reps) {
+        if (spent_s >= lim->budget_s || count >= lim->max_reps) {
             break;
         }
         if (o->budget_s > 0 && rg_bench_elapsed_s(bench) >= o->budget_s) {
@@ -261,17 +283,17 @@ static rg_status_t rg__bench_measure(rg_bench_t *bench, rg_bench_point_t *pt)
         /* The next batch: about RG_BENCH_BATCH_NS of work, at least the
          * repetitions still missing for min_reps, never past the budgets. */
         want = (size_t)(RG_BENCH_BATCH_NS / (per_rep_ns > 1 ? per_rep_ns : 1));
-        if (count + want < (size_t)o->min_reps) {
-            want = (size_t)o->min_reps - count;
+        if (count + want < lim->min_reps) {
+            want = lim->min_reps - count;
         }
-        if ((o->point_budget_s - spent_s) * 1e9 / per_rep_ns < (double)want) {
-            want = (size_t)((o->point_budget_s - spent_s) * 1e9 / per_rep_ns) + 1;
+        if ((lim->budget_s - spent_s) * 1e9 / per_rep_ns < (double)want) {
+            want = (size_t)((lim->budget_s - spent_s) * 1e9 / per_rep_ns) + 1;
         }
         if (want < RG_BENCH_MIN_BATCH) {
             want = RG_BENCH_MIN_BATCH;
         }
-        if (count + want > (size_t)o->max_reps) {
-            want = (size_t)o->max_reps - count;
+        if (count + want > lim->max_reps) {
+            want = lim->max_reps > count ? lim->max_reps - count : 0;
         }
         if (want == 0) {
             break;
@@ -283,12 +305,12 @@ static rg_status_t rg__bench_measure(rg_bench_t *bench, rg_bench_point_t *pt)
         }
         per_rep_ns = (double)(rg_time_mono_ns() - t_first) / (double)want;
     }
-    if (count < (size_t)o->min_reps || !pt->stable) {
+    if (count < lim->min_reps || !pt->stable) {
         st = rg_stats_compute(bench->samples, count, &pt->stats, &bench->err);
         if (st != RG_OK) {
             return st;
         }
-        pt->stable = rg_stats_median_rel_halfwidth(&pt->stats) <= o->target_rel;
+        pt->stable = rg_stats_median_rel_halfwidth(&pt->stats) <= lim->target_rel;
     }
     pt->d_actual_us = pt->spin_count > 0 ? pt->spin_us_sum / (double)pt->spin_count : 0.0;
     pt->iqm = rg__bench_iqm(bench->samples, count);
@@ -442,6 +464,18 @@ static rg_status_t rg__bench_write_point(rg_bench_t *bench, const rg_bench_point
     rg_json_double(&js, pt->stats.median_ci_hi);
     rg_json_array_end(&js);
     rg_json_kv_bool(&js, "stable", pt->stable);
+    if (pt->passes > 1) {
+        int j;
+
+        rg_json_kv_int(&js, "passes", pt->passes);
+        rg_json_kv_int(&js, "passes_kept", pt->passes_kept);
+        rg_json_key(&js, "pass_iqm_us");
+        rg_json_array_begin(&js);
+        for (j = 0; j < pt->passes; j++) {
+            rg_json_double(&js, pt->pass_iqm[j]);
+        }
+        rg_json_array_end(&js);
+    }
     if (strcmp(pt->type, "pingpong") == 0 && pt->stats.median > 0) {
         /* bytes per microsecond are MB/s (10^6 bytes per second). */
         rg_json_kv_double(&js, "oneway_us", pt->stats.median / 2);
@@ -548,14 +582,298 @@ static int rg__bench_end(rg_bench_t *bench, size_t points, const char *status)
     return RG_BENCH_EXIT_OK;
 }
 
+/* The limits of one point measured in one pass. */
+static void rg__bench_limits(const rg_bench_opts_t *o, rg_bench_limits_t *lim)
+{
+    lim->target_rel = o->target_rel;
+    lim->min_reps   = (size_t)o->min_reps;
+    lim->max_reps   = (size_t)o->max_reps;
+    lim->budget_s   = o->point_budget_s;
+}
+
 /* Measures pt and writes its record. */
 static int rg__bench_point_do(rg_bench_t *bench, rg_bench_point_t *pt, size_t *points_p)
 {
-    if (rg__bench_measure(bench, pt) != RG_OK || rg__bench_write_point(bench, pt) != RG_OK) {
+    rg_bench_limits_t lim;
+
+    rg__bench_limits(&bench->opts, &lim);
+    if (rg__bench_measure(bench, pt, &lim) != RG_OK || rg__bench_write_point(bench, pt) != RG_OK) {
         return -1;
     }
     (*points_p)++;
     return 0;
+}
+
+/* The four points of one size: PRTT(1,0,s), PRTT(n,0,s), PRTT(n,d,s) and
+ * the receive overhead o_r(s). */
+enum { RG_BENCH_P1 = 0, RG_BENCH_PN, RG_BENCH_PD, RG_BENCH_PO, RG_BENCH_NKINDS };
+
+/* d must exceed G_all; PRTT(1,0,s) does unless the gap is very large, then
+ * PRTT(2,0,s) = PRTT(1,0,s) + G_all does (the paper's fallback). The medians
+ * are those of the size's first measurement. */
+static rg_status_t rg__bench_choose_d(rg_bench_t *bench, const rg_bench_point_t *p1,
+                                      const rg_bench_point_t *pn, rg_bench_point_t *pd)
+{
+    double gall;
+
+    if (!(p1->stats.median > 0)) {
+        return rg_err_set(&bench->err, RG_ERR_RANGE,
+                          "PRTT(1,0,%zu) has a median of %g us, not a positive time; the timer "
+                          "(%s, %.1f ns per read) cannot measure this transport", p1->size,
+                          p1->stats.median,
+                          bench->timer.source == RG_TIMER_TSC ? "tsc" : "monotonic",
+                          bench->timer.overhead_ns);
+    }
+    gall = (pn->stats.median - p1->stats.median) / (pn->n - 1);
+    if (gall < 0.8 * p1->stats.median) {
+        pd->d_us   = p1->stats.median;
+        pd->d_rule = "prtt1";
+    } else {
+        pd->d_us   = p1->stats.median + gall;
+        pd->d_rule = "prtt2";
+    }
+    return RG_OK;
+}
+
+/* The four points of size s, set up before their first measurement (pd's d
+ * is chosen after p1 and pn are measured). */
+static void rg__bench_points_init(rg_bench_point_t pts[RG_BENCH_NKINDS], size_t s, int n)
+{
+    int k;
+
+    for (k = 0; k < RG_BENCH_NKINDS; k++) {
+        memset(&pts[k], 0, sizeof(pts[k]));
+        pts[k].type = "prtt";
+        pts[k].cmd  = RG_BENCH_CMD_PRTT;
+        pts[k].n    = n;
+        pts[k].size = s;
+    }
+    pts[RG_BENCH_P1].n = 1;
+    pts[RG_BENCH_PO].type = "orecv";
+    pts[RG_BENCH_PO].cmd  = RG_BENCH_CMD_ORECV;
+}
+
+/* ---- several passes (--passes P > 1) ---------------------------------------
+ * Noise on a busy host comes in bursts: another process takes a core for a
+ * while, the clock rate changes. Measured once, in order, a burst slows a run
+ * of neighbouring sizes, which then look like a protocol range of their own,
+ * and a second run puts it elsewhere. Measured in P passes, each in its own
+ * shuffled order and with 1/P of the repetitions, a burst slows one pass of
+ * scattered sizes; a point keeps the passes whose interquartile mean is within
+ * (1 + pass_tol) of its fastest pass and pools their samples. */
+
+static uint64_t rg__bench_rand(uint64_t *state)
+{
+    /* xorshift64* (Vigna): small, seedable, enough for a shuffle. */
+    uint64_t x = *state;
+
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *state = x;
+    return x * 0x2545F4914F6CDD1DULL;
+}
+
+static void rg__bench_shuffle(size_t *order, size_t n, uint64_t *state)
+{
+    size_t i, j, t;
+
+    for (i = 0; i < n; i++) {
+        order[i] = i;
+    }
+    for (i = n; i > 1; i--) {
+        j            = (size_t)(rg__bench_rand(state) % i);
+        t            = order[i - 1];
+        order[i - 1] = order[j];
+        order[j]     = t;
+    }
+}
+
+/* Appends the samples of the pass just measured (bench->samples) to acc. */
+static rg_status_t rg__bench_acc_add(rg_bench_t *bench, rg_bench_acc_t *acc, size_t count)
+{
+    rg_bench_point_t *pt = &acc->pt;
+    double           *grown;
+    size_t            cap;
+
+    if (acc->count + count > acc->cap) {
+        cap   = acc->cap > 0 ? acc->cap : 256;
+        while (cap < acc->count + count) {
+            cap *= 2;
+        }
+        grown = realloc(acc->samples, cap * sizeof(double));
+        if (grown == NULL) {
+            return rg_err_set(&bench->err, RG_ERR_NOMEM, "cannot keep %zu samples", cap);
+        }
+        acc->samples = grown;
+        acc->cap     = cap;
+    }
+    memcpy(acc->samples + acc->count, bench->samples, count * sizeof(double));
+    acc->count += count;
+    pt->pass_iqm[pt->passes] = pt->iqm;
+    pt->passes++;
+    acc->pass_off[pt->passes] = acc->count;
+    return RG_OK;
+}
+
+/* The point's record from its passes: the samples of the passes kept, pooled. */
+static rg_status_t rg__bench_acc_finish(rg_bench_t *bench, rg_bench_acc_t *acc)
+{
+    rg_bench_point_t *pt = &acc->pt;
+    double            best = 0;
+    size_t            n = 0, off, len;
+    int               j;
+
+    for (j = 0; j < pt->passes; j++) {
+        if (j == 0 || pt->pass_iqm[j] < best) {
+            best = pt->pass_iqm[j];
+        }
+    }
+    pt->passes_kept = 0;
+    for (j = 0; j < pt->passes; j++) {
+        pt->pass_kept[j] = pt->pass_iqm[j] <= best * (1.0 + bench->opts.pass_tol);
+        if (!pt->pass_kept[j]) {
+            continue;
+        }
+        off = acc->pass_off[j];
+        len = acc->pass_off[j + 1] - off;
+        memmove(acc->samples + n, acc->samples + off, len * sizeof(double));
+        n += len;
+        pt->passes_kept++;
+    }
+    acc->count = n;
+    if (n == 0) {
+        return rg_err_set(&bench->err, RG_ERR_RANGE, "no samples of size %zu", pt->size);
+    }
+    if (rg_stats_compute(acc->samples, n, &pt->stats, &bench->err) != RG_OK) {
+        return RG_ERR_RANGE;
+    }
+    pt->iqm    = rg__bench_iqm(acc->samples, n);
+    pt->stable = rg_stats_median_rel_halfwidth(&pt->stats) <= bench->opts.target_rel;
+    pt->d_actual_us = pt->spin_count > 0 ? pt->spin_us_sum / (double)pt->spin_count : 0.0;
+    return RG_OK;
+}
+
+static rg_status_t rg__bench_write_progress(rg_bench_t *bench, int pass, size_t visits,
+                                            size_t of, size_t s)
+{
+    char      buf[256];
+    rg_json_t js;
+
+    rg_json_init(&js, buf, sizeof(buf));
+    rg_json_object_begin(&js);
+    rg_json_kv_string(&js, "type", "progress");
+    rg_json_kv_int(&js, "pass", pass + 1);
+    rg_json_kv_int(&js, "passes", bench->opts.passes);
+    rg_json_kv_uint(&js, "visits", visits);
+    rg_json_kv_uint(&js, "of", of);
+    rg_json_kv_uint(&js, "s", s);
+    rg_json_object_end(&js);
+    return rg_json_write_line(&js, bench->out, &bench->err);
+}
+
+/* PRTT in several passes: rank 0's side. */
+static int rg__bench_drive_passes(rg_bench_t *bench)
+{
+    const rg_bench_opts_t *o = &bench->opts;
+    const size_t     ns = o->nsizes;
+    rg_bench_acc_t  *acc;
+    size_t          *order, i, v, visits = 0, points = 0;
+    int              pass, k, rc = RG_BENCH_EXIT_FAIL;
+    const char      *status = "ok";
+    rg_bench_limits_t lim;
+    uint64_t         rng;
+
+    acc   = calloc(ns * RG_BENCH_NKINDS, sizeof(*acc));
+    order = calloc(ns, sizeof(*order));
+    if (acc == NULL || order == NULL) {
+        rg_err_set(&bench->err, RG_ERR_NOMEM, "cannot allocate the state of %zu sizes", ns);
+        goto out;
+    }
+    for (i = 0; i < ns; i++) {
+        rg_bench_point_t pts[RG_BENCH_NKINDS];
+
+        rg__bench_points_init(pts, o->sizes[i], o->n);
+        for (k = 0; k < RG_BENCH_NKINDS; k++) {
+            acc[i * RG_BENCH_NKINDS + k].pt = pts[k];
+        }
+    }
+    /* Each pass gets 1/P of the point's repetitions and budget, and a target
+     * sqrt(P) wider: P passes pooled reach about the target of one. */
+    rg__bench_limits(o, &lim);
+    lim.target_rel *= sqrt((double)o->passes);
+    lim.min_reps = (lim.min_reps + (size_t)o->passes - 1) / (size_t)o->passes;
+    if (lim.min_reps < 2 * RG_BENCH_MIN_BATCH) {
+        lim.min_reps = 2 * RG_BENCH_MIN_BATCH;
+    }
+    lim.max_reps /= (size_t)o->passes;
+    if (lim.max_reps < lim.min_reps) {
+        lim.max_reps = lim.min_reps;
+    }
+    lim.budget_s /= o->passes;
+    rng = 0x9E3779B97F4A7C15ULL ^ ((uint64_t)o->order_seed * 0xD1B54A32D192ED03ULL);
+    if (rng == 0) {
+        rng = 1;
+    }
+    for (pass = 0; pass < o->passes; pass++) {
+        rg__bench_shuffle(order, ns, &rng);
+        for (v = 0; v < ns; v++) {
+            rg_bench_acc_t *a = &acc[order[v] * RG_BENCH_NKINDS];
+
+            if (o->budget_s > 0 && rg_bench_elapsed_s(bench) >= o->budget_s) {
+                status = "budget";
+                goto written;
+            }
+            if (rg__bench_warmup(bench, a[0].pt.size,
+                                 visits == 0 ? o->warmup_s + 0.05 : o->warmup_s) != RG_OK) {
+                goto out;
+            }
+            for (k = 0; k < RG_BENCH_NKINDS; k++) {
+                if (k == RG_BENCH_PD && pass == 0) {
+                    if (rg__bench_choose_d(bench, &a[RG_BENCH_P1].pt, &a[RG_BENCH_PN].pt,
+                                           &a[RG_BENCH_PD].pt) != RG_OK) {
+                        goto out;
+                    }
+                    a[RG_BENCH_PO].pt.d_us = a[RG_BENCH_PD].pt.d_us;
+                    a[RG_BENCH_PO].pt.d_rule = a[RG_BENCH_PD].pt.d_rule;
+                }
+                if (rg__bench_measure(bench, &a[k].pt, &lim) != RG_OK ||
+                    rg__bench_acc_add(bench, &a[k], a[k].pt.stats.count) != RG_OK) {
+                    goto out;
+                }
+            }
+            visits++;
+            if (rg__bench_write_progress(bench, pass, visits, ns * (size_t)o->passes,
+                                         a[0].pt.size) != RG_OK) {
+                goto out;
+            }
+        }
+    }
+written:
+    for (i = 0; i < ns; i++) {
+        for (k = 0; k < RG_BENCH_NKINDS; k++) {
+            rg_bench_acc_t *a = &acc[i * RG_BENCH_NKINDS + k];
+
+            if (a->pt.passes == 0) {
+                continue;  /* the budget ran out before this size's first pass */
+            }
+            if (rg__bench_acc_finish(bench, a) != RG_OK ||
+                rg__bench_write_point(bench, &a->pt) != RG_OK) {
+                goto out;
+            }
+            points++;
+        }
+    }
+    rc = rg__bench_end(bench, points, status);
+out:
+    if (acc != NULL) {
+        for (i = 0; i < ns * RG_BENCH_NKINDS; i++) {
+            free(acc[i].samples);
+        }
+    }
+    free(acc);
+    free(order);
+    return rc;
 }
 
 /* The driver of both patterns. For prtt, each size gets PRTT(1,0,s),
@@ -563,10 +881,10 @@ static int rg__bench_point_do(rg_bench_t *bench, rg_bench_point_t *pt, size_t *p
 static int rg__bench_drive(rg_bench_t *bench, int prtt)
 {
     const rg_bench_opts_t *o = &bench->opts;
-    rg_bench_point_t p1, pn, pd, po;
+    rg_bench_point_t pts[RG_BENCH_NKINDS];
     const char *status = "ok";
     size_t      i, points = 0;
-    double      gall;
+    int         k;
 
     if (rg__bench_alloc(bench) != RG_OK) {
         return RG_BENCH_EXIT_FAIL;
@@ -577,6 +895,9 @@ static int rg__bench_drive(rg_bench_t *bench, int prtt)
     bench->start_ns = rg_time_mono_ns();
     if (rg_bench_write_header(bench, o->nsizes * (prtt ? 4 : 1)) != RG_OK) {
         return RG_BENCH_EXIT_FAIL;
+    }
+    if (prtt && o->passes > 1) {
+        return rg__bench_drive_passes(bench);
     }
     for (i = 0; i < o->nsizes; i++) {
         size_t s = o->sizes[i];
@@ -590,51 +911,26 @@ static int rg__bench_drive(rg_bench_t *bench, int prtt)
         if (rg__bench_warmup(bench, s, i == 0 ? o->warmup_s + 0.05 : o->warmup_s) != RG_OK) {
             return RG_BENCH_EXIT_FAIL;
         }
-        memset(&p1, 0, sizeof(p1));
-        p1.type = prtt ? "prtt" : "pingpong";
-        p1.cmd  = RG_BENCH_CMD_PRTT;
-        p1.n    = 1;
-        p1.size = s;
-        if (rg__bench_point_do(bench, &p1, &points) != 0) {
-            return RG_BENCH_EXIT_FAIL;
-        }
+        rg__bench_points_init(pts, s, o->n);
         if (!prtt) {
+            pts[RG_BENCH_P1].type = "pingpong";
+            if (rg__bench_point_do(bench, &pts[RG_BENCH_P1], &points) != 0) {
+                return RG_BENCH_EXIT_FAIL;
+            }
             continue;
         }
-        pn   = p1;
-        pn.n = o->n;
-        if (rg__bench_point_do(bench, &pn, &points) != 0) {
-            return RG_BENCH_EXIT_FAIL;
-        }
-        /* d must exceed G_all; PRTT(1,0,s) does unless the gap is very large,
-         * then PRTT(2,0,s) = PRTT(1,0,s) + G_all does (the paper's fallback). */
-        if (!(p1.stats.median > 0)) {
-            rg_err_set(&bench->err, RG_ERR_RANGE,
-                       "PRTT(1,0,%zu) has a median of %g us, not a positive time; the timer "
-                       "(%s, %.1f ns per read) cannot measure this transport", s,
-                       p1.stats.median, bench->timer.source == RG_TIMER_TSC ? "tsc" : "monotonic",
-                       bench->timer.overhead_ns);
-            return RG_BENCH_EXIT_FAIL;
-        }
-        gall = (pn.stats.median - p1.stats.median) / (o->n - 1);
-        pd   = pn;
-        if (gall < 0.8 * p1.stats.median) {
-            pd.d_us   = p1.stats.median;
-            pd.d_rule = "prtt1";
-        } else {
-            pd.d_us   = p1.stats.median + gall;
-            pd.d_rule = "prtt2";
-        }
-        if (rg__bench_point_do(bench, &pd, &points) != 0) {
-            return RG_BENCH_EXIT_FAIL;
-        }
-        po = pd;
-        po.type = "orecv";
-        po.cmd  = RG_BENCH_CMD_ORECV;
-        po.spin_us_sum = 0;
-        po.spin_count  = 0;
-        if (rg__bench_point_do(bench, &po, &points) != 0) {
-            return RG_BENCH_EXIT_FAIL;
+        for (k = 0; k < RG_BENCH_NKINDS; k++) {
+            if (k == RG_BENCH_PD) {
+                if (rg__bench_choose_d(bench, &pts[RG_BENCH_P1], &pts[RG_BENCH_PN],
+                                       &pts[RG_BENCH_PD]) != RG_OK) {
+                    return RG_BENCH_EXIT_FAIL;
+                }
+                pts[RG_BENCH_PO].d_us   = pts[RG_BENCH_PD].d_us;
+                pts[RG_BENCH_PO].d_rule = pts[RG_BENCH_PD].d_rule;
+            }
+            if (rg__bench_point_do(bench, &pts[k], &points) != 0) {
+                return RG_BENCH_EXIT_FAIL;
+            }
         }
     }
     return rg__bench_end(bench, points, status);

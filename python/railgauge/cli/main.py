@@ -42,6 +42,10 @@ def _register() -> None:
     cli.add_command(predict.predict)
     cli.add_command(compare.compare_models)
 
+    from railgauge.cli import check
+
+    cli.add_command(check.check)
+
     from railgauge.cli import sim
 
     cli.add_command(sim.sim)

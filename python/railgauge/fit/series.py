@@ -1,0 +1,259 @@
+"""The derived series of the LogGP fit (docs/fit.md, section 2): G_all(s), o_s(s), o_r(s),
+y_L(s) and PRTT(1,0,s)/2 per measured size, their uncertainties, the delay rule and the
+local scatter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from railgauge.fit.defs import (
+    _OVERSHOOT_TOL_REL_D,
+    _OVERSHOOT_TOL_US,
+    ArrayLike,
+    BoolArray,
+    FloatArray,
+    IntArray,
+)
+from railgauge.measurements import Triples
+
+# --------------------------------------------------------------------------------------
+# Derived series
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DerivedSeries:
+    """The per-size series derived from the three PRTT patterns and the receive overhead.
+
+    ``*_stat`` are the statistical standard uncertainties propagated from the CIs of the
+    medians; ``*_sigma`` are the normalisers used by the segmentation and as fit weights:
+    each raw median's uncertainty is floored at ``rel_tol`` times the median, propagated
+    with the same formulas, and floored at ``abs_floor_us`` (``scatter`` holds the local
+    relative scatter of each raw series, which raises the floor where it exceeds
+    ``rel_tol``; see :func:`local_scatter`; ``raw_sigma`` holds the floored uncertainties
+    of the raw values ``p1``, ``pn``, ``pd``, ``o_r`` before propagation, 0 for o_r where it
+    was not measured). ``o_valid`` marks the sizes
+    where d >= G_all(s), so that max(o_s + d, G_all) = o_s + d and o_s(s) is identifiable.
+    ``o_r`` is the measured receive overhead where ``o_r_measured``, else o_s(s) (the
+    paper's assumption; its uncertainties are those of o_s(s) there). ``d`` is the delay
+    used: the measured ``d_actual`` where recorded and plausible, else the requested d
+    (see ``docs/fit.md``).
+    """
+
+    sizes: IntArray
+    x: FloatArray
+    d: FloatArray
+    g_all: FloatArray
+    g_all_stat: FloatArray
+    g_all_sigma: FloatArray
+    o_s: FloatArray
+    o_s_stat: FloatArray
+    o_s_sigma: FloatArray
+    o_valid: BoolArray
+    o_r: FloatArray
+    o_r_stat: FloatArray
+    o_r_sigma: FloatArray
+    o_r_measured: BoolArray
+    h: FloatArray
+    h_stat: FloatArray
+    h_sigma: FloatArray
+    y_l: FloatArray
+    y_l_stat: FloatArray
+    y_l_sigma: FloatArray
+    scatter: dict[str, FloatArray] = field(default_factory=dict)
+    raw_sigma: dict[str, FloatArray] = field(default_factory=dict)
+
+
+def _derive(
+    p1: FloatArray,
+    pn: FloatArray,
+    pd: FloatArray,
+    d: FloatArray,
+    o_r: FloatArray,
+    n_pn: FloatArray,
+    n_pd: FloatArray,
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]:
+    """G_all(s), o_s(s), o_r(s), PRTT(1,0,s)/2 and y_L(s); broadcasts over leading axes.
+
+    ``o_r`` is the measured receive overhead, NaN where not measured (then o_r(s) = o_s(s)).
+    """
+    gall = (pn - p1) / (n_pn - 1.0)
+    o_s = (pd - p1) / (n_pd - 1.0) - d
+    o_r_used = np.where(np.isfinite(o_r), o_r, o_s)
+    h = 0.5 * p1
+    y_l = h - o_s - o_r_used
+    return gall, o_s, o_r_used, h, y_l
+
+
+def _propagate(
+    s1: FloatArray,
+    sn: FloatArray,
+    sd: FloatArray,
+    s_r: FloatArray,
+    measured: BoolArray,
+    n_pn: FloatArray,
+    n_pd: FloatArray,
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]:
+    """Standard uncertainties of the derived series from those of the raw medians."""
+    a = 1.0 / (n_pn - 1.0)
+    b = 1.0 / (n_pd - 1.0)
+    gall = a * np.hypot(sn, s1)
+    o_s = b * np.hypot(sd, s1)
+    s_r0 = np.where(measured, s_r, 0.0)
+    o_r = np.where(measured, s_r0, o_s)
+    h = 0.5 * s1
+    # y_L = PRTT(1,0,s) (1/2 + c/(n-1)) - c PRTT(n,d,s)/(n-1) + c d - [o_r measured], with
+    # c = 1 where o_r is measured and c = 2 where it is taken equal to o_s.
+    c = np.where(measured, 1.0, 2.0)
+    y_l = np.sqrt(((0.5 + c * b) * s1) ** 2 + (c * b * sd) ** 2 + s_r0**2)
+    return gall, o_s, o_r, h, y_l
+
+
+def _delays(tr: Triples) -> tuple[FloatArray, dict[str, Any]]:
+    """The delay d per size that the PRTT(n,d,s) samples correspond to.
+
+    Current files have no ``d_actual_us``: the tool corrected every sample for the
+    overshoot of its delays ("as if every delay lasted exactly d"), so d = ``d_us`` (their
+    ``delay_excess_us`` is information only and not used). Older files record
+    ``d_actual_us``, the mean length of the busy delays, with uncorrected samples: there d =
+    d_actual where plausible, else d + the typical overshoot. The busy delay overshoots the
+    requested d by a small, size-independent amount (a timer read); the recorded d_actual
+    is a mean over all delays of the point, so a delay that was preempted inflates it while
+    the median PRTT(n,d,s) is unaffected. The reference overshoot e_ref is the lower
+    quartile of d_actual - d over the sizes (robust to up to 75% such inflated means); a size
+    whose overshoot exceeds e_ref + max(0.05 us, e_ref, 0.01 d) uses d + e_ref instead.
+    This heuristic applies only to sizes with d_actual (older files).
+    """
+    d = np.asarray(tr.d, dtype=np.float64)
+    da = np.asarray(tr.d_actual, dtype=np.float64)
+    have = np.isfinite(da)
+    info: dict[str, Any] = {
+        "d_actual_sizes": int(have.sum()),
+        "rule": (
+            "d = d_us where no d_actual_us is recorded (current files: the samples are "
+            "corrected to delays of exactly d_us; delay_excess_us is information only). "
+            "Older files with d_actual_us (uncorrected samples): d = d_actual_us, unless "
+            f"d_actual - d exceeds e_ref + max({_OVERSHOOT_TOL_US:g} us, e_ref, "
+            f"{_OVERSHOOT_TOL_REL_D:g} d) with e_ref the lower quartile of d_actual - d over "
+            "the sizes (a preempted delay inflates the mean d_actual but not the PRTT); then "
+            "d + e_ref"
+        ),
+        "overshoot_ref_us": None,
+        "replaced_sizes": [],
+    }
+    if not bool(have.any()):
+        return d.copy(), info
+    over = da[have] - d[have]
+    e_ref = float(np.quantile(over, 0.25))
+    tol = np.maximum(np.maximum(_OVERSHOOT_TOL_US, e_ref), _OVERSHOOT_TOL_REL_D * d)
+    bad = have & (da - d > e_ref + tol)
+    out = np.where(have, da, d)
+    out = np.where(bad, d + max(e_ref, 0.0), out)
+    info["overshoot_ref_us"] = e_ref
+    info["replaced_sizes"] = [int(s) for s in tr.sizes[bad]]
+    info["replaced_overshoot_us"] = [float(v) for v in (da - d)[bad]]
+    return out, info
+
+
+def local_scatter(sizes: ArrayLike, y: ArrayLike, *, half_window: int = 4) -> FloatArray:
+    """Robust local relative scatter of a raw series around a smooth curve, per size.
+
+    Each interior value is compared with the log-log interpolation of its two neighbours,
+    ``r_i = (ln y_i - ((1-t) ln y_{i-1} + t ln y_{i+1})) / sqrt(1 + t^2 + (1-t)^2)`` with t
+    the position of ln s_i between ln s_{i-1} and ln s_{i+1} (the square root makes r the
+    scatter of one value if all three scatter alike; the end values take their neighbour's
+    r). The scatter at size i is ``1.4826 * median |r_j|`` over the ``2 half_window + 1``
+    nearest sizes: the standard deviation for Gaussian scatter, but robust to the one or
+    two large r next to a protocol change, and blind to smooth curvature (a smooth curve is
+    locally linear in log-log). Values that are not finite and positive are left out (0
+    there); fewer than 5 usable values give zeros.
+    """
+    s_arr = np.asarray(sizes, dtype=np.float64)
+    y_arr = np.asarray(y, dtype=np.float64)
+    out = np.zeros(y_arr.size)
+    use = np.flatnonzero(np.isfinite(y_arr) & (y_arr > 0.0))
+    if use.size < 5:
+        return out
+    ls = np.log(np.maximum(s_arr[use], 0.5))
+    ly = np.log(y_arr[use])
+    t = (ls[1:-1] - ls[:-2]) / (ls[2:] - ls[:-2])
+    r = (ly[1:-1] - ((1.0 - t) * ly[:-2] + t * ly[2:])) / np.sqrt(1.0 + t**2 + (1.0 - t) ** 2)
+    r = np.abs(np.concatenate([r[:1], r, r[-1:]]))
+    m = use.size
+    est = np.array(
+        [
+            1.4826 * float(np.median(r[max(0, i - half_window) : min(m, i + half_window + 1)]))
+            for i in range(m)
+        ]
+    )
+    # Scatter of ln y to relative scatter of y.
+    out[use] = np.expm1(est)
+    return out
+
+
+def derive_series(
+    tr: Triples,
+    *,
+    rel_tol: float = 0.03,
+    abs_floor_us: float = 0.01,
+    local_scatter_floor: bool = True,
+) -> DerivedSeries:
+    """Derives G_all(s), o_s(s), o_r(s), PRTT(1,0,s)/2 and PRTT(1,0,s)/2 - o_s(s) - o_r(s)
+    with uncertainties.
+
+    The normalisers floor each raw median's uncertainty at ``max(rel_tol, scatter)`` times
+    the median, where ``scatter`` is its :func:`local_scatter` (with
+    ``local_scatter_floor``; otherwise ``rel_tol`` alone).
+    """
+    n_pn = tr.n_pn.astype(np.float64)
+    n_pd = tr.n_pd.astype(np.float64)
+    d, _ = _delays(tr)
+    o_r_raw = np.asarray(tr.o_r, dtype=np.float64)
+    measured = np.isfinite(o_r_raw)
+    s_r = np.where(measured, np.nan_to_num(np.asarray(tr.o_r_sigma, dtype=np.float64)), 0.0)
+    gall, o_s, o_r, h, y_l = _derive(tr.p1, tr.pn, tr.pd, d, o_r_raw, n_pn, n_pd)
+    st = _propagate(tr.p1_sigma, tr.pn_sigma, tr.pd_sigma, s_r, measured, n_pn, n_pd)
+    raw = {"p1": tr.p1, "pn": tr.pn, "pd": tr.pd, "o_r": o_r_raw}
+    scatter = {
+        k: (local_scatter(tr.sizes, v) if local_scatter_floor else np.zeros(v.size))
+        for k, v in raw.items()
+    }
+    tol = {k: np.maximum(rel_tol, sc) for k, sc in scatter.items()}
+    raw_sigma = {
+        "p1": np.maximum(tr.p1_sigma, tol["p1"] * np.abs(tr.p1)),
+        "pn": np.maximum(tr.pn_sigma, tol["pn"] * np.abs(tr.pn)),
+        "pd": np.maximum(tr.pd_sigma, tol["pd"] * np.abs(tr.pd)),
+        "o_r": np.maximum(s_r, tol["o_r"] * np.abs(np.nan_to_num(o_r_raw))),
+    }
+    eff = _propagate(
+        raw_sigma["p1"], raw_sigma["pn"], raw_sigma["pd"], raw_sigma["o_r"], measured, n_pn, n_pd
+    )
+    norm = tuple(np.maximum(e, abs_floor_us) for e in eff)
+    return DerivedSeries(
+        sizes=tr.sizes.copy(),
+        x=tr.sizes.astype(np.float64) - 1.0,
+        d=d,
+        g_all=gall,
+        g_all_stat=st[0],
+        g_all_sigma=norm[0],
+        o_s=o_s,
+        o_s_stat=st[1],
+        o_s_sigma=norm[1],
+        o_valid=d >= gall,
+        o_r=o_r,
+        o_r_stat=st[2],
+        o_r_sigma=norm[2],
+        o_r_measured=measured,
+        h=h,
+        h_stat=st[3],
+        h_sigma=norm[3],
+        y_l=y_l,
+        y_l_stat=st[4],
+        y_l_sigma=norm[4],
+        scatter=scatter,
+        raw_sigma=raw_sigma,
+    )
