@@ -138,7 +138,8 @@ def gauge(transport: str, quick: bool, min_size: int, max_size: int, n_msgs: int
     from railgauge.report.html import format_table, write_report
 
     meas = read_measurements(meas_path)
-    fit = fit_loggp(meas, seed=seed)
+    with term.status("fitting LogGP and cross-validating it"):
+        fit = fit_loggp(meas, seed=seed, accuracy=True)
     model = fit.to_json()
     (out_dir / "model-loggp.json").write_text(json.dumps(model, indent=2) + "\n")
     if barrier is not None and barrier.status == "measured":

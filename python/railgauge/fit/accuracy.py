@@ -51,6 +51,7 @@ __all__ = [
     "RELIABLE_MEDIAN_REL",
     "RELIABLE_P90_REL",
     "PointError",
+    "attach_accuracy",
     "by_decade",
     "cross_validate",
     "decade_groups",
@@ -464,6 +465,55 @@ def cross_validate(
         "decades": DECADE_RULE,
         "fit_options": {"seed": seed, **_plain(fit_options)},
     }
+
+
+def attach_accuracy(
+    model: LoggpFit, meas: Measurements, *, k: int = 5, seed: int = 0, **fit_options: Any
+) -> LoggpFit:
+    """Cross-validates ``model`` (fitted to ``meas`` with ``fit_options``) and writes what
+    it finds into it: ``model.accuracy`` (:func:`cross_validate`'s object with the run's
+    own :func:`noise` beside it, under ``noise``), each range's ``accuracy`` and the
+    predictive meaning of ``reliable``: a range whose held-out points miss by a median
+    above 5% or a p90 above 12% is not reliable, and a warning says by how much
+    (docs/fit.md, section 4). Folds are fitted with ``n_boot = 0`` (the bootstrap changes
+    the CIs, not the fitted values). A run with fewer sizes than folds gets an accuracy
+    object without points and a reason. Returns ``model``."""
+    if not model.success or not model.ranges:
+        return model
+    opts = {**fit_options, **CV_FAST_OPTIONS}
+    try:
+        acc = cross_validate(meas, k=k, seed=seed, model=model, **opts)
+    except ValueError as exc:
+        model.accuracy = {
+            "held_out": summarize([]),
+            "by_decade": [],
+            "k": k,
+            "reason": str(exc),
+            "noise": noise(meas),
+        }
+        return model
+    acc["noise"] = noise(meas)
+    model.accuracy = acc
+    for rng, pr in zip(model.ranges, acc["per_range"], strict=True):
+        rng.accuracy = {
+            key: pr.get(key) for key in ("points", "median_rel", "p90_rel", "max_rel", "reliable")
+        }
+        if pr.get("reliable") is False:
+            rng.reliable = False
+            rng.warnings.append(
+                f"the range predicts its held-out points ({pr['points']}, {k}-fold "
+                f"cross-validation over sizes) with a median error of "
+                f"{100.0 * pr['median_rel']:.1f}% and a p90 of {100.0 * pr['p90_rel']:.1f}% "
+                f"(reliable needs <= {100.0 * RELIABLE_MEDIAN_REL:g}% and "
+                f"<= {100.0 * RELIABLE_P90_REL:g}%)"
+            )
+    held = acc["held_out"]
+    if held.get("points"):
+        model.message += (
+            f"; held out ({k}-fold over sizes): median {100.0 * held['median_rel']:.1f}%, "
+            f"p90 {100.0 * held['p90_rel']:.1f}%"
+        )
+    return model
 
 
 def _plain(opts: Mapping[str, Any]) -> dict[str, Any]:

@@ -1235,7 +1235,7 @@ def fit_lop(
         raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
     if mode is not None and mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    notes: list[str] = []
+    notes: list[str] = list(data.notes)  # how the reader took the input (combined rows)
     pkey = _choose_primary(data, direction, mode, s)
     stats_have = data.stats(pkey)
     pstat = stat

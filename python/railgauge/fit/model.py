@@ -43,6 +43,59 @@ def _finite_json(v: Any) -> Any:
 # --------------------------------------------------------------------------------------
 
 
+#: The series of a piece's lines: PRTT(1,0,s)/2, G_all(s), o_s(s), o_r(s), with their keys
+#: in the model document (value at the piece's first size, slope per byte).
+PIECE_SERIES: dict[str, tuple[str, str]] = {
+    "h": ("h_us", "h_us_per_byte"),
+    "gall": ("gall_us", "gall_us_per_byte"),
+    "os": ("os_us", "os_us_per_byte"),
+    "or": ("or_us", "or_us_per_byte"),
+}
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One piece of the predictive model (docs/fit.md, section 4, *Predictions*): a block
+    of the optimal partition, every break kept, bends included. ``lines`` maps each series
+    of :data:`PIECE_SERIES` to (value in us at ``from_bytes``, slope in us per byte), the
+    piece's own weighted line, anchored at its first measured size and not bounded (a
+    prediction inside the piece is an interpolation; its value at s = 1 has no meaning)."""
+
+    from_bytes: int
+    to_bytes: int
+    lines: dict[str, tuple[float, float]]
+
+    def at(self, key: str, s: FloatArray) -> FloatArray:
+        a, b = self.lines[key]
+        return np.asarray(a + (s - float(self.from_bytes)) * b, dtype=np.float64)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"from_bytes": int(self.from_bytes), "to_bytes": int(self.to_bytes)}
+        for key, (k_a, k_b) in PIECE_SERIES.items():
+            a, b = self.lines[key]
+            out[k_a] = float(a)
+            out[k_b] = float(b)
+        return out
+
+
+def _piece_from_json(doc: Any, where: str) -> Piece:
+    if not isinstance(doc, Mapping):
+        raise ModelError(f"{where}: a piece must be an object")
+    fb, tb = doc.get("from_bytes"), doc.get("to_bytes")
+    if isinstance(fb, bool) or not isinstance(fb, int) or fb < 0:
+        raise ModelError(f"{where}: 'from_bytes' must be an integer >= 0, got {fb!r}")
+    if isinstance(tb, bool) or not isinstance(tb, int) or tb < fb:
+        raise ModelError(f"{where}: 'to_bytes' must be an integer >= from_bytes, got {tb!r}")
+    lines: dict[str, tuple[float, float]] = {}
+    for key, (k_a, k_b) in PIECE_SERIES.items():
+        # A piece's line is not bounded: its slope may fall (a bend, an overlap), and
+        # its value at the piece's first size is a fitted value, not a parameter.
+        a = _num(doc, k_a, where, signed=True)
+        b = _num(doc, k_b, where, signed=True)
+        lines[key] = (float(a or 0.0), float(b or 0.0))
+    return Piece(from_bytes=int(fb), to_bytes=int(tb), lines=lines)
+
+
 @dataclass
 class LoggpRange:
     """The LogGP parameters of one protocol range.
@@ -87,6 +140,11 @@ class LoggpRange:
     chi2_red: dict[str, float] = field(default_factory=dict)
     range_overhead: dict[str, Any] | None = None
     support_from: float | None = None
+    #: The predictive model's pieces in this range (empty in older model files).
+    pieces: list[Piece] = field(default_factory=list)
+    #: How well the range predicts its own held-out points (``points``, ``median_rel``,
+    #: ``p90_rel``, ``max_rel``, ``reliable``); None where not cross-validated.
+    accuracy: dict[str, Any] | None = None
 
     def value(self, key: str) -> float:
         """A parameter by its JSON key (``L_us``, ``G_us_per_byte``, ``o_s_us``, ...).
@@ -134,6 +192,10 @@ class LoggpRange:
             out["chi2_red"] = {
                 k: (float(v) if math.isfinite(v) else None) for k, v in self.chi2_red.items()
             }
+        if self.accuracy is not None:
+            out["accuracy"] = _finite_json(self.accuracy)
+        if self.pieces:
+            out["pieces"] = [p.to_json() for p in self.pieces]
         return out
 
 
@@ -163,6 +225,10 @@ class LoggpFit:
     o_r_source: str | None = None
     network: dict[str, Any] = field(default_factory=dict)
     bends: list[dict[str, Any]] = field(default_factory=list)
+    #: The model's predictive accuracy (:func:`railgauge.fit.accuracy.attach_accuracy`):
+    #: held-out errors by k-fold cross-validation over sizes, by decade, and the run's own
+    #: noise beside them; None where not computed.
+    accuracy: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The fitted-model document (``model`` = ``loggp``); non-finite numbers become null."""
@@ -177,6 +243,7 @@ class LoggpFit:
                 "network": self.network,
                 "ranges": [r.to_json(with_support=i > 0) for i, r in enumerate(self.ranges)],
                 "bends": [dict(b) for b in self.bends],
+                **({"accuracy": self.accuracy} if self.accuracy is not None else {}),
                 "criterion": self.criterion,
                 "method": self.method,
                 "residuals": self.residuals,
@@ -200,7 +267,9 @@ class LoggpFit:
 # --------------------------------------------------------------------------------------
 
 
-def _num(doc: Mapping[str, Any], key: str, where: str, *, required: bool = True) -> float | None:
+def _num(
+    doc: Mapping[str, Any], key: str, where: str, *, required: bool = True, signed: bool = False
+) -> float | None:
     if key not in doc or doc[key] is None:
         if required:
             raise ModelError(f"{where}: missing '{key}'")
@@ -208,7 +277,7 @@ def _num(doc: Mapping[str, Any], key: str, where: str, *, required: bool = True)
     v = doc[key]
     if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(float(v)):
         raise ModelError(f"{where}: '{key}' must be a finite number, got {v!r}")
-    if float(v) < 0.0:
+    if float(v) < 0.0 and not signed:
         raise ModelError(f"{where}: '{key}' must be >= 0, got {v!r}")
     return float(v)
 
@@ -267,7 +336,22 @@ def _range_from_json(doc: Any, where: str) -> LoggpRange:
         O_r_us_per_byte=split["O_r_us_per_byte"],
         range_overhead=dict(own) if own is not None else None,
         support_from=_support_of(doc, where),
+        pieces=_pieces_of(doc, where),
+        accuracy=dict(doc["accuracy"]) if isinstance(doc.get("accuracy"), Mapping) else None,
     )
+
+
+def _pieces_of(doc: Mapping[str, Any], where: str) -> list[Piece]:
+    raw = doc.get("pieces")
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise ModelError(f"{where}: 'pieces' must be a list")
+    pieces = [_piece_from_json(p, f"{where}: pieces[{i}]") for i, p in enumerate(raw)]
+    for i in range(1, len(pieces)):
+        if pieces[i].from_bytes <= pieces[i - 1].from_bytes:
+            raise ModelError(f"{where}: pieces must be sorted by increasing from_bytes")
+    return pieces
 
 
 def _support_of(doc: Mapping[str, Any], where: str) -> float | None:
@@ -329,6 +413,7 @@ def loggp_from_json(doc: Mapping[str, Any], where: str = "model") -> LoggpFit:
         o_r_source=str(doc["o_r_source"]) if doc.get("o_r_source") is not None else None,
         network=dict(doc.get("network") or {}),
         bends=_bends_of(doc, where),
+        accuracy=dict(doc["accuracy"]) if isinstance(doc.get("accuracy"), Mapping) else None,
     )
 
 
@@ -402,10 +487,32 @@ def _ret(v: FloatArray, scalar: bool) -> Any:
     return float(v) if scalar else v
 
 
+def _all_pieces(fit: LoggpFit) -> list[Piece] | None:
+    """Every range's pieces in order, or None where a range has none (an older model:
+    predicted from the range parameters)."""
+    if not fit.ranges or any(not r.pieces for r in fit.ranges):
+        return None
+    return [p for r in fit.ranges for p in r.pieces]
+
+
+def _piece_series(pieces: list[Piece], key: str, s: FloatArray) -> FloatArray:
+    """The series ``key`` of the piece of each size (the last piece whose from_bytes <= s;
+    sizes below the first use the first), held at >= 0 (a line extrapolated past its
+    piece may fall below 0, which no time can)."""
+    starts = np.array([p.from_bytes for p in pieces], dtype=np.float64)
+    idx = np.clip(np.searchsorted(starts, s, side="right") - 1, 0, len(pieces) - 1)
+    a = np.array([p.lines[key][0] for p in pieces])[idx]
+    b = np.array([p.lines[key][1] for p in pieces])[idx]
+    return np.asarray(np.maximum(a + (s - starts[idx]) * b, 0.0), dtype=np.float64)
+
+
 def g_all(model: LoggpFit | Mapping[str, Any] | str | Path, s: ArrayLike) -> Any:
     """G_all(s) = g + (s-1) G of the range of s, in us."""
     fit = _as_fit(model)
     sa = np.asarray(s, dtype=np.float64)
+    pieces = _all_pieces(fit)
+    if pieces is not None:
+        return _ret(_piece_series(pieces, "gall", sa), sa.ndim == 0)
     p = _params_at(fit, sa)
     return _ret(p[..., _P_G_GAP] + (sa - 1.0) * p[..., _P_GBIG], sa.ndim == 0)
 
@@ -424,10 +531,16 @@ def overhead(
     """
     fit = _as_fit(model)
     sa = np.asarray(s, dtype=np.float64)
-    p = _params_at(fit, sa)
     cols = {"both": (_P_O, _P_OB), "send": (_P_OS, _P_OSB), "recv": (_P_OR, _P_ORB)}
     if side not in cols:
         raise ValueError(f"side must be 'both', 'send' or 'recv', got {side!r}")
+    pieces = _all_pieces(fit)
+    if pieces is not None:
+        o_s = _piece_series(pieces, "os", sa)
+        o_r = _piece_series(pieces, "or", sa)
+        v = o_s if side == "send" else o_r if side == "recv" else 0.5 * (o_s + o_r)
+        return _ret(v, sa.ndim == 0)
+    p = _params_at(fit, sa)
     a, b = cols[side]
     return _ret(p[..., a] + (sa - 1.0) * p[..., b], sa.ndim == 0)
 
@@ -448,6 +561,11 @@ def prtt(
     PRTT(n,0,s) = PRTT(1,0,s) + (n-1) G_all(s)). A model with only the symmetric o has
     o_s = o_r = o: the paper's formulas. The values are read from each range as stored, so
     a model whose ranges hold different L or o (older files) is predicted as it says.
+
+    A fitted model has pieces (:class:`Piece`): then the same formulas take PRTT(1,0,s)/2,
+    G_all(s) and o_s(s) from the lines of the piece of s, which follow the bends within a
+    range and the overlap of sending and receiving that the range's parameters cannot
+    (docs/fit.md, section 4).
     """
     fit = _as_fit(model)
     sa, na, da = np.broadcast_arrays(
@@ -455,6 +573,13 @@ def prtt(
         np.asarray(n, dtype=np.float64),
         np.asarray(d, dtype=np.float64),
     )
+    pieces = _all_pieces(fit)
+    if pieces is not None:
+        h = _piece_series(pieces, "h", sa)
+        gp = _piece_series(pieces, "gall", sa)
+        osp = _piece_series(pieces, "os", sa)
+        perp = np.where(da > 0.0, np.maximum(osp + da, gp), gp)
+        return _ret(2.0 * h + (na - 1.0) * perp, sa.ndim == 0)
     p = _params_at(fit, sa)
     x = sa - 1.0
     o_s = p[..., _P_OS] + x * p[..., _P_OSB]

@@ -5,6 +5,7 @@ the statement of the criterion.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -22,6 +23,7 @@ from railgauge.fit.lines import (
     _fit_line,
     _LineFit,
 )
+from railgauge.fit.model import Piece
 from railgauge.fit.series import (
     DerivedSeries,
 )
@@ -269,3 +271,52 @@ def _o_r_source_of(ds: DerivedSeries) -> str:
     if k == ds.sizes.size:
         return O_R_MEASURED
     return f"measured at {k} of {ds.sizes.size} sizes, assumed equal to o_s at the others"
+
+
+def _free_line(x: FloatArray, y: FloatArray, w: FloatArray) -> tuple[float, float]:
+    """The weighted least-squares line y ~ a + b (x - x[0]), not bounded: (a, b). One
+    size (or no weight) gives a flat line through the mean."""
+    use = w > 0.0
+    if int(use.sum()) < 2:
+        use = np.ones(x.size, dtype=bool)
+        w = np.ones(x.size)
+    xs, ys, ws = x[use] - x[0], y[use], w[use]
+    if xs.size < 2 or float(np.ptp(xs)) == 0.0:
+        return float(np.average(ys, weights=ws)), 0.0
+    scale = float(np.max(np.abs(xs))) or 1.0
+    sw = np.sqrt(ws / np.max(ws))
+    a_mat = np.column_stack([sw, sw * xs / scale])
+    coef, *_ = np.linalg.lstsq(a_mat, sw * ys, rcond=None)
+    return float(coef[0]), float(coef[1] / scale)
+
+
+def _fit_pieces(ds: DerivedSeries, starts: Sequence[int]) -> list[Piece]:
+    """The predictive model's pieces: one per block of the partition whose blocks start at
+    ``starts`` (0 first), each with the free weighted lines of PRTT(1,0,s)/2, G_all(s),
+    o_s(s) and o_r(s) anchored at its first size (docs/fit.md, section 4, *Predictions*).
+    o_s and o_r are fitted where d was above G_all(s) (all sizes where fewer than two were);
+    o_r is the o_s line where no receive overhead was measured."""
+    edges = [*starts, ds.sizes.size]
+    pieces: list[Piece] = []
+    for a, b in itertools.pairwise(edges):
+        idx = np.arange(a, b)
+        x = ds.x[idx]
+        valid = ds.o_valid[idx]
+        if int(valid.sum()) < 2:
+            valid = np.ones(idx.size, dtype=bool)
+        w_os = np.where(valid, 1.0 / ds.o_s_sigma[idx] ** 2, 0.0)
+        lines = {
+            "h": _free_line(x, ds.h[idx], 1.0 / ds.h_sigma[idx] ** 2),
+            "gall": _free_line(x, ds.g_all[idx], 1.0 / ds.g_all_sigma[idx] ** 2),
+            "os": _free_line(x, ds.o_s[idx], w_os),
+        }
+        measured = valid & ds.o_r_measured[idx]
+        if bool(measured.any()):
+            w_or = np.where(measured, 1.0 / ds.o_r_sigma[idx] ** 2, 0.0)
+            lines["or"] = _free_line(x, ds.o_r[idx], w_or)
+        else:
+            lines["or"] = lines["os"]
+        pieces.append(
+            Piece(from_bytes=int(ds.sizes[a]), to_bytes=int(ds.sizes[b - 1]), lines=lines)
+        )
+    return pieces

@@ -146,6 +146,39 @@ def _network_sentence(fit: LoggpFit) -> str:
     return "L, o_s, o_r are the same in every range; g, G (and O_s, O_r) are per range."
 
 
+def _pct1(v: Any) -> str:
+    return "-" if not isinstance(v, int | float) or v != v else f"{100.0 * float(v):.1f}%"
+
+
+def accuracy_lines(fit: LoggpFit) -> list[str]:
+    """The model's predictive accuracy in words and a small table: held-out errors (k-fold
+    over sizes) beside the run's own noise, overall and per decade of sizes."""
+    acc = fit.accuracy
+    if not acc:
+        return []
+    held = acc.get("held_out") or {}
+    if not held.get("points"):
+        reason = acc.get("reason", "no held-out points")
+        return [f"accuracy: not cross-validated ({reason})"]
+    nz = acc.get("noise") or {}
+    lines = [
+        f"accuracy: the model predicts its held-out points ({acc.get('k')}-fold over sizes, "
+        f"{held['points']} points) with a median error of {_pct1(held.get('median_rel'))}, "
+        f"p90 {_pct1(held.get('p90_rel'))}, max {_pct1(held.get('max_rel'))}; the run's own "
+        f"noise (CI of each median, scatter about its neighbours): median "
+        f"{_pct1(nz.get('median_rel'))}, p90 {_pct1(nz.get('p90_rel'))}",
+    ]
+    noise_by = {d.get("from_bytes"): d for d in nz.get("by_decade") or []}
+    rows = []
+    for d in acc.get("by_decade") or []:
+        nz_med = _pct1(noise_by.get(d["from_bytes"], {}).get("median_rel"))
+        rows.append(
+            f"  {d['from_bytes']:>8} B ..  held out median {_pct1(d.get('median_rel')):>6}"
+            f"  ({d.get('points')} points)   noise {nz_med:>6}"
+        )
+    return lines + rows
+
+
 def format_table(fit: LoggpFit) -> str:
     """The fitted ranges as a plain-text table (values, then 95% CIs, then warnings)."""
     head = f"LogGP fit, transport {fit.transport}"
@@ -187,6 +220,7 @@ def format_table(fit: LoggpFit) -> str:
     )
     lines.append(_network_sentence(fit))
     lines.extend(support_lines(fit))
+    lines.extend(accuracy_lines(fit))
     if notes:
         lines.append("")
         lines.extend(notes)
@@ -434,6 +468,55 @@ def _figure(path: Path, caption: str) -> str:
     )
 
 
+def _accuracy_html(fit: LoggpFit) -> str:
+    """How well the model predicts, beside the run's own noise (next to the residuals)."""
+    acc = fit.accuracy
+    if not acc:
+        return ""
+    held = acc.get("held_out") or {}
+    if not held.get("points"):
+        return (f"<h2>Predictive accuracy</h2><p>Not cross-validated: "
+                f"{_e(acc.get('reason', 'no held-out points'))}.</p>")
+    nz = acc.get("noise") or {}
+    noise_by = {d.get("from_bytes"): d for d in nz.get("by_decade") or []}
+    rows = "".join(
+        f"<tr><td>{_e(d['from_bytes'])} B .. {_e(d.get('to_bytes', ''))} B</td>"
+        f"<td>{_e(d.get('points'))}</td><td>{_pct1(d.get('median_rel'))}</td>"
+        f"<td>{_pct1(d.get('p90_rel'))}</td>"
+        f"<td>{_pct1(noise_by.get(d['from_bytes'], {}).get('median_rel'))}</td></tr>"
+        for d in acc.get("by_decade") or []
+    )
+    per = "".join(
+        f"<tr><td>{_e(range_label(r))}</td><td>{_e((r.accuracy or {}).get('points'))}</td>"
+        f"<td>{_pct1((r.accuracy or {}).get('median_rel'))}</td>"
+        f"<td>{_pct1((r.accuracy or {}).get('p90_rel'))}</td>"
+        f"<td>{'yes' if r.reliable else 'NO'}</td></tr>"
+        for r in fit.ranges
+    )
+    worst = "".join(
+        f"<tr><td>{_e(w.get('s'))} B</td><td>{_e(w.get('pattern', w.get('kind')))}</td>"
+        f"<td>{_e(_num(w.get('measured_us')))}</td><td>{_e(_num(w.get('predicted_us')))}</td>"
+        f"<td>{_pct1(w.get('rel'))}</td></tr>"
+        for w in acc.get("worst") or []
+    )
+    return f"""<h2>Predictive accuracy</h2>
+<p>Each size's PRTT(1,0,s), PRTT(n,0,s) and PRTT(n,d,s) predicted by a model fitted without
+that size ({_e(acc.get('k'))}-fold cross-validation over sizes, every fold refitted from
+scratch): median error {_pct1(held.get('median_rel'))}, p90 {_pct1(held.get('p90_rel'))},
+max {_pct1(held.get('max_rel'))} over {_e(held.get('points'))} points. Beside it the run's own
+noise, the limit any model meets (per point the larger of the CI of its median and its
+scatter about its neighbours): median {_pct1(nz.get('median_rel'))}, p90
+{_pct1(nz.get('p90_rel'))}. A range is reliable when its held-out points have a median error
+&le; 5% and a p90 &le; 12% (docs/fit.md).</p>
+<table><tr><th class="l">sizes</th><th>points</th><th>held-out median</th><th>held-out p90</th>
+<th>noise median</th></tr>{rows}</table>
+<table><tr><th class="l">range</th><th>points</th><th>median</th><th>p90</th><th>reliable</th>
+</tr>{per}</table>
+<p class="muted">The worst held-out points:</p>
+<table><tr><th>size</th><th class="l">pattern</th><th>measured (us)</th><th>predicted (us)</th>
+<th>error</th></tr>{worst}</table>"""
+
+
 def write_report(
     out_dir: str | Path,
     meas: Measurements,
@@ -522,6 +605,7 @@ def write_report(
 {_ranges_table(fit)}
 <h2>Figures</h2>
 {"".join(figures)}
+{_accuracy_html(fit)}
 {lop_html}
 <h2>Protocol-range criterion and fit</h2>
 {_criterion(fit)}
