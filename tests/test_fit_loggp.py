@@ -308,9 +308,18 @@ def test_negative_gap_far_from_s1_says_why() -> None:
     assert [r.from_bytes for r in fit.ranges] == [1, 65536]
     low, high = fit.ranges
     assert low.reliable and low.warnings == []
-    assert high.g_us == 0.0 and not high.reliable
-    (warning,) = [w for w in high.warnings if w.startswith("g constrained to 0")]
-    assert "65536 B" in warning and "far from s=1" in warning
+    # g of a range far from s = 1 is an extrapolation: held at 0 with that reason stated
+    # (a bound with a reason, docs/fit.md section 4), not a warning.
+    assert high.g_us == 0.0 and high.reliable
+    assert not [w for w in high.warnings if w.startswith("g constrained to 0")]
+    (note,) = [w for w in high.notes if w.startswith("g constrained to 0")]
+    assert "65536 B" in note and "far from s=1" in note and "with a reason" in note
+    (bound,) = [b for b in high.bounds if b["parameter"] == "g_us"]
+    assert bound["unconstrained"] < 0.0 and "extrapolated" in bound["reason"]
+    # The range's pieces still predict its PRTT(n,0,s) from its own sizes.
+    for size in (131072.0, 524288.0):
+        truth = prtt_true(params, 16, 0.0, size)
+        assert abs(prtt(fit, 16, 0.0, size) / truth - 1.0) < 0.03
     # A problem of the range's own g: L and o (network-wide) are not affected.
     assert fit.network["reliable"] is True
     assert high.L_us == low.L_us > 0.0 and rel_err(low.L_us, 5.96) < 0.02

@@ -316,7 +316,10 @@ def measure_prtt(plan: MeasurePlan, out: Path, *, progress: ProgressCb | None = 
     total = 3 * len(sizes)
     part = out.with_name(out.name + ".part")
     out.parent.mkdir(parents=True, exist_ok=True)
-    res = run_prtt(plan, sizes, part, budget_s=plan.budget_s, progress=progress, total=total)
+    # The sweep leaves a share of the budget to the refinement around the changes it
+    # finds (a run in passes spreads whatever budget it has over all its passes).
+    sweep_budget = plan.budget_s * (0.85 if plan.refine else 1.0)
+    res = run_prtt(plan, sizes, part, budget_s=sweep_budget, progress=progress, total=total)
     if res.returncode != 0:
         part.unlink(missing_ok=True)
         raise MeasureError(f"the PRTT benchmark failed: {res.failure}")

@@ -395,6 +395,11 @@ rg_status_t rg_bench_write_header(rg_bench_t *bench, size_t planned_points)
     rg_json_kv_int(&js, "max_reps", bench->opts.max_reps);
     rg_json_kv_double(&js, "point_budget_s", bench->opts.point_budget_s);
     rg_json_kv_double(&js, "budget_s", bench->opts.budget_s);
+    if (bench->opts.passes > 1) {
+        rg_json_kv_int(&js, "passes", bench->opts.passes);
+        rg_json_kv_double(&js, "pass_tol", bench->opts.pass_tol);
+        rg_json_kv_uint(&js, "order_seed", bench->opts.order_seed);
+    }
     rg_json_key(&js, "sizes");
     rg_json_array_begin(&js);
     for (i = 0; i < bench->opts.nsizes; i++) {
@@ -781,7 +786,7 @@ static int rg__bench_drive_passes(rg_bench_t *bench)
     size_t          *order, i, v, visits = 0, points = 0;
     int              pass, k, rc = RG_BENCH_EXIT_FAIL;
     const char      *status = "ok";
-    rg_bench_limits_t lim;
+    rg_bench_limits_t lim, vlim;
     uint64_t         rng;
 
     acc   = calloc(ns * RG_BENCH_NKINDS, sizeof(*acc));
@@ -828,6 +833,20 @@ static int rg__bench_drive_passes(rg_bench_t *bench)
                                  visits == 0 ? o->warmup_s + 0.05 : o->warmup_s) != RG_OK) {
                 goto out;
             }
+            /* With a run budget, every pass gets its share of it: a point may take no
+             * more than the time left to this pass over the points it has still to
+             * visit, so that the last passes are not cut off (each point still takes
+             * its minimum of repetitions). */
+            vlim = lim;
+            if (o->budget_s > 0) {
+                double left = o->budget_s * (double)(pass + 1) / o->passes -
+                              rg_bench_elapsed_s(bench);
+                double per  = left / ((double)(ns - v) * RG_BENCH_NKINDS);
+
+                if (per < vlim.budget_s) {
+                    vlim.budget_s = per > 1e-4 ? per : 1e-4;
+                }
+            }
             for (k = 0; k < RG_BENCH_NKINDS; k++) {
                 if (k == RG_BENCH_PD && pass == 0) {
                     if (rg__bench_choose_d(bench, &a[RG_BENCH_P1].pt, &a[RG_BENCH_PN].pt,
@@ -837,7 +856,7 @@ static int rg__bench_drive_passes(rg_bench_t *bench)
                     a[RG_BENCH_PO].pt.d_us = a[RG_BENCH_PD].pt.d_us;
                     a[RG_BENCH_PO].pt.d_rule = a[RG_BENCH_PD].pt.d_rule;
                 }
-                if (rg__bench_measure(bench, &a[k].pt, &lim) != RG_OK ||
+                if (rg__bench_measure(bench, &a[k].pt, &vlim) != RG_OK ||
                     rg__bench_acc_add(bench, &a[k], a[k].pt.stats.count) != RG_OK) {
                     goto out;
                 }

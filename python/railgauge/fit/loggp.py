@@ -77,6 +77,10 @@ from railgauge.fit.model import (
     range_index,
 )
 from railgauge.fit.rangefit import (
+    G_EXTRAPOLATION_REASON,
+    L_OVERLAP_REASON,
+    _at_bound,
+    _bound_entry,
     _bound_messages,
     _criterion_statement,
     _fit_pieces,
@@ -84,6 +88,7 @@ from railgauge.fit.rangefit import (
     _o_r_source_of,
     _overlap_hint,
     _overlap_note,
+    _overlap_significant,
     _validate_options,
 )
 from railgauge.fit.resample import (
@@ -307,13 +312,27 @@ def _fit_core(
         net_checks[2:2] = [("o_r_us", n_or, True)]
         net_checks.append(("O_r_us_per_byte", n_or, False))
     span0 = first_last - first_from
+    net_bounds: list[dict[str, Any]] = []
     for key, lf, intercept in net_checks:
         warn, note = _bound_messages(key, lf, first_from, span0, intercept=intercept, paper=paper0)
         if warn is not None and key == "L_us" and not paper0:
-            warn += _overlap_hint(ds, net_idx)
+            if _overlap_significant(ds, net_idx):
+                # A bound with a physical reason (docs/fit.md, section 4): the receiver's
+                # work overlaps the sender's, so the time between them is not resolvable.
+                note = warn + _overlap_hint(ds, net_idx) + L_OVERLAP_REASON
+                net_bounds.append(_bound_entry(key, lf, intercept, L_OVERLAP_REASON.strip("; ")))
+                warn = None
+            else:
+                warn += _overlap_hint(ds, net_idx)
         if warn is not None:
             net_warnings.append(warn)
             net_reliable = False
+        elif (
+            note is not None
+            and _at_bound(lf, intercept)
+            and not any(b["parameter"] == key for b in net_bounds)
+        ):
+            net_bounds.append(_bound_entry(key, lf, intercept, note))
         if note is not None:
             net_notes.append(note)
     first_label = f"{first_from} B .. {first_last} B"
@@ -370,11 +389,24 @@ def _fit_core(
             ("g_us", f_g, True),
             ("G_us_per_byte", f_g, False),
         ]
+        bounds = [dict(b) for b in net_bounds]
         for key, lf, intercept in own_checks:
             warn, note = _bound_messages(key, lf, from_b, span, intercept=intercept, paper=paper)
+            if warn is not None and intercept and r > 0 and from_b - 1 > 0.05 * max(span, 1):
+                # g of a range far from s = 1 is the extrapolation of its gap line: a bound
+                # there has a reason, and the range's pieces predict from its own sizes.
+                note = warn + G_EXTRAPOLATION_REASON
+                bounds.append(_bound_entry(key, lf, intercept, G_EXTRAPOLATION_REASON.strip("; ")))
+                warn = None
             if warn is not None:
                 warnings.append(warn)
                 reliable = False
+            elif (
+                note is not None
+                and _at_bound(lf, intercept)
+                and not any(b["parameter"] == key for b in bounds)
+            ):
+                bounds.append(_bound_entry(key, lf, intercept, note))
             if note is not None:
                 notes.append(note)
         if r > 0:
@@ -433,6 +465,7 @@ def _fit_core(
                     "ci95": {k: list(v) for k, v in own_ci.items()},
                 },
                 pieces=[p for p in all_pieces if from_b <= p.from_bytes <= last_b],
+                bounds=bounds,
                 **cast(dict[str, Any], values),
             )
         )
@@ -472,6 +505,7 @@ def _fit_core(
             "reliable": net_reliable,
             "warnings": net_warnings,
             "notes": net_notes,
+            "bounds": net_bounds,
             "definition": NETWORK_DEFINITION,
         },
     )

@@ -142,6 +142,9 @@ class LoggpRange:
     support_from: float | None = None
     #: The predictive model's pieces in this range (empty in older model files).
     pieces: list[Piece] = field(default_factory=list)
+    #: Parameters held at the bound 0, each with its unconstrained estimate and the
+    #: reason it may be there (docs/fit.md, section 4, *Bounds*).
+    bounds: list[dict[str, Any]] = field(default_factory=list)
     #: How well the range predicts its own held-out points (``points``, ``median_rel``,
     #: ``p90_rel``, ``max_rel``, ``reliable``); None where not cross-validated.
     accuracy: dict[str, Any] | None = None
@@ -192,6 +195,7 @@ class LoggpRange:
             out["chi2_red"] = {
                 k: (float(v) if math.isfinite(v) else None) for k, v in self.chi2_red.items()
             }
+        out["bounds"] = _finite_json(self.bounds)
         if self.accuracy is not None:
             out["accuracy"] = _finite_json(self.accuracy)
         if self.pieces:
@@ -337,6 +341,7 @@ def _range_from_json(doc: Any, where: str) -> LoggpRange:
         range_overhead=dict(own) if own is not None else None,
         support_from=_support_of(doc, where),
         pieces=_pieces_of(doc, where),
+        bounds=[dict(b) for b in doc.get("bounds", []) if isinstance(b, Mapping)],
         accuracy=dict(doc["accuracy"]) if isinstance(doc.get("accuracy"), Mapping) else None,
     )
 

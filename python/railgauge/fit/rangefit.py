@@ -109,6 +109,43 @@ def _bound_messages(
     return msg, None
 
 
+#: The physical reason for L at its bound where sending and receiving overlap.
+L_OVERLAP_REASON = (
+    "; L is held at 0 with a reason: on this transport the receiver's work overlaps the "
+    "sender's (on loopback TCP the kernel delivers the message to the receiver inside the "
+    "send call; through a shared-memory buffer the copy is pipelined), so the time between "
+    "the end of the send and the start of the receive, L, is below what PRTT can resolve; "
+    "the predictions come from the pieces' own lines"
+)
+#: The reason for g at its bound in a range far from s = 1.
+G_EXTRAPOLATION_REASON = (
+    "; g is held at 0 with a reason: it is the range's gap line extrapolated to s = 1, far "
+    "below the range's sizes, where the line does not apply; the range's predictions come "
+    "from its pieces' lines, anchored at its own sizes"
+)
+
+
+def _at_bound(fit: _LineFit, intercept: bool) -> bool:
+    """Whether the coefficient (intercept or slope) of a bounded line is held at 0."""
+    value, est = (fit.a, fit.a_free) if intercept else (fit.b, fit.b_free)
+    return bool(value <= 0.0 and math.isfinite(est) and est < 0.0)
+
+
+def _bound_entry(key: str, fit: _LineFit, intercept: bool, reason: str) -> dict[str, Any]:
+    """A parameter held at its bound 0, with its unconstrained estimate and the reason."""
+    est, se = (fit.a_free, fit.a_se) if intercept else (fit.b_free, fit.b_se)
+    return {"parameter": key, "value": 0.0, "unconstrained": float(est),
+            "standard_error": float(se), "reason": reason}
+
+
+def _overlap_significant(ds: DerivedSeries, idx: npt.NDArray[np.int64]) -> bool:
+    """Whether o_s(s) + o_r(s) exceed PRTT(1,0,s)/2 by more than 1.96 sigma at some
+    measured size of idx (sending and receiving overlap there)."""
+    keep = ds.o_valid[idx] & ds.o_r_measured[idx]
+    sig = -ds.y_l[idx] > _SIGNIFICANT_Z * ds.y_l_sigma[idx]
+    return bool(np.any(keep & sig))
+
+
 def _overlap_hint(ds: DerivedSeries, idx: npt.NDArray[np.int64]) -> str:
     """Where the measured overheads exceed PRTT(1,0,s)/2: by how much, and what it means."""
     keep = ds.o_valid[idx] & ds.o_r_measured[idx]
