@@ -11,13 +11,14 @@ implementation alike:
 * ``libfabric shm``: ``fi_pingpong -p shm -e rdm`` (server and client);
 * ``openmpi`` (and ``mpich`` when installed): bench/mpi_pingpong.c;
 
-then ``railgauge gauge`` N times for wall time and the stability of the fitted
-LogGP model.  Writes its sections of docs/BENCHMARKS.md (between
+and the ``ofi-tcp`` and ``mpi`` sections (railgauge over libfabric's tcp provider and
+over MPI beside the plain programs).  Writes its sections of docs/BENCHMARKS.md (between
 ``<!-- bench:NAME:begin -->`` and ``<!-- bench:NAME:end -->``, keeping the rest of
-the file) and the raw results to build/bench/results-<date>.json.
+the file) and the raw results to build/bench/results-<date>.json.  The ``gauge`` section
+(the LogGP model's prediction and stability over runs) is bench/gauge_bench.py's.
 
-    python3 bench/run_bench.py                      # 5 rounds, 10 gauge runs
-    python3 bench/run_bench.py --rounds 1 --gauge-runs 1
+    python3 bench/run_bench.py                      # 5 rounds
+    python3 bench/run_bench.py --rounds 1
     python3 bench/run_bench.py --section foundation --skip-railgauge
 
 Exit status: 0 done, 1 a benchmark failed (the document says which), 2 bad usage
@@ -40,7 +41,6 @@ import statistics
 import subprocess
 import sys
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,7 +52,7 @@ BUILD = REPO / "build" / "bench"
 SIZES: tuple[int, ...] = (1, 8, 1048576)
 MIB = 1048576
 CFLAGS = ["-O2", "-Wall", "-Wextra", "-Werror", "-std=c11"]
-SECTIONS = ("foundation", "gauge", "ofi-tcp", "mpi")
+SECTIONS = ("foundation", "ofi-tcp", "mpi")
 
 # Display order and labels of the latency rows.
 IMPLS: dict[str, str] = {
@@ -66,9 +66,6 @@ IMPLS: dict[str, str] = {
 }
 
 TARGET_RATIO = 1.2
-GAUGE_SAME_RANGES = 0.9
-GAUGE_CV_MAX = 0.10
-GAUGE_WALL_MAX_S = 60.0
 
 
 class UsageError(Exception):
@@ -548,171 +545,6 @@ def summarize_latency(run: LatencyRun) -> dict[str, ImplSummary]:
             bw_1mib=statistics.median(bws) if bws else None,
         )
     return out
-
-
-# --------------------------------------------------------------------------------------
-# railgauge gauge
-
-
-@dataclass
-class GaugeRun:
-    index: int
-    wall_s: float
-    rc: int
-    ranges: list[dict[str, Any]] | None
-    grid: list[int]
-    grid_source: str
-    error: str | None = None
-    model: dict[str, Any] | None = None
-
-
-PARAMS = ("L_us", "o_us", "g_us", "G_us_per_byte")
-
-
-def size_grid(out_dir: Path) -> tuple[list[int], str]:
-    """The size grid of a gauge run and where it came from.
-
-    Preferably the planned sweep: the longest ``params.sizes`` among the measurement
-    headers (gauge writes one header for the sweep and one for each refinement pass,
-    whose points near range boundaries differ from run to run); else every measured
-    size; else nothing (powers of two are used)."""
-    planned: set[int] = set()
-    measured: set[int] = set()
-    for path in sorted(out_dir.rglob("*.jsonl")):
-        with contextlib.suppress(OSError, UnicodeDecodeError):
-            for rec in json_lines(path.read_text()):
-                params = rec.get("params")
-                if rec.get("type") == "header" and isinstance(params, dict):
-                    sizes = {v for v in params.get("sizes") or []
-                             if isinstance(v, int) and v > 0}
-                    if len(sizes) > len(planned):
-                        planned = sizes
-                s = rec.get("s")
-                if isinstance(s, int) and s > 0:
-                    measured.add(s)
-    if planned:
-        return sorted(planned), "planned"
-    if measured:
-        return sorted(measured), "measured"
-    return [], "pow2"
-
-
-def snap(value: int, grid: list[int]) -> int:
-    """`value` rounded up to the next size of `grid` (so every boundary found inside
-    one grid interval maps to the same size), or up to a power of two when the grid is
-    unknown; values above the grid stay as they are."""
-    if value <= 0:
-        return value
-    if grid:
-        return next((g for g in grid if g >= value), value)
-    return 1 << math.ceil(math.log2(value))
-
-
-def gauge_runs(tools: Tools, args: argparse.Namespace, stamp: str) -> list[GaugeRun]:
-    root = BUILD / f"gauge-{stamp}"
-    runs: list[GaugeRun] = []
-    for i in range(args.gauge_runs):
-        out_dir = root / f"run-{i + 1:02d}"
-        out_dir.mkdir(parents=True, exist_ok=True)
-        argv = [*tools.railgauge, "gauge", "--out", str(out_dir), "--json",
-                *shlex.split(args.gauge_args)]
-        res = run_proc(argv, timeout=args.gauge_timeout,
-                       env={**os.environ, **tools.railgauge_env})
-        grid, grid_source = size_grid(out_dir)
-        run = GaugeRun(index=i + 1, wall_s=res.wall_s, rc=res.rc, ranges=None, grid=grid,
-                       grid_source=grid_source)
-        model_path = out_dir / "model-loggp.json"
-        if res.rc != 0:
-            run.error = res.describe()
-        elif not model_path.is_file():
-            run.error = f"{model_path} was not written"
-        else:
-            try:
-                model = json.loads(model_path.read_text())
-                run.model = model
-                ranges = model["ranges"]
-                if not isinstance(ranges, list) or not ranges:
-                    raise ValueError("no ranges")
-                run.ranges = ranges
-            except (OSError, ValueError, KeyError, TypeError) as exc:
-                run.error = f"{model_path}: unreadable model ({exc})"
-        status = "ok" if run.error is None else f"FAILED: {run.error}"
-        log(f"gauge run {i + 1}/{args.gauge_runs}: {res.wall_s:.1f} s, {status}")
-        runs.append(run)
-    return runs
-
-
-def range_signature(run: GaugeRun) -> tuple[int, ...] | None:
-    if not run.ranges:
-        return None
-    try:
-        return tuple(snap(int(r["from_bytes"]), run.grid) for r in run.ranges)
-    except (KeyError, TypeError, ValueError):
-        return None
-
-
-@dataclass
-class ParamStats:
-    n: int
-    mean: float
-    cv: float
-    min: float
-
-
-def param_stats(values: list[float]) -> ParamStats:
-    mean = statistics.fmean(values)
-    sd = statistics.stdev(values) if len(values) > 1 else 0.0
-    return ParamStats(n=len(values), mean=mean, cv=sd / mean if mean else math.inf,
-                      min=min(values))
-
-
-@dataclass
-class GaugeSummary:
-    runs: int
-    ok: int
-    wall_median: float
-    wall_max: float
-    signatures: list[tuple[tuple[int, ...] | None, int]]
-    modal_count: int
-    per_range: list[dict[str, ParamStats]]
-    all_positive: bool
-    bad_values: list[str]
-
-
-def summarize_gauge(runs: list[GaugeRun]) -> GaugeSummary:
-    walls = [r.wall_s for r in runs]
-    sigs = Counter(range_signature(r) for r in runs)
-    modal = max((c for s, c in sigs.items() if s is not None), default=0)
-    nranges = max((len(r.ranges) for r in runs if r.ranges), default=0)
-    per_range: list[dict[str, ParamStats]] = []
-    bad: list[str] = []
-    for k in range(nranges):
-        stats: dict[str, ParamStats] = {}
-        for p in PARAMS:
-            vals: list[float] = []
-            for r in runs:
-                if r.ranges and k < len(r.ranges):
-                    v = r.ranges[k].get(p)
-                    if isinstance(v, int | float) and math.isfinite(v):
-                        vals.append(float(v))
-                        if v <= 0:
-                            bad.append(f"run {r.index} range {k} {p}={v}")
-                    else:
-                        bad.append(f"run {r.index} range {k} {p}={v!r}")
-            if vals:
-                stats[p] = param_stats(vals)
-        per_range.append(stats)
-    return GaugeSummary(
-        runs=len(runs),
-        ok=sum(1 for r in runs if r.error is None),
-        wall_median=statistics.median(walls) if walls else math.nan,
-        wall_max=max(walls) if walls else math.nan,
-        signatures=sorted(sigs.items(), key=lambda kv: -kv[1]),
-        modal_count=modal,
-        per_range=per_range,
-        all_positive=not bad and nranges > 0,
-        bad_values=bad,
-    )
 
 
 # --------------------------------------------------------------------------------------
@@ -1353,85 +1185,6 @@ def foundation_md(run: LatencyRun, summ: dict[str, ImplSummary], args: argparse.
     return "\n".join(lines)
 
 
-def gauge_md(runs: list[GaugeRun], gs: GaugeSummary, args: argparse.Namespace,
-             facts: dict[str, Any], command: str, raw: Path) -> str:
-    n = gs.runs
-    need = math.ceil(GAUGE_SAME_RANGES * n)
-    first = gs.per_range[0] if gs.per_range else {}
-    cv_l = first.get("L_us")
-    cv_o = first.get("o_us")
-    cv_ok = None if cv_l is None or cv_o is None else (
-        cv_l.cv <= GAUGE_CV_MAX and cv_o.cv <= GAUGE_CV_MAX)
-    max_cv = {p: max((st[p].cv for st in gs.per_range if p in st), default=math.nan)
-              for p in ("L_us", "o_us")}
-    gauge_cmd = shlex.join(["railgauge", "gauge", "--out", "DIR", "--json",
-                            *shlex.split(args.gauge_args)])
-    lines = [
-        f"## railgauge gauge: wall time and stability over {n} runs",
-        "",
-        f"`{gauge_cmd}` run {n} time(s) in a row, each into a fresh DIR; the wall clock "
-        "includes starting Python. Parameters come from DIR/model-loggp.json; a range's "
-        "parameters are compared across runs by index (range 0 is the smallest sizes). A "
-        "run's set of ranges is the tuple of its ranges' from_bytes, each rounded up to the "
-        "next size of the run's planned size sweep (the `params.sizes` of its measurement "
-        "header), so a boundary that gauge's refinement places anywhere inside one interval "
-        "of the sweep counts as the same boundary. CV = standard deviation / mean over the "
-        "runs; it is undefined where the mean is 0. The CV target is judged on range 0; "
-        "the largest CV over all ranges is shown beside it.",
-        "",
-        "| target | measured | result |",
-        "| --- | --- | --- |",
-        f"| same set of ranges in >= {need} of {n} runs | {gs.modal_count} of {n} | "
-        f"{verdict(gs.modal_count >= need if n else None)} |",
-        f"| CV of L and o (range 0) <= {GAUGE_CV_MAX:.0%} | "
-        + (f"L {fmt_cv(cv_l.cv)}, o {fmt_cv(cv_o.cv)} (largest over all ranges: L "
-           f"{fmt_cv(max_cv['L_us'])}, o {fmt_cv(max_cv['o_us'])})" if cv_l and cv_o
-           else "n/a")
-        + f" | {verdict(cv_ok)} |",
-        f"| wall time of every run <= {GAUGE_WALL_MAX_S:.0f} s | median "
-        f"{gs.wall_median:.1f} s, max {gs.wall_max:.1f} s | "
-        f"{verdict(gs.wall_max <= GAUGE_WALL_MAX_S if n else None)} |",
-        "| every parameter positive | "
-        + ("all positive" if gs.all_positive else "; ".join(gs.bad_values[:6]) or "no ranges")
-        + f" | {verdict(gs.all_positive if gs.per_range else None)} |",
-        f"| runs that produced a model | {gs.ok} of {n} | {verdict(gs.ok == n)} |",
-        "",
-        "Per range (matched by index): mean, CV and min over the runs that have it.",
-        "",
-        "| range | from_bytes (runs) | L (µs) | o (µs) | g (µs) | G (µs/byte) |",
-        "| ---: | --- | --- | --- | --- | --- |",
-    ]
-    for k, stats in enumerate(gs.per_range):
-        froms = Counter(int(r.ranges[k]["from_bytes"]) for r in runs
-                        if r.ranges and k < len(r.ranges) and "from_bytes" in r.ranges[k])
-        from_txt = ", ".join(f"{v} ({c})" for v, c in sorted(froms.items())[:4])
-        if len(froms) > 4:
-            from_txt += f", {len(froms) - 4} more"
-        cells = []
-        for p in PARAMS:
-            st = stats.get(p)
-            cells.append("n/a" if st is None else
-                         f"{st.mean:.4g} (CV {fmt_cv(st.cv)}, min {st.min:.4g}, n {st.n})")
-        lines.append(f"| {k} | {from_txt} | " + " | ".join(cells) + " |")
-    lines += [
-        "",
-        "| set of ranges (from_bytes) | runs |",
-        "| --- | ---: |",
-    ]
-    for sig, count in gs.signatures:
-        name = "no model" if sig is None else "(" + ", ".join(str(v) for v in sig) + ")"
-        lines.append(f"| {name} | {count} |")
-    walls = ", ".join(f"{r.wall_s:.1f}" for r in runs)
-    lines += ["", f"Wall time of each run (s): {walls}."]
-    errs = [r for r in runs if r.error]
-    if errs:
-        lines += ["", "Failed runs:", ""]
-        lines += [f"- run {r.index}: {r.error}" for r in errs]
-    lines += [""]
-    lines += facts_md(facts, command, raw)
-    return "\n".join(lines)
-
-
 DOC_HEAD = (
     "# Benchmarks\n\n"
     "Written by `bench/run_bench.py`; the text between each pair of `bench:` markers is "
@@ -1502,15 +1255,13 @@ def log(msg: str) -> None:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="bench/run_bench.py",
-        description="Side-by-side shm benchmark (floor, railgauge, libfabric, MPI) and "
-                    "railgauge gauge stability; writes docs/BENCHMARKS.md.")
+        description="Side-by-side shm benchmark (floor, railgauge, libfabric, MPI), railgauge "
+                    "over ofi:tcp and over MPI; writes docs/BENCHMARKS.md (the gauge section "
+                    "is bench/gauge_bench.py's).")
     p.add_argument("--rounds", type=int, default=5,
                    help="interleaved rounds of the latency benchmark (default 5)")
-    p.add_argument("--gauge-runs", type=int, default=10,
-                   help="runs of `railgauge gauge` (default 10)")
-    p.add_argument("--skip-gauge", action="store_true", help="leave out the gauge section")
     p.add_argument("--skip-railgauge", action="store_true",
-                   help="leave railgauge out of the latency rounds (and skip the gauge)")
+                   help="leave railgauge out of the latency rounds (and skip ofi-tcp)")
     p.add_argument("--no-mpich", action="store_true", help="leave out the MPICH row")
     p.add_argument("--no-floor-seq", action="store_true",
                    help="leave out the spsc-floor-seq row")
@@ -1532,9 +1283,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--cores", default="0,1", help="the two cores to pin to (default 0,1)")
     p.add_argument("--timeout", type=float, default=300.0,
                    help="seconds any one benchmark command may take (default 300)")
-    p.add_argument("--gauge-timeout", type=float, default=600.0,
-                   help="seconds one gauge run may take (default 600)")
-    p.add_argument("--gauge-args", default="", help="extra arguments for `railgauge gauge`")
     p.add_argument("--railgauge", default=None, help="railgauge command (default: found)")
     p.add_argument("--railgauge-bench", default=None,
                    help="path of railgauge-bench (default: found like railgauge does)")
@@ -1544,8 +1292,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="extra arguments for `railgauge-bench pingpong`")
     p.add_argument("--cc", default="cc", help="C compiler for spsc_floor (default cc)")
     args = p.parse_args(argv)
-    if args.rounds < 1 or args.gauge_runs < 1 or args.iters < 1 or args.batches < 1:
-        p.error("--rounds, --gauge-runs, --iters and --batches must be at least 1")
+    if args.rounds < 1 or args.iters < 1 or args.batches < 1:
+        p.error("--rounds, --iters and --batches must be at least 1")
     if not re.fullmatch(r"\d+,\d+", args.cores):
         p.error("--cores takes two core numbers, e.g. 0,1")
     return args
@@ -1555,18 +1303,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     signal.signal(signal.SIGTERM, _on_sigterm)
     sections = list(dict.fromkeys(args.section or SECTIONS))
-    if (args.skip_gauge or args.skip_railgauge) and "gauge" in sections:
-        sections.remove("gauge")
-    if not sections:
-        log("nothing to do: every section is skipped")
-        return 2
     if args.skip_railgauge and "ofi-tcp" in sections:
         sections.remove("ofi-tcp")
     if not sections:
         log("nothing to do: every section is skipped")
         return 2
     do_latency = "foundation" in sections
-    do_gauge = "gauge" in sections
     do_ofi_tcp = "ofi-tcp" in sections
     do_mpi = "mpi" in sections
     command = shlex.join(["python3", "bench/run_bench.py",
@@ -1613,21 +1355,6 @@ def main(argv: list[str] | None = None) -> int:
             "errors": run.errors,
             "summary": {k: vars(v) for k, v in summ.items()},
         }
-    if do_gauge:
-        runs = gauge_runs(tools, args, stamp)
-        gs = summarize_gauge(runs)
-        failed |= gs.ok != gs.runs
-        raw["gauge"] = {
-            "runs": [vars(r) for r in runs],
-            "summary": {
-                "runs": gs.runs, "ok": gs.ok, "wall_median": gs.wall_median,
-                "wall_max": gs.wall_max, "modal_count": gs.modal_count,
-                "signatures": [[list(s) if s else None, c] for s, c in gs.signatures],
-                "per_range": [{p: vars(st) for p, st in rng.items()} for rng in gs.per_range],
-                "all_positive": gs.all_positive, "bad_values": gs.bad_values,
-            },
-        }
-
     if do_ofi_tcp:
         ofi_run = ofi_tcp_rounds(tools, args)
         failed |= bool(ofi_run.errors)
@@ -1643,8 +1370,6 @@ def main(argv: list[str] | None = None) -> int:
     facts["loadavg_end"] = os.getloadavg()
     if do_latency:
         md["foundation"] = foundation_md(run, summ, args, facts, command, raw_path)
-    if do_gauge:
-        md["gauge"] = gauge_md(runs, gs, args, facts, command, raw_path)
     if do_ofi_tcp:
         md["ofi-tcp"] = ofi_tcp_md(ofi_run, args, facts, command, raw_path)
     if do_mpi:

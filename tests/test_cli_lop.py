@@ -140,6 +140,22 @@ def test_bad_csv_names_the_line(files: dict[str, Path]) -> None:
     bad = files["dir"] / "bad.csv"
     bad.write_text("p,rtt_us\n1,10\n2,-4\n")
     one_line_error(rg("fit", "--model", "lop", bad), f"{bad}:3")
+    cell = files["dir"] / "cell.csv"
+    cell.write_text("p,rtt_us,os_us\n1,10,0.5\n2,11,0.5\n3,12,fast\n")
+    one_line_error(rg("fit", "--model", "lop", cell), f"{cell}:4: 'os_us' is not a number")
+
+
+def test_csv_with_repeated_p_is_fitted(files: dict[str, Path]) -> None:
+    """Repeated rows for one p are combined (their median), and the fit says so."""
+    rep = files["dir"] / "repeated.csv"
+    text = files["csv"].read_text()
+    rep.write_text(text + text.splitlines()[3] + "\n")  # the row of p=3 once more
+    out = files["dir"] / "model-repeated.json"
+    proc = rg("fit", "--model", "lop", rep, "--out", out)
+    assert proc.returncode == 0, proc.stderr
+    assert "combined" in proc.stderr and "p=3" in proc.stderr
+    doc = json.loads(out.read_text())
+    assert any("combined" in n for n in doc["notes"])
 
 
 def test_compare_models(files: dict[str, Path]) -> None:

@@ -124,7 +124,8 @@ def test_csv(tmp_path: Path) -> None:
         ("p,rtt_us\n1,10\n2,\n", ":3: 'rtt_us' is missing"),
         ("p,rtt_us\n1,10\n2,-3\n", ":3: 'rtt_us' must be > 0"),
         ("p,rtt_us,os_us\n1,10,-0.1\n", ":2: 'os_us' is negative"),
-        ("p,rtt_us\n1,10\n1,11\n", ":3: p=1 appears twice"),
+        ("p,rtt_us\n1,10\n2,12x\n", ":3: 'rtt_us' is not a number: '12x'"),
+        ("p,rtt_us,os_us\n1,10,0.5\ntwo,12,0.4\n", ":3: 'p' is not a number: 'two'"),
         ("p,latency\n1,10\n", "unknown CSV column(s) latency"),
         ("p,os_us\n1,10\n", "no 'rtt_us' column"),
         ("p,rtt_us\n1,10,3\n", ":2: 3 fields"),
@@ -138,6 +139,42 @@ def test_bad_csv_is_a_clear_error(tmp_path: Path, text: str, needle: str) -> Non
     with pytest.raises(OnenError) as err:
         read_onen(path)
     assert needle in str(err.value) and str(path) in str(err.value)
+
+
+def test_csv_rows_repeated_for_one_p_are_combined(tmp_path: Path) -> None:
+    """Repeated rows for one p are repeated measurements: one point, the median of each
+    column over the rows (the overheads over the rows that give one), count = the rows."""
+    path = tmp_path / "repeated.csv"
+    path.write_text("p,rtt_us,os_us,or_us\n1,10,0.5,0.3\n2,12,0.4,\n2,30,0.6,0.2\n"
+                    "2,13,,\n3,14,0.5,0.3\n")
+    data = read_onen(path)
+    assert [pt.p for pt in data.points] == [1, 2, 3]
+    two = data.points[1]
+    assert (two.rtt_median_us, two.os_us, two.or_us, two.count) == (13.0, 0.5, 0.2, 3)
+    assert two.line == 3 and data.points[0].count == 1
+    assert len(data.notes) == 1
+    note = data.notes[0]
+    assert "median" in note and "p=2" in note and f"{path}:3" in note and f"{path}:5" in note
+    # Across two CSV files read together too (p=1 twice: 10 and 11 -> median 10.5).
+    other = tmp_path / "other.csv"
+    other.write_text("p,rtt_us\n1,11\n")
+    both = read_onen([path, other])
+    assert both.points[0].rtt_median_us == 10.5 and both.points[0].count == 2
+    # A series of its own (another direction) is not combined with the 1:n rows.
+    mixed = tmp_path / "mixed.csv"
+    mixed.write_text("p,rtt_us,direction\n1,10,1:n\n1,20,n:1\n")
+    assert [pt.count for pt in read_onen(mixed).points] == [1, 1]
+    assert read_onen(mixed).notes == []
+
+
+def test_lop_fit_says_how_rows_were_combined(tmp_path: Path) -> None:
+    from railgauge.fit.lop import fit_lop
+
+    path = tmp_path / "repeated.csv"
+    rows = "".join(f"{p},{10.0 + 2.0 * p:.1f}\n" for p in range(1, 9))
+    path.write_text("p,rtt_us\n" + rows + "4,18.4\n4,17.6\n")
+    doc = fit_lop(read_onen(path)).to_json()
+    assert any("combined" in n and "p=4" in n for n in doc["notes"]), doc["notes"]
 
 
 def test_prtt_files_are_not_onen(tmp_path: Path) -> None:

@@ -16,9 +16,13 @@ Two input formats, both described exactly in ``docs/lop.md``:
   by p (per request). Every other record type is ignored (forward compatibility).
 
 * **CSV** for data measured elsewhere: a header line ``p,rtt_us`` with the optional columns
-  ``os_us``, ``or_us`` (and ``direction``, ``mode``, ``s``), one row per p; ``rtt_us`` has the
+  ``os_us``, ``or_us`` (and ``direction``, ``mode``, ``s``), a row per p; ``rtt_us`` has the
   meaning of ``rtt_median_us`` (the round's time, the point estimate) and ``os_us`` /
-  ``or_us`` that of the records.
+  ``or_us`` that of the records. Several rows for one p (and direction, mode, s), in one
+  file or in several CSV files read together, are repeated measurements: they are combined
+  into one point whose ``rtt_us``, ``os_us`` and ``or_us`` are the medians over the rows
+  (``os_us`` / ``or_us`` over the rows that give one) and whose ``count`` is the number of
+  rows; :attr:`OnenData.notes` says which p were combined (the LoP fit's ``notes``).
 
 The model works with the per-peer round-trip time RTT(p)/p, the quantity the LoP paper fits
 and the slides plot (:attr:`OnenPoint.per_peer`). Problems raise :class:`OnenError` (a
@@ -183,7 +187,8 @@ class OnenData:
     ``points`` holds the surviving records (a later record for the same (direction, mode,
     s, p) replaces an earlier one only if its ``count`` is larger), sorted by direction,
     mode, s and p. ``fmt`` is ``"jsonl"`` or ``"csv"``; a CSV file has one statistic only,
-    stored as the median (``rtt_us`` is the point estimate).
+    stored as the median (``rtt_us`` is the point estimate). ``notes`` says how the input was
+    taken where it matters, e.g. which CSV rows for one p were combined (their median).
     """
 
     points: list[OnenPoint]
@@ -194,6 +199,7 @@ class OnenData:
     paths: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     fmt: str = "jsonl"
+    notes: list[str] = field(default_factory=list)
 
     def series_keys(self) -> list[SeriesKey]:
         """The (direction, mode, s) series present, in the order of DIRECTIONS and MODES."""
@@ -433,7 +439,8 @@ def _read_jsonl(path: Path, text: str, best: dict[Any, OnenPoint], state: dict[s
         state["warnings"].append(f"{path}: the last block has no footer (interrupted run?)")
 
 
-def _read_csv(path: Path, text: str, best: dict[Any, OnenPoint]) -> None:
+def _read_csv(path: Path, text: str, rows_by_key: dict[Any, list[OnenPoint]]) -> None:
+    """The rows of one CSV file, appended per (direction, mode, s, p) to ``rows_by_key``."""
     reader = csv.reader(io.StringIO(text))
     rows = [(i, row) for i, row in enumerate(reader, start=1) if any(c.strip() for c in row)]
     if not rows:
@@ -455,7 +462,6 @@ def _read_csv(path: Path, text: str, best: dict[Any, OnenPoint]) -> None:
         raise OnenError(f"{path}:{head_line}: CSV column(s) repeated: {', '.join(sorted(dup))}")
     if len(rows) == 1:
         raise OnenError(f"{path}: CSV file has a header but no data rows")
-    seen: dict[Any, int] = {}
     for lineno, row in rows[1:]:
         where = f"{path}:{lineno}"
         if len(row) != len(cols):
@@ -501,17 +507,49 @@ def _read_csv(path: Path, text: str, best: dict[Any, OnenPoint]) -> None:
             direction=direction, mode=mode, p=p, s=s, count=1, rtt_median_us=rtt,
             os_us=os_v, or_us=or_v, file=str(path), line=lineno,
         )
-        if pt.key in seen:
-            raise OnenError(
-                f"{where}: p={p} appears twice ({direction}, {mode}; first at line "
-                f"{seen[pt.key]}); give one row per p"
-            )
-        seen[pt.key] = lineno
-        best[pt.key] = pt
+        rows_by_key.setdefault(pt.key, []).append(pt)
+
+
+def _median_of(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return float(np.median(known)) if known else None
+
+
+def _combine_csv(rows_by_key: dict[Any, list[OnenPoint]], best: dict[Any, OnenPoint],
+                 notes: list[str]) -> None:
+    """One point per (direction, mode, s, p) from the CSV rows: a single row as it is;
+    several rows (repeated measurements) combined, the median of each column over the rows
+    (of ``os_us`` / ``or_us`` over the rows that give one), ``count`` = the number of rows."""
+    combined: list[str] = []
+    for key, pts in rows_by_key.items():
+        if len(pts) == 1:
+            best[key] = pts[0]
+            continue
+        first = pts[0]
+        best[key] = OnenPoint(
+            direction=first.direction, mode=first.mode, p=first.p, s=first.s, count=len(pts),
+            rtt_median_us=_median_of([q.rtt_median_us for q in pts]),
+            os_us=_median_of([q.os_us for q in pts]),
+            or_us=_median_of([q.or_us for q in pts]),
+            file=first.file, line=first.line,
+        )
+        where = ", ".join(f"{q.file}:{q.line}" for q in pts)
+        combined.append(f"p={first.p} ({first.direction}, {first.mode}; {len(pts)} rows: {where})")
+    if combined:
+        notes.append(
+            "CSV rows repeated for one p were combined as repeated measurements: rtt_us, "
+            "os_us and or_us are the medians over the rows (os_us, or_us over the rows that "
+            "give one), count = the number of rows: " + "; ".join(combined)
+        )
 
 
 def read_onen(paths: str | Path | Sequence[str | Path]) -> OnenData:
     """Reads onen JSON Lines and/or CSV files as one data set.
+
+    CSV rows for one (direction, mode, s, p), in one file or in several, are repeated
+    measurements and are combined: the median of ``rtt_us`` (and of ``os_us``, ``or_us``
+    over the rows that give them), ``count`` = the number of rows; ``notes`` names them. A
+    CSV point replaces a JSON Lines record of the same key.
 
     Raises
     ------
@@ -528,15 +566,18 @@ def read_onen(paths: str | Path | Sequence[str | Path]) -> OnenData:
         "transport": None, "transport_where": "", "headers": [], "footers": [], "warnings": [],
     }
     fmts: set[str] = set()
+    csv_rows: dict[Any, list[OnenPoint]] = {}
+    notes: list[str] = []
     for raw in path_list:
         path = Path(raw)
         text = _read_text(path)
         if _looks_like_csv(path, text):
             fmts.add("csv")
-            _read_csv(path, text, best)
+            _read_csv(path, text, csv_rows)
         else:
             fmts.add("jsonl")
             _read_jsonl(path, text, best, state)
+    _combine_csv(csv_rows, best, notes)
     if not best:
         names = ", ".join(str(p) for p in path_list)
         raise OnenError(f"{names}: no onen records")
@@ -551,6 +592,7 @@ def read_onen(paths: str | Path | Sequence[str | Path]) -> OnenData:
         paths=[str(p) for p in path_list],
         warnings=state["warnings"],
         fmt="+".join(sorted(fmts)),
+        notes=notes,
     )
 
 

@@ -27,8 +27,9 @@ MEASUREMENTS_NAME = "measurements.jsonl"
 
 
 def _reader() -> Callable[[Path], Measurements]:
-    """The reader of MEASUREMENTS (the one line to change for another input format)."""
-    from railgauge.measurements import read_measurements as read
+    """The reader of MEASUREMENTS: railgauge JSON Lines or a Netgauge loggp table, told
+    apart by content."""
+    from railgauge.netgauge import read_any as read
 
     return read
 
@@ -211,8 +212,9 @@ def _table(rows: list[list[str]]) -> list[str]:
 @click.option("--json", "as_json", is_flag=True, help="Print the check as one JSON object.")
 def check(model_path: Path, meas_path: Path, as_json: bool) -> int:
     """How well MODEL (a model-loggp.json, or a report folder with one) predicts the PRTT
-    points of MEASUREMENTS (a measurements.jsonl, or a report folder with one), e.g. of
-    another run or another machine: the relative error |predicted - measured| / measured
+    points of MEASUREMENTS (a measurements.jsonl, a Netgauge loggp table, or a report
+    folder with a measurements.jsonl), e.g. of another run or another machine: the
+    relative error |predicted - measured| / measured
     of every PRTT(1,0,s), PRTT(n,0,s) and PRTT(n,d,s) record, overall, by decade of sizes
     and per range, the worst points, and the measurements' own noise beside them.
 

@@ -20,6 +20,11 @@ from railgauge.terminal import Terminal
               help="Where to write the model JSON (default: model-<model>.json beside FILE).")
 @click.option("--json", "as_json", is_flag=True, help="Print the model JSON to stdout.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed (loggp).")
+@click.option("--format", "fmt", type=click.Choice(["auto", "railgauge", "netgauge"]),
+              default="auto", show_default=True,
+              help="loggp: FILE's format: railgauge JSON Lines, or the table Netgauge's loggp "
+                   "pattern writes (netgauge -o FILE -x loggp); auto tells them apart by "
+                   "content.")
 @click.option("--stat", type=click.Choice(["min", "median"]), default="min", show_default=True,
               help="lop: the statistic of the primary fit (both are fitted).")
 @click.option("--direction", type=click.Choice(["1:n", "n:1"]), default=None,
@@ -33,25 +38,29 @@ from railgauge.terminal import Terminal
                                  "p of the onen data).")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path),
               default=None, help="lop: also draw RTT(p)/p, the fit, LogP and L(p) (PNG).")
-def fit(file: Path, model: str, out: Path | None, as_json: bool, seed: int, stat: str,
-        direction: str | None, posting: str | None, loggp_path: Path | None,
+def fit(file: Path, model: str, out: Path | None, as_json: bool, seed: int, fmt: str,
+        stat: str, direction: str | None, posting: str | None, loggp_path: Path | None,
         plot_path: Path | None) -> int:
-    """Fit a model to FILE (loggp: JSON Lines of `railgauge measure`/`railgauge-bench prtt`;
-    lop: JSON Lines of `railgauge-bench onen`, or a CSV with a header `p,rtt_us`)."""
+    """Fit a model to FILE (loggp: JSON Lines of `railgauge measure`/`railgauge-bench prtt`,
+    or a Netgauge loggp table; lop: JSON Lines of `railgauge-bench onen`, or a CSV with a
+    header `p,rtt_us`)."""
     term = Terminal()
     if not file.is_file():
         raise UserError(f"no such file: {file}")
     dest = out if out is not None else file.with_name(f"model-{model}.json")
     if model == "lop":
+        if fmt != "auto":
+            raise UserError("--format applies to --model loggp only")
         return _fit_lop(term, file, dest, as_json, stat, direction, posting, loggp_path,
                         plot_path)
     from railgauge.fit.loggp import fit_loggp
-    from railgauge.measurements import MeasurementError, read_measurements
+    from railgauge.measurements import MeasurementError
+    from railgauge.netgauge import read_any
     from railgauge.report.html import format_table
 
     try:
-        meas = read_measurements(file)
-        result = fit_loggp(meas, seed=seed)
+        meas = read_any(file, fmt)
+        result = fit_loggp(meas, seed=seed, accuracy=True)
     except (MeasurementError, ValueError) as exc:
         raise UserError(str(exc)) from None
     doc = result.to_json()
@@ -61,6 +70,8 @@ def fit(file: Path, model: str, out: Path | None, as_json: bool, seed: int, stat
     else:
         term.result(format_table(result))
         term.result(f"\nmodel: {dest}")
+    for note in meas.warnings:  # the reader's findings (a Netgauge table's notes included)
+        term.warn(note)
     return 0
 
 

@@ -17,24 +17,34 @@ from railgauge.terminal import Terminal
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Report folder (default: FILE's folder).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+@click.option("--format", "fmt", type=click.Choice(["auto", "railgauge", "netgauge"]),
+              default="auto", show_default=True,
+              help="FILE's format: railgauge JSON Lines, or the table Netgauge's loggp "
+                   "pattern writes; auto tells them apart by content.")
 @click.option("--onen", "onen_path", type=click.Path(dir_okay=False, path_type=Path),
               default=None,
               help="onen records (railgauge-bench onen) for the LoP part and the model "
                    "comparison (default: onen.jsonl beside FILE, where there is one).")
-def report(file: Path, model_path: Path | None, out: Path | None, seed: int,
+def report(file: Path, model_path: Path | None, out: Path | None, seed: int, fmt: str,
            onen_path: Path | None) -> int:
-    """Write plots and a self-contained report.html for FILE (with the LoP part and the
-    model comparison where there are onen records, as `railgauge gauge` writes them)."""
+    """Write plots and a self-contained report.html for FILE (railgauge measurements or a
+    Netgauge loggp table; with the LoP part and the model comparison where there are onen
+    records, as `railgauge gauge` writes them)."""
     from railgauge.fit.loggp import fit_loggp, load_loggp_model
-    from railgauge.measurements import MeasurementError, read_measurements
+    from railgauge.measurements import MeasurementError
+    from railgauge.netgauge import read_any
     from railgauge.report.html import write_report
 
     term = Terminal()
     if not file.is_file():
         raise UserError(f"no such file: {file}")
     try:
-        meas = read_measurements(file)
-        fit = load_loggp_model(model_path) if model_path is not None else fit_loggp(meas, seed=seed)
+        meas = read_any(file, fmt)
+        fit = (
+            load_loggp_model(model_path)
+            if model_path is not None
+            else fit_loggp(meas, seed=seed, accuracy=True)
+        )
     except (MeasurementError, ValueError, OSError) as exc:
         raise UserError(str(exc)) from None
     if onen_path is not None and not onen_path.is_file():

@@ -82,6 +82,7 @@ from railgauge.fit.rangefit import (
     _at_bound,
     _bound_entry,
     _bound_messages,
+    _complete_bounds,
     _criterion_statement,
     _fit_pieces,
     _fit_range,
@@ -442,6 +443,12 @@ def _fit_core(
                 f"the requested d far more than the typical {e_ref:.3g} us (a preempted delay "
                 f"inflates its mean); d + {e_ref:.3g} us was used there"
             )
+        _complete_bounds(bounds, values, r, {
+            "L_us": (n_l, True), "o_s_us": (n_os, True), "o_r_us": (n_or, True),
+            "g_us": (f_g, True), "G_us_per_byte": (f_g, False),
+            "O_s_us_per_byte": (f_os, False), "O_r_us_per_byte": (f_or, False),
+            "Glat_us_per_byte": (f_l, False),
+        })
         chi2 = {"G_all": f_g.chi2_red, "o_s": f_os.chi2_red}
         if not paper:
             chi2["o_r"] = f_or.chi2_red
@@ -734,6 +741,30 @@ def fit_loggp(
     fit = _fit_core(
         tr, transport=meas.transport, source=_source_of(meas, len(tr)), seed=seed, **options
     )
+    extrapolated = meas.header.get("extrapolated") if isinstance(meas.header, Mapping) else None
+    if fit.success and fit.ranges and extrapolated:
+        # A sweep that starts far above 1 B (a Netgauge file of large sizes only): L and o
+        # are the first range's lines extrapolated to s = 1.
+        text = (
+            f"L and o are extrapolations: the smallest measured size is "
+            f"{int(fit.ranges[0].from_bytes)} B, far above s = 1, and L, o_s, o_r are the "
+            f"first range's lines extrapolated there"
+        )
+        fit.network.setdefault("notes", []).append(text)
+        for rng in fit.ranges:
+            rng.notes.append(text)
+    params = meas.header.get("params") if isinstance(meas.header, Mapping) else None
+    noisy = params.get("noise_dominated") if isinstance(params, Mapping) else None
+    if fit.success and fit.ranges and noisy:
+        # The reader found the table dominated by noise (a Netgauge file whose rows scatter
+        # beyond any protocol change): no range of it can be relied on.
+        why = noisy if isinstance(noisy, str) else (
+            "the measurements are dominated by noise (the reader's check: see "
+            "source.reader_warnings)"
+        )
+        for rng in fit.ranges:
+            rng.reliable = False
+            rng.warnings.append(str(why))
     if accuracy:
         from railgauge.fit.accuracy import attach_accuracy
 

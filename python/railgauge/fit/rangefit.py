@@ -127,8 +127,12 @@ G_EXTRAPOLATION_REASON = (
 
 def _at_bound(fit: _LineFit, intercept: bool) -> bool:
     """Whether the coefficient (intercept or slope) of a bounded line is held at 0."""
-    value, est = (fit.a, fit.a_free) if intercept else (fit.b, fit.b_free)
-    return bool(value <= 0.0 and math.isfinite(est) and est < 0.0)
+    value = fit.a if intercept else fit.b
+    # Held there by the bound on either coefficient: the free line has a negative one.
+    free_neg = (math.isfinite(fit.a_free) and fit.a_free < 0.0) or (
+        math.isfinite(fit.b_free) and fit.b_free < 0.0
+    )
+    return bool(value <= 0.0 and free_neg)
 
 
 def _bound_entry(key: str, fit: _LineFit, intercept: bool, reason: str) -> dict[str, Any]:
@@ -136,6 +140,48 @@ def _bound_entry(key: str, fit: _LineFit, intercept: bool, reason: str) -> dict[
     est, se = (fit.a_free, fit.a_se) if intercept else (fit.b_free, fit.b_se)
     return {"parameter": key, "value": 0.0, "unconstrained": float(est),
             "standard_error": float(se), "reason": reason}
+
+
+def _complete_bounds(
+    bounds: list[dict[str, Any]],
+    values: dict[str, float],
+    r: int,
+    lines: dict[str, tuple[_LineFit, bool]],
+) -> None:
+    """Adds to ``bounds`` every parameter of ``values`` held at 0 that has no entry yet,
+    with its reason: an estimate consistent with 0 is physically near 0; O_s and O_r at 0
+    are plain LogGP (it has no per-byte overhead); a slope of a later range (O_s, O_r,
+    G_lat) enters neither L, o, g nor G, and falls where sending and receiving overlap.
+    A parameter without a reason gets an entry whose reason is None: the range's warnings
+    say why it is a problem."""
+    have = {b["parameter"] for b in bounds}
+    for key, (lf, intercept) in lines.items():
+        if key in have or key not in values or values[key] > 0.0 or not _at_bound(lf, intercept):
+            continue
+        est, se = (lf.a_free, lf.a_se) if intercept else (lf.b_free, lf.b_se)
+        reason: str | None = None
+        if math.isfinite(se) and est >= -_SIGNIFICANT_Z * se:
+            reason = (f"consistent with 0: the unconstrained estimate {est:.4g} is within "
+                      f"1.96 standard errors ({se:.2g}) of 0")
+        elif key in ("O_s_us_per_byte", "O_r_us_per_byte") and r == 0:
+            reason = None
+        elif key in ("O_s_us_per_byte", "O_r_us_per_byte", "Glat_us_per_byte") and r > 0:
+            reason = ("a slope of this range only, which enters neither L, o, g nor G: it "
+                      "falls with size where sending and receiving overlap (a transfer "
+                      "pipelined through the transport's buffer); the range's predictions "
+                      "come from its pieces")
+        bounds.append(_bound_entry(key, lf, intercept, reason or ""))
+        if reason is None:
+            bounds[-1]["reason"] = None
+    entries = {b["parameter"]: b for b in bounds}
+    if (
+        values.get("O_us_per_byte", 1.0) <= 0.0
+        and "O_us_per_byte" not in entries
+        and all(entries.get(k, {}).get("reason") for k in ("O_s_us_per_byte", "O_r_us_per_byte"))
+    ):
+        bounds.append({"parameter": "O_us_per_byte", "value": 0.0, "unconstrained": None,
+                       "standard_error": None,
+                       "reason": "(O_s + O_r)/2 with both at 0 (see their entries)"})
 
 
 def _overlap_significant(ds: DerivedSeries, idx: npt.NDArray[np.int64]) -> bool:
@@ -327,6 +373,20 @@ def _free_line(x: FloatArray, y: FloatArray, w: FloatArray) -> tuple[float, floa
     return float(coef[0]), float(coef[1] / scale)
 
 
+def _positive_line(
+    line: tuple[float, float], x: FloatArray, y: FloatArray, w: FloatArray
+) -> tuple[float, float]:
+    """The line, or where it is not positive over the piece's own sizes (data dominated by
+    noise), a flat line at the weighted mean: a time is never predicted at or below 0."""
+    a, b = line
+    span = float(x[-1] - x[0])
+    if a > 0.0 and a + b * span > 0.0:
+        return line
+    ok = (w > 0.0) & np.isfinite(y)
+    mean = float(np.average(y[ok], weights=w[ok])) if bool(ok.any()) else float(np.nanmean(y))
+    return (max(mean, 0.0), 0.0)
+
+
 def _fit_pieces(ds: DerivedSeries, starts: Sequence[int]) -> list[Piece]:
     """The predictive model's pieces: one per block of the partition whose blocks start at
     ``starts`` (0 first), each with the free weighted lines of PRTT(1,0,s)/2, G_all(s),
@@ -347,6 +407,8 @@ def _fit_pieces(ds: DerivedSeries, starts: Sequence[int]) -> list[Piece]:
             "gall": _free_line(x, ds.g_all[idx], 1.0 / ds.g_all_sigma[idx] ** 2),
             "os": _free_line(x, ds.o_s[idx], w_os),
         }
+        for key, series, sig in (("h", ds.h, ds.h_sigma), ("gall", ds.g_all, ds.g_all_sigma)):
+            lines[key] = _positive_line(lines[key], x, series[idx], 1.0 / sig[idx] ** 2)
         measured = valid & ds.o_r_measured[idx]
         if bool(measured.any()):
             w_or = np.where(measured, 1.0 / ds.o_r_sigma[idx] ** 2, 0.0)

@@ -1,0 +1,897 @@
+#!/usr/bin/env python3
+"""The LogGP model of ``railgauge gauge`` across runs (issue 18's targets): how well the
+model of one run predicts the next run's measurements, beside how well the next run's
+measurements agree with this run's; whether every run finds the same protocol changes; how
+much each parameter moves between runs; how many runs have every range reliable; and the
+wall time, for each transport (shm, tcp, ofi:tcp, mpi under Open MPI, mpi under MPICH).
+
+    python3 bench/gauge_bench.py                            # 10 rounds, all five transports
+    python3 bench/gauge_bench.py --runs 2 --transports shm,tcp --no-write --raw-dir /tmp/gb
+    python3 bench/gauge_bench.py --from /tmp/gb --no-write  # recompute from kept folders
+
+Runs are interleaved: round r runs every transport once (in an order that rotates from
+round to round), so that slow drifts of the machine fall on all transports alike. A LogGP
+run is ``railgauge gauge --transport T --no-onen --no-barrier --out DIR --json`` (the
+default gauge without the LoP and barrier parts, which the targets are not about); with shm
+among the transports each round also times the default shm gauge (``railgauge gauge --out
+DIR --json``, target: the main job <= 30 s). Every run's report folder is kept under
+``--raw-dir`` (default build/bench/gauge-<stamp>), with ``runs.json`` (command lines, wall
+times, exit statuses, machine facts); ``--from DIR`` recomputes the section from them.
+
+railgauge is the one ``bench/run_bench.py`` finds (beside this Python, on PATH, or the CLI
+module of python/), run with this checkout's python/ first on PYTHONPATH, so the code that
+measures is the code that analyses (``--railgauge CMD`` runs CMD as it is).
+
+Writes the section ``bench:gauge`` of docs/BENCHMARKS.md (``--section`` another name,
+``--no-write`` prints it). Exit status: 0 done, 1 a run failed (the section says which),
+2 bad usage or a missing tool. Benchmarks never run in CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import itertools
+import json
+import math
+import os
+import re
+import shlex
+import shutil
+import signal
+import statistics
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
+
+from railgauge.fit.accuracy import (
+    PointError,
+    by_decade,
+    judged_records,
+    point_errors,
+    summarize,
+)
+from railgauge.fit.loggp import load_loggp_model
+from railgauge.measurements import Measurements, read_measurements
+from run_bench import (
+    BUILD,
+    REPO,
+    BenchError,
+    Tools,
+    _on_sigterm,
+    emit_section,
+    facts_md,
+    find_railgauge,
+    machine_facts,
+    run_proc,
+    verdict,
+)
+
+DOC = REPO / "docs" / "BENCHMARKS.md"
+
+#: --transports name -> (folder name, label, `railgauge gauge` arguments).
+TRANSPORTS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "shm": ("shm", "shm", ("--transport", "shm")),
+    "tcp": ("tcp", "tcp", ("--transport", "tcp")),
+    "ofi:tcp": ("ofi-tcp", "ofi:tcp", ("--transport", "ofi:tcp")),
+    "mpi-openmpi": ("mpi-openmpi", "mpi under Open MPI",
+                    ("--transport", "mpi", "--launcher", "mpirun")),
+    "mpi-mpich": ("mpi-mpich", "mpi under MPICH",
+                  ("--transport", "mpi", "--launcher", "mpiexec")),
+}
+#: The tool each transport needs beside railgauge.
+NEEDS: dict[str, str] = {"mpi-openmpi": "mpirun.openmpi", "mpi-mpich": "mpiexec.mpich"}
+#: The timed default shm gauge (the main job), once per round.
+DEFAULT_SHM = "shm-default"
+LOGGP_FLAGS = ("--no-onen", "--no-barrier")
+
+# Targets (issue 18).
+PRED_MEDIAN_MAX = 0.05
+PRED_P90_MAX = 0.12
+DECADE_MEDIAN_MAX = 0.10
+#: Measured-vs-measured p90 between runs must stay below today's upper bounds.
+MVM_P90_BELOW: dict[str, float] = {"shm": 0.13, "tcp": 0.11}
+SAME_RANGES_SHARE = 0.9
+RELIABLE_SHARE = 0.9
+CV_MAX = 0.10
+MAIN_JOB_MAX_S = 30.0
+
+#: The parameters whose spread across runs is judged.
+PARAMS = ("L_us", "o_us", "g_us", "G_us_per_byte", "o_s_us", "o_r_us")
+PARAM_NAMES = {"L_us": "L", "o_us": "o", "g_us": "g", "G_us_per_byte": "G",
+               "o_s_us": "o_s", "o_r_us": "o_r"}
+N_WORST = 6
+
+
+class UsageError(Exception):
+    """Bad options or a missing tool: exit status 2."""
+
+
+def log(msg: str) -> None:
+    print(f"gauge_bench: {msg}", file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------------------
+# Measuring
+
+
+def gauge_argv(railgauge: list[str], entry: str, out_dir: Path, extra: list[str]) -> list[str]:
+    if entry == DEFAULT_SHM:
+        flags: list[str] = []
+    else:
+        flags = [*TRANSPORTS[entry][2], *LOGGP_FLAGS]
+    return [*railgauge, "gauge", *flags, "--out", str(out_dir), "--json", *extra]
+
+
+def display_argv(entry: str, extra: list[str]) -> str:
+    """The command of one run as a reader would type it."""
+    return shlex.join(gauge_argv(["railgauge"], entry, Path("DIR"), extra))
+
+
+def rel_dir(path: Path, root: Path) -> str:
+    return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+
+
+def save_index(raw: Path, index: dict[str, Any]) -> None:
+    tmp = raw / "runs.json.tmp"
+    tmp.write_text(json.dumps(index, indent=1, default=str) + "\n")
+    tmp.replace(raw / "runs.json")
+
+
+def measure(args: argparse.Namespace, railgauge: list[str], env: dict[str, str],
+            raw: Path, index: dict[str, Any]) -> bool:
+    """Runs the rounds; every run's entry is saved in raw/runs.json as it ends. Returns
+    True when every run ended with exit status 0."""
+    entries = list(args.transports)
+    if "shm" in entries and not args.no_default_shm:
+        entries.append(DEFAULT_SHM)
+    extra = shlex.split(args.gauge_args)
+    all_ok = True
+    for r in range(args.runs):
+        order = entries[r % len(entries):] + entries[:r % len(entries)]
+        for entry in order:
+            folder = TRANSPORTS[entry][0] if entry != DEFAULT_SHM else DEFAULT_SHM
+            out_dir = raw / folder / f"run-{r + 1:02d}"
+            if out_dir.exists():
+                shutil.rmtree(out_dir)
+            out_dir.mkdir(parents=True)
+            argv = gauge_argv(railgauge, entry, out_dir, extra)
+            try:
+                res = run_proc(argv, timeout=args.timeout, env=env)
+            except BenchError as exc:
+                raise UsageError(str(exc)) from None
+            (out_dir / "gauge.stdout").write_text(res.stdout)
+            (out_dir / "gauge.stderr").write_text(res.stderr)
+            error = None if res.rc == 0 else res.describe()
+            all_ok &= error is None
+            index["runs"].append({
+                "entry": entry, "round": r + 1, "dir": rel_dir(out_dir, raw),
+                "argv": argv, "wall_s": res.wall_s, "rc": res.rc,
+                "timed_out": res.timed_out, "error": error,
+            })
+            save_index(raw, index)
+            what = "ok" if error is None else f"FAILED: {error[:300]}"
+            log(f"round {r + 1}/{args.runs} {entry}: {res.wall_s:.1f} s, {what}")
+    return all_ok
+
+
+# --------------------------------------------------------------------------------------
+# Loading a run
+
+
+@dataclass
+class Run:
+    entry: str
+    round: int
+    dir: Path
+    wall_s: float | None
+    error: str | None = None
+    doc: dict[str, Any] | None = None
+    model: Any = None
+    meas: Measurements | None = None
+    grid: list[int] = field(default_factory=list)
+    resolution_us: float | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.model is not None and self.meas is not None
+
+    @property
+    def ranges(self) -> list[dict[str, Any]]:
+        return list((self.doc or {}).get("ranges") or [])
+
+
+def load_run(run: Run) -> Run:
+    """Reads DIR/model-loggp.json and DIR/measurements.jsonl (unless the run failed)."""
+    if run.error is not None:
+        return run
+    model_path, meas_path = run.dir / "model-loggp.json", run.dir / "measurements.jsonl"
+    try:
+        run.doc = json.loads(model_path.read_text())
+        run.model = load_loggp_model(model_path)
+        if not run.model.ranges:
+            raise ValueError(f"{model_path}: the model has no ranges")
+        run.meas = read_measurements(meas_path)
+    except (OSError, ValueError) as exc:  # ModelError, MeasurementError are ValueErrors
+        run.error = str(exc)
+        run.model = run.meas = None
+        return run
+    header = run.meas.header
+    params = header.get("params") if isinstance(header.get("params"), dict) else {}
+    run.grid = sorted({int(v) for v in (params.get("sizes") or [])
+                       if isinstance(v, int) and v > 0})
+    timer = header.get("timer") if isinstance(header.get("timer"), dict) else {}
+    res_ns = timer.get("resolution_ns")
+    if isinstance(res_ns, int | float) and math.isfinite(res_ns) and res_ns > 0:
+        run.resolution_us = float(res_ns) / 1000.0
+    return run
+
+
+def runs_from_index(raw: Path, index: dict[str, Any]) -> list[Run]:
+    return [load_run(Run(entry=e["entry"], round=int(e["round"]), dir=raw / e["dir"],
+                         wall_s=e.get("wall_s"), error=e.get("error")))
+            for e in index.get("runs", [])]
+
+
+def index_from_folders(raw: Path) -> dict[str, Any]:
+    """An index for kept folders without runs.json (wall times unknown)."""
+    runs: list[dict[str, Any]] = []
+    folders = {v[0]: k for k, v in TRANSPORTS.items()} | {DEFAULT_SHM: DEFAULT_SHM}
+    for folder, entry in folders.items():
+        for d in sorted((raw / folder).glob("run-*")):
+            m = re.fullmatch(r"run-(\d+)", d.name)
+            if m and d.is_dir():
+                runs.append({"entry": entry, "round": int(m.group(1)),
+                             "dir": rel_dir(d, raw), "wall_s": None, "error": None})
+    transports = [t for t in TRANSPORTS if any(r["entry"] == t for r in runs)]
+    return {"command": None, "facts": None, "transports": transports, "runs": runs}
+
+
+# --------------------------------------------------------------------------------------
+# Analysis
+
+
+def quantile(values: Sequence[float], q: float) -> float | None:
+    v = [x for x in values if x is not None and math.isfinite(x)]
+    return float(np.quantile(np.array(v, dtype=np.float64), q)) if v else None
+
+
+def mvm_errors(a: Measurements, b: Measurements) -> list[PointError]:
+    """Run a's records against run b's at the same (pattern, n, s): |a - b| / b with
+    both the records' median_us (b plays the measurement, a the prediction)."""
+    prev = {(p.kind, p.n, p.s): p.median_us for p in judged_records(a)}
+    out: list[PointError] = []
+    for p in judged_records(b):
+        m_a = prev.get((p.kind, p.n, p.s))
+        if m_a is None:
+            continue
+        out.append(PointError(s=p.s, kind=p.kind, n=p.n, d_us=p.d_us, measured_us=p.median_us,
+                              predicted_us=m_a, rel=abs(m_a - p.median_us) / p.median_us))
+    return out
+
+
+def snap(value: int, grid: list[int]) -> int:
+    """`value` rounded up to the next size of `grid`; a value above the grid stays."""
+    return next((g for g in grid if g >= value), value)
+
+
+def signature(run: Run) -> tuple[int, ...]:
+    """The run's protocol changes: from_bytes of ranges 1.., each snapped to the grid."""
+    return tuple(snap(int(r["from_bytes"]), run.grid) for r in run.ranges[1:])
+
+
+def within_one_step(sig: tuple[int, ...], ref: tuple[int, ...], grid: list[int]) -> bool:
+    """The same changes within one step of the sweep: as many, each at most one grid
+    size away (a value off the grid must be equal)."""
+    if len(sig) != len(ref):
+        return False
+    pos = {g: i for i, g in enumerate(grid)}
+    for a, b in zip(sig, ref, strict=True):
+        if a == b:
+            continue
+        if a not in pos or b not in pos or abs(pos[a] - pos[b]) > 1:
+            return False
+    return True
+
+
+def ci_includes_zero(rng: dict[str, Any], key: str) -> bool:
+    ci = (rng.get("ci95") or {}).get(key)
+    if not isinstance(ci, list | tuple) or len(ci) != 2:
+        return False
+    lo, hi = ci
+    return isinstance(lo, int | float) and isinstance(hi, int | float) and lo <= 0.0 <= hi
+
+
+def range_span_bytes(rng: dict[str, Any], grid: list[int]) -> float | None:
+    """Bytes the range spans (to_bytes, else last_measured_bytes, else the grid's top,
+    less from_bytes): a per-byte parameter times this is its time over the range."""
+    top = rng.get("to_bytes") or rng.get("last_measured_bytes") or (grid[-1] if grid else None)
+    lo = rng.get("from_bytes")
+    if not isinstance(top, int | float) or not isinstance(lo, int | float):
+        return None
+    return max(float(top) - float(lo), 1.0)
+
+
+_REASON_WORDS = re.compile(r"\bbound\b|resolution|\bzero\b|\b0\b|below|consistent with",
+                           re.IGNORECASE)
+
+
+def param_aliases(key: str) -> list[str]:
+    base = re.sub(r"_us(_per_byte)?$", "", key)
+    names = {key, base, PARAM_NAMES.get(key, base)}
+    if base.startswith("Glat"):
+        names.add("G_lat")
+    return sorted(names, key=len, reverse=True)
+
+
+def bound_reason(rng: dict[str, Any], key: str) -> str | None:
+    """The reason the model states for the parameter at its bound: its entry in the
+    range's ``bounds`` list (docs/fit.md, section 4); for model files without that list,
+    the first warning or note of the range that names the parameter and says why (mentions
+    a bound, 0, zero, the resolution, "below" or "consistent with"), or None."""
+    if isinstance(rng.get("bounds"), list):
+        for b in rng["bounds"]:
+            if isinstance(b, dict) and b.get("parameter") == key and b.get("reason"):
+                return str(b["reason"])
+        return None
+    texts = [str(t) for t in (rng.get("notes") or []) + (rng.get("warnings") or [])]
+    for text in texts:
+        named = any(re.search(rf"(?<![A-Za-z0-9_]){re.escape(a)}(?![A-Za-z0-9_])", text)
+                    for a in param_aliases(key))
+        if named and _REASON_WORDS.search(text):
+            return text
+    return None
+
+
+def is_param_key(key: str, value: Any) -> bool:
+    return (key.endswith(("_us", "_us_per_byte")) and isinstance(value, int | float)
+            and not isinstance(value, bool))
+
+
+@dataclass
+class ParamRow:
+    range: int
+    key: str
+    n: int
+    mean: float
+    sd: float
+    cv: float
+    ci_zero_runs: int
+    judged: str  # "cv" or "resolution"
+    spread_us: float | None  # the spread judged against the resolution
+    ok: bool | None
+
+
+def param_rows(runs: list[Run], resolution_us: float | None) -> list[ParamRow]:
+    nranges = min((len(r.ranges) for r in runs), default=0)
+    rows: list[ParamRow] = []
+    for k in range(nranges):
+        spans = [s for r in runs if (s := range_span_bytes(r.ranges[k], r.grid)) is not None]
+        span = statistics.median(spans) if spans else None
+        for key in PARAMS:
+            vals = [float(v) for r in runs
+                    if isinstance(v := r.ranges[k].get(key), int | float)
+                    and math.isfinite(v)]
+            if not vals:
+                continue
+            mean = statistics.fmean(vals)
+            sd = statistics.stdev(vals) if len(vals) > 1 else math.nan
+            cv = sd / abs(mean) if mean else math.inf
+            zero_runs = sum(1 for r in runs if ci_includes_zero(r.ranges[k], key))
+            if len(vals) < 2:
+                rows.append(ParamRow(k, key, len(vals), mean, sd, cv, zero_runs, "cv", None,
+                                     None))
+            elif zero_runs:
+                per_byte = key.endswith("_per_byte")
+                spread = sd * span if per_byte and span is not None else (
+                    None if per_byte else sd)
+                ok = None if spread is None or resolution_us is None else \
+                    spread <= resolution_us
+                rows.append(ParamRow(k, key, len(vals), mean, sd, cv, zero_runs,
+                                     "resolution", spread, ok))
+            else:
+                rows.append(ParamRow(k, key, len(vals), mean, sd, cv, 0, "cv", None,
+                                     cv <= CV_MAX))
+    return rows
+
+
+@dataclass
+class Summary:
+    entry: str
+    runs: list[Run]
+    ok_runs: list[Run]
+    pairs: list[dict[str, Any]]
+    pred: dict[str, Any]
+    pred_decades: list[dict[str, Any]]
+    pred_worst: list[dict[str, Any]]
+    mvm: dict[str, Any]
+    mvm_decades: list[dict[str, Any]]
+    held_median: float | None
+    held_p90: float | None
+    held_runs: int
+    sigs: list[tuple[tuple[int, ...], int]]
+    modal: int
+    near: int
+    near_ref: tuple[int, ...] | None
+    params: list[ParamRow]
+    resolution_us: float | None
+    at_bound: list[dict[str, Any]]
+    reliable_runs: int
+    walls: list[float]
+
+
+def summarize_entry(entry: str, runs: list[Run]) -> Summary:
+    ok = [r for r in runs if r.ok]
+    pairs: list[dict[str, Any]] = []
+    pooled: list[PointError] = []
+    pooled_mvm: list[PointError] = []
+    for a, b in itertools.pairwise(ok):
+        try:
+            errs = point_errors(a.model, b.meas)
+        except ValueError as exc:
+            pairs.append({"a": a.round, "b": b.round, "error": str(exc)})
+            continue
+        mvm = mvm_errors(a.meas, b.meas) if a.meas and b.meas else []
+        pooled += errs
+        pooled_mvm += mvm
+        pairs.append({"a": a.round, "b": b.round, "pred": summarize(errs),
+                      "mvm": summarize(mvm)})
+    worst = sorted(pooled, key=lambda e: -e.rel)[:N_WORST]
+    held = [(r.doc or {}).get("accuracy", {}).get("held_out", {}) for r in ok]
+    held_med = [h.get("median_rel") for h in held if h.get("median_rel") is not None]
+    held_p90 = [h.get("p90_rel") for h in held if h.get("p90_rel") is not None]
+
+    sig_count = Counter(signature(r) for r in ok)
+    sigs = sorted(sig_count.items(), key=lambda kv: (-kv[1], len(kv[0]), kv[0]))
+    modal = sigs[0][1] if sigs else 0
+    near, near_ref = 0, None
+    for ref, _ in sigs:
+        c = sum(1 for r in ok if within_one_step(signature(r), ref, r.grid))
+        if c > near:
+            near, near_ref = c, ref
+
+    resolutions = [r.resolution_us for r in ok if r.resolution_us is not None]
+    resolution = statistics.median(resolutions) if resolutions else None
+
+    at_bound: list[dict[str, Any]] = []
+    for r in ok:
+        for k, rng in enumerate(r.ranges):
+            for key, v in rng.items():
+                if is_param_key(key, v) and v <= 0.0:
+                    at_bound.append({"round": r.round, "range": k, "key": key, "value": v,
+                                     "reason": bound_reason(rng, key) if v == 0 else None})
+    reliable = sum(1 for r in ok if r.ranges and all(rng.get("reliable") is True
+                                                      for rng in r.ranges))
+    return Summary(
+        entry=entry, runs=runs, ok_runs=ok, pairs=pairs,
+        pred=summarize(pooled), pred_decades=by_decade(sorted(pooled, key=lambda e: e.s)),
+        pred_worst=[e.to_json() for e in worst],
+        mvm=summarize(pooled_mvm),
+        mvm_decades=by_decade(sorted(pooled_mvm, key=lambda e: e.s)),
+        held_median=statistics.median(held_med) if held_med else None,
+        held_p90=statistics.median(held_p90) if held_p90 else None,
+        held_runs=len(held_med),
+        sigs=sigs, modal=modal, near=near, near_ref=near_ref,
+        params=param_rows(ok, resolution), resolution_us=resolution,
+        at_bound=at_bound, reliable_runs=reliable,
+        walls=[r.wall_s for r in runs if r.wall_s is not None],
+    )
+
+
+# --------------------------------------------------------------------------------------
+# Markdown
+
+
+def pct(v: float | None) -> str:
+    return "n/a" if v is None or not math.isfinite(v) else f"{100.0 * v:.1f}%"
+
+
+def fmt_s(v: float | None) -> str:
+    return "n/a" if v is None or not math.isfinite(v) else f"{v:.1f} s"
+
+
+def fmt_g(v: float | None) -> str:
+    return "n/a" if v is None or not math.isfinite(v) else f"{v:.4g}"
+
+
+def fmt_bytes_range(lo: int, hi: int) -> str:
+    return f"{lo}–{hi} B"
+
+
+def fmt_sig(sig: tuple[int, ...] | None) -> str:
+    if sig is None:
+        return "n/a"
+    return "none" if not sig else ", ".join(f"{v} B" for v in sig)
+
+
+def need(n: int, share: float) -> int:
+    return math.ceil(share * n - 1e-9)
+
+
+def targets_md(s: Summary, label: str, default_walls: list[float] | None) -> list[str]:
+    n = len(s.runs)
+    okn = len(s.ok_runs)
+    rows: list[tuple[str, str, bool | str | None]] = []
+    npairs = sum(1 for p in s.pairs if "pred" in p)
+    pm, p90 = s.pred.get("median_rel"), s.pred.get("p90_rel")
+    rows.append((f"model of run i predicting run i+1's PRTT points: median <= "
+                 f"{PRED_MEDIAN_MAX:.0%}", f"{pct(pm)} ({s.pred.get('points', 0)} points, "
+                 f"{npairs} pairs)", None if pm is None else pm <= PRED_MEDIAN_MAX))
+    worst_pair = max((p["pred"]["p90_rel"] for p in s.pairs
+                      if "pred" in p and p["pred"]["p90_rel"] is not None), default=None)
+    rows.append((f"… p90 <= {PRED_P90_MAX:.0%}",
+                 f"{pct(p90)} (worst pair {pct(worst_pair)}; max {pct(s.pred.get('max_rel'))})",
+                 None if p90 is None else p90 <= PRED_P90_MAX))
+    dec = [d for d in s.pred_decades if d["median_rel"] is not None]
+    if dec:
+        w = max(dec, key=lambda d: d["median_rel"])
+        dec_txt = (f"worst {pct(w['median_rel'])} at "
+                   f"{fmt_bytes_range(w['from_bytes'], w['to_bytes'])} "
+                   f"({sum(1 for d in dec if d['median_rel'] > DECADE_MEDIAN_MAX)} of "
+                   f"{len(dec)} decades above)")
+        dec_ok: bool | None = all(d["median_rel"] <= DECADE_MEDIAN_MAX for d in dec)
+    else:
+        dec_txt, dec_ok = "n/a", None
+    rows.append((f"… median of every decade of sizes <= {DECADE_MEDIAN_MAX:.0%}", dec_txt,
+                 dec_ok))
+    mp90 = s.mvm.get("p90_rel")
+    bound = MVM_P90_BELOW.get(s.entry)
+    mvm_txt = f"median {pct(s.mvm.get('median_rel'))}, p90 {pct(mp90)}"
+    if bound is not None:
+        rows.append((f"measured vs measured between runs: p90 below {bound:.0%}", mvm_txt,
+                     None if mp90 is None else mp90 < bound))
+    else:
+        rows.append(("measured vs measured between runs (shown beside the model; no target "
+                     "for this transport)", mvm_txt, "(no target)"))
+    k = need(n, SAME_RANGES_SHARE)
+    rows.append((f"same protocol changes (within one sweep step) in >= {k} of {n} runs",
+                 f"{s.near} of {n} within one step of ({fmt_sig(s.near_ref)}); identical "
+                 f"set in {s.modal} of {n}", s.near >= k if okn else None))
+    judged = [p for p in s.params if p.ok is not None]
+    failed = [p for p in judged if not p.ok]
+    unjudged = [p for p in s.params if p.ok is None]
+    if judged:
+        worst_cv = max((p for p in judged if p.judged == "cv"), key=lambda p: p.cv,
+                       default=None)
+        txt = (f"{len(judged) - len(failed)} of {len(judged)} pass"
+               + (f"; largest CV {pct(worst_cv.cv)} ({PARAM_NAMES[worst_cv.key]} of range "
+                  f"{worst_cv.range})" if worst_cv else "")
+               + ("; failing: " + ", ".join(f"{PARAM_NAMES[p.key]}[{p.range}]"
+                                            for p in failed[:8]) if failed else "")
+               + (f"; {len(unjudged)} not judged" if unjudged else ""))
+        cv_ok: bool | None = not failed
+    else:
+        txt, cv_ok = "n/a (fewer than 2 runs with a model)", None
+    rows.append((f"CV <= {CV_MAX:.0%} of every parameter of every range present in all runs "
+                 "(CI including 0: spread <= timer resolution)", txt, cv_ok))
+    negative = [b for b in s.at_bound if b["value"] < 0]
+    unexplained = [b for b in s.at_bound if b["value"] == 0 and b["reason"] is None]
+    if s.at_bound:
+        bound_txt = (f"{len(s.at_bound)} at 0 or below; {len(unexplained)} without a stated "
+                     f"reason, {len(negative)} negative")
+    else:
+        bound_txt = "none at a bound"
+    rows.append(("no parameter at a bound without its stated reason", bound_txt,
+                 (not unexplained and not negative) if okn else None))
+    k = need(n, RELIABLE_SHARE)
+    rows.append((f"every range reliable in >= {k} of {n} runs", f"{s.reliable_runs} of {n}",
+                 s.reliable_runs >= k if n else None))
+    rows.append(("runs that produced a model", f"{okn} of {n}", okn == n if n else None))
+    if default_walls is not None:
+        med = statistics.median(default_walls) if default_walls else None
+        rows.append((f"the main job (default `railgauge gauge` on shm): median wall <= "
+                     f"{MAIN_JOB_MAX_S:.0f} s",
+                     f"median {fmt_s(med)}, max {fmt_s(max(default_walls, default=None))} "
+                     f"({len(default_walls)} run(s))",
+                     None if med is None else med <= MAIN_JOB_MAX_S))
+    lines = [f"### {label}: targets", "", "| target | measured | result |",
+             "| --- | --- | --- |"]
+    for what, measured, ok in rows:
+        res = ok if isinstance(ok, str) else verdict(ok)
+        lines.append(f"| {what} | {measured} | {res} |")
+    return lines
+
+
+def details_md(s: Summary, label: str) -> list[str]:
+    lines = [f"### {label}: details", ""]
+    lines += ["Each pair: the model of the first run against the PRTT records of the second, "
+              "and the first run's records against the second's (measured vs measured).", "",
+              "| pair (rounds) | points | model median | model p90 | model max | "
+              "meas. vs meas. median | meas. vs meas. p90 |",
+              "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for p in s.pairs:
+        if "error" in p:
+            lines.append(f"| {p['a']} → {p['b']} | error: {p['error']} | | | | | |")
+            continue
+        pr, mv = p["pred"], p["mvm"]
+        lines.append(f"| {p['a']} → {p['b']} | {pr['points']} | {pct(pr['median_rel'])} | "
+                     f"{pct(pr['p90_rel'])} | {pct(pr['max_rel'])} | {pct(mv['median_rel'])} | "
+                     f"{pct(mv['p90_rel'])} |")
+    if not s.pairs:
+        lines.append("| (fewer than two runs with a model) | | | | | | |")
+    mvm_by = {(d["from_bytes"], d["to_bytes"]): d for d in s.mvm_decades}
+    lines += ["", "By decade of sizes (all pairs pooled; the measured-vs-measured groups are "
+              "matched by their bounds):", "",
+              "| sizes | points | model median | model p90 | meas. vs meas. median | "
+              "meas. vs meas. p90 |", "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for d in s.pred_decades:
+        m = mvm_by.get((d["from_bytes"], d["to_bytes"]), {})
+        lines.append(f"| {fmt_bytes_range(d['from_bytes'], d['to_bytes'])} | {d['points']} | "
+                     f"{pct(d['median_rel'])} | {pct(d['p90_rel'])} | "
+                     f"{pct(m.get('median_rel'))} | {pct(m.get('p90_rel'))} |")
+    if s.pred_worst:
+        lines += ["", "Largest misses of the model (all pairs): "
+                  + "; ".join(f"{w['pattern']} n={w['n']} s={w['s']} B: predicted "
+                              f"{w['predicted_us']:.4g} µs, measured {w['measured_us']:.4g} µs "
+                              f"({w['signed_rel']:+.1%})" for w in s.pred_worst) + "."]
+    lines += ["", f"The model's own accuracy (`accuracy.held_out` of model-loggp.json, k-fold "
+              f"cross-validation over sizes), median over {s.held_runs} runs: median "
+              f"{pct(s.held_median)}, p90 {pct(s.held_p90)}."]
+    lines += ["", "Protocol changes (from_bytes of ranges 1.., each rounded up to the run's "
+              "planned sweep):", "", "| changes | runs |", "| --- | ---: |"]
+    for sig, c in s.sigs:
+        lines.append(f"| {fmt_sig(sig)} | {c} |")
+    res_txt = (f"{s.resolution_us * 1000.0:.1f} ns" if s.resolution_us is not None
+               else "unknown")
+    lines += ["", f"Parameters of the ranges present in all runs (matched by index; timer "
+              f"resolution {res_txt}, median of the runs' headers):", "",
+              "| range | parameter | runs | mean | sd | CV | runs with CI ∋ 0 | judged by | "
+              "result |", "| ---: | --- | ---: | ---: | ---: | ---: | ---: | --- | --- |"]
+    for p in s.params:
+        unit = "µs/B" if p.key.endswith("_per_byte") else "µs"
+        by = ("CV" if p.judged == "cv" else
+              f"spread {fmt_g(p.spread_us)} µs vs resolution"
+              + (" (sd × range span)" if p.key.endswith("_per_byte") else ""))
+        lines.append(f"| {p.range} | {PARAM_NAMES[p.key]} ({unit}) | {p.n} | {fmt_g(p.mean)} | "
+                     f"{fmt_g(p.sd)} | {pct(p.cv) if math.isfinite(p.cv) else 'undefined'} | "
+                     f"{p.ci_zero_runs} | {by} | {verdict(p.ok)} |")
+    if not s.params:
+        lines.append("| | (no range in all runs) | | | | | | | |")
+    if s.at_bound:
+        lines += ["", "Parameters at 0 or below:", ""]
+        for b in s.at_bound:
+            why = ("negative" if b["value"] < 0 else
+                   f"reason: “{b['reason'][:220]}”" if b["reason"] else
+                   "no stated reason in the range's notes or warnings")
+            lines.append(f"- round {b['round']}, range {b['range']}, {b['key']} = "
+                         f"{b['value']:.4g}: {why}")
+    lines += ["", "Per run:", "", "| round | wall | ranges | changes | all ranges reliable | "
+              "held-out median | held-out p90 |",
+              "| ---: | ---: | ---: | --- | --- | ---: | ---: |"]
+    for r in s.runs:
+        if not r.ok:
+            lines.append(f"| {r.round} | {fmt_s(r.wall_s)} | failed | | | | |")
+            continue
+        held = (r.doc or {}).get("accuracy", {}).get("held_out", {})
+        rel = all(rng.get("reliable") is True for rng in r.ranges)
+        lines.append(f"| {r.round} | {fmt_s(r.wall_s)} | {len(r.ranges)} | "
+                     f"{fmt_sig(signature(r))} | {'yes' if rel else 'no'} | "
+                     f"{pct(held.get('median_rel'))} | {pct(held.get('p90_rel'))} |")
+    walls = s.walls
+    lines += ["", f"Wall time of a run: median {fmt_s(statistics.median(walls) if walls else None)}"
+              f", max {fmt_s(max(walls, default=None))}."]
+    failed = [r for r in s.runs if not r.ok]
+    if failed:
+        lines += ["", "Failed runs:", ""]
+        lines += [f"- round {r.round}: {(r.error or '?')[:600]}" for r in failed]
+    return lines
+
+
+def section_md(summaries: dict[str, Summary], default_runs: list[Run], n_rounds: int,
+               extra: list[str], facts: dict[str, Any], command: str, raw: Path) -> str:
+    cmds = "; ".join(f"{TRANSPORTS[e][1]}: `{display_argv(e, extra)}`" for e in summaries)
+    lines = [
+        f"## railgauge gauge: the LogGP model across runs ({n_rounds} rounds)",
+        "",
+        "Written by `bench/gauge_bench.py`. Each round runs `railgauge gauge` once per "
+        "transport, in an order that rotates from round to round (so slow drifts of the "
+        "machine fall on every transport alike), each into a fresh report folder DIR: "
+        f"{cmds}"
+        + (f"; and the default gauge on shm, `{display_argv(DEFAULT_SHM, extra)}`, timed as "
+           "the main job" if default_runs else "")
+        + ". Wall times include starting Python.",
+        "",
+        "- **Prediction**: the model of each run (DIR/model-loggp.json) predicts the PRTT "
+        "records of the next run (DIR/measurements.jsonl: PRTT(1,0,s), PRTT(n,0,s) and "
+        "PRTT(n,d,s) of every size that has them; `orecv` records are not judged): "
+        "rel = |predicted − measured| / measured against each record's `median_us` "
+        "(`railgauge.fit.accuracy.point_errors`), pooled over all pairs; decades of the size "
+        "in bytes as in `accuracy.by_decade` (a decade with fewer than 3 points joins the "
+        "next). **Measured vs measured**: each record of a run against the next run's record "
+        "of the same pattern, n and s (both `median_us`, relative to the later one): the "
+        "noise floor the model is compared with.",
+        "- **Protocol changes**: a run's from_bytes of ranges 1.., each rounded up to the next "
+        "size of its planned sweep (`params.sizes` of the first header of "
+        "measurements.jsonl); two runs have the same changes within one sweep step when they "
+        "have as many and each is at most one size of the sweep away.",
+        "- **Parameters**: ranges matched by index over the runs that produced a model, only "
+        "indices every such run has; CV = standard deviation / |mean|. A parameter whose "
+        "95% CI (`ranges[i].ci95`) includes 0 in some run is judged instead by its standard "
+        "deviation against the timer's resolution (`timer.resolution_ns` of the header); for "
+        "a per-byte parameter, its standard deviation times the bytes the range spans. A "
+        "parameter at 0 has a stated reason when a note or warning of its range names it "
+        "and says why (a bound, 0, the resolution, …).",
+        "- **Reliable**: a run counts when every range of its model has `reliable: true`.",
+        "",
+    ]
+    for e, s in summaries.items():
+        defaults = ([r.wall_s for r in default_runs if r.wall_s is not None and r.error is None]
+                    if e == "shm" and default_runs else None)
+        lines += [*targets_md(s, TRANSPORTS[e][1], defaults), ""]
+    for e, s in summaries.items():
+        lines += [*details_md(s, TRANSPORTS[e][1]), ""]
+    if default_runs:
+        walls = ", ".join(fmt_s(r.wall_s) + ("" if r.error is None else " (failed)")
+                          for r in default_runs)
+        lines += [f"Default shm gauge (the main job), wall time per round: {walls}.", ""]
+        bad = [r for r in default_runs if r.error is not None]
+        if bad:
+            lines += ["Failed default runs (left out of the target):", ""]
+            lines += [f"- round {r.round}: {(r.error or '')[:600]}" for r in bad]
+            lines.append("")
+    lines += facts_md(facts, command, raw)
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------
+
+
+def parse_transports(text: str) -> list[str]:
+    out = [t.strip() for t in text.split(",") if t.strip()]
+    bad = [t for t in out if t not in TRANSPORTS]
+    if bad or not out:
+        raise argparse.ArgumentTypeError(
+            f"unknown transport(s) {', '.join(bad) or '(none)'}; choose from "
+            + ",".join(TRANSPORTS))
+    return list(dict.fromkeys(out))
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="bench/gauge_bench.py",
+        description="The LogGP model of `railgauge gauge` across runs, per transport: "
+                    "prediction of the next run, protocol changes, parameter spread, "
+                    "reliability and wall time (issue 18's targets); writes section gauge of "
+                    "docs/BENCHMARKS.md.")
+    p.add_argument("--transports", type=parse_transports, default=None,
+                   help="comma-separated, from " + ",".join(TRANSPORTS)
+                   + " (default: all five; with --from, those of the kept runs)")
+    p.add_argument("--runs", type=int, default=10,
+                   help="rounds; each runs every transport once (default 10)")
+    p.add_argument("--raw-dir", type=Path, default=None,
+                   help="folder that keeps every run's report folder and runs.json "
+                        "(default build/bench/gauge-<stamp>)")
+    p.add_argument("--from", dest="from_dir", type=Path, default=None,
+                   help="recompute the section from a --raw-dir of an earlier run, "
+                        "measuring nothing")
+    p.add_argument("--no-write", action="store_true",
+                   help="print the section instead of writing it into the document")
+    p.add_argument("--section", default="gauge", help="section name (default gauge)")
+    p.add_argument("--out", type=Path, default=DOC,
+                   help="document to update (default docs/BENCHMARKS.md)")
+    p.add_argument("--no-default-shm", action="store_true",
+                   help="leave out the timed default shm gauge of each round")
+    p.add_argument("--timeout", type=float, default=600.0,
+                   help="seconds one gauge run may take (default 600)")
+    p.add_argument("--gauge-args", default="",
+                   help="extra arguments for every `railgauge gauge`")
+    p.add_argument("--railgauge", default=None,
+                   help="railgauge command, run as it is (default: found like run_bench.py "
+                        "does, with this checkout's python/ first on PYTHONPATH)")
+    args = p.parse_args(argv)
+    if args.runs < 1:
+        p.error("--runs must be at least 1")
+    if args.from_dir is not None and args.raw_dir is not None:
+        p.error("--from and --raw-dir exclude each other")
+    if not re.fullmatch(r"[A-Za-z0-9_-]+", args.section):
+        p.error("--section takes a name of letters, digits, '-' and '_'")
+    return args
+
+
+def railgauge_command(args: argparse.Namespace) -> tuple[list[str], dict[str, str]]:
+    found = find_railgauge(args.railgauge)
+    if found is None:
+        raise UsageError("railgauge: not on PATH and not importable from python/ "
+                         "(`python3 -m pip install .`, or pass --railgauge CMD)")
+    cmd, env = found
+    env = {**os.environ, **env}
+    if args.railgauge is None:
+        old = env.get("PYTHONPATH")
+        py = str(REPO / "python")
+        if not old or old.split(os.pathsep)[0] != py:
+            env["PYTHONPATH"] = py + (os.pathsep + old if old else "")
+    return cmd, env
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    command = shlex.join(["python3", "bench/gauge_bench.py",
+                          *(sys.argv[1:] if argv is None else argv)])
+    out_path = args.out if args.out.is_absolute() else Path.cwd() / args.out
+    failed = False
+    if args.from_dir is not None:
+        raw = args.from_dir.resolve()
+        idx_path = raw / "runs.json"
+        if idx_path.is_file():
+            index = json.loads(idx_path.read_text())
+        elif raw.is_dir():
+            index = index_from_folders(raw)
+        else:
+            log(f"{raw}: no such folder")
+            return 2
+        if not index.get("runs"):
+            log(f"{raw}: no kept runs")
+            return 2
+        facts = dict(index.get("facts") or {})
+        if not facts:
+            mf = machine_facts(None)
+            facts = mf | {"date": f"analysed {mf['date']} (measurement date unknown)"}
+        measured_by = index.get("command")
+        command = (f"{measured_by}\n# analysed with:\n{command}" if measured_by
+                   else command)
+        transports = args.transports or list(index.get("transports") or [])
+        args.gauge_args = index.get("gauge_args", args.gauge_args)
+    else:
+        transports = args.transports or list(TRANSPORTS)
+        args.transports = transports
+        missing = [f"{t}: {NEEDS[t]} not found" for t in transports
+                   if t in NEEDS and shutil.which(NEEDS[t]) is None]
+        try:
+            cmd, env = railgauge_command(args)
+            if missing:
+                raise UsageError("missing tools:\n  - " + "\n  - ".join(missing)
+                                 + "\n(leave those out with --transports)")
+        except UsageError as exc:
+            log(str(exc))
+            return 2
+        stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+        raw = (args.raw_dir or BUILD / f"gauge-{stamp}").resolve()
+        raw.mkdir(parents=True, exist_ok=True)
+        facts = machine_facts(Tools(cc="", floor=Path(), railgauge=cmd,
+                                    railgauge_env={k: v for k, v in env.items()
+                                                   if k == "PYTHONPATH"}))
+        index: dict[str, Any] = {"command": command, "facts": facts,
+                                 "transports": transports, "gauge_args": args.gauge_args,
+                                 "railgauge": cmd, "runs": []}
+        save_index(raw, index)
+        log(f"{args.runs} round(s) of {', '.join(transports)}"
+            + ("" if "shm" not in transports or args.no_default_shm else " + default shm")
+            + f"; raw folders in {raw}")
+        try:
+            failed = not measure(args, cmd, env, raw, index)
+        except UsageError as exc:
+            log(str(exc))
+            return 2
+        facts["loadavg_end"] = os.getloadavg()
+        index["facts"] = facts
+        save_index(raw, index)
+
+    runs = runs_from_index(raw, index)
+    failed |= any(r.error is not None for r in runs)
+    summaries = {t: summarize_entry(t, sorted((r for r in runs if r.entry == t),
+                                              key=lambda r: r.round))
+                 for t in transports}
+    default_runs = sorted((r for r in runs if r.entry == DEFAULT_SHM and "shm" in transports),
+                          key=lambda r: r.round)
+    n_rounds = max((r.round for r in runs), default=0)
+    md = section_md(summaries, default_runs, n_rounds, shlex.split(args.gauge_args), facts,
+                    command, raw)
+    emit_section(out_path, args.section, md, args.no_write, log)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        print("gauge_bench: interrupted", file=sys.stderr)
+        sys.exit(130)
