@@ -197,3 +197,67 @@ def test_rails_bench_patterns_on_four_hosts(tmp_path: Path,
                            (("--pattern", "msgrate", "--bidir"), "--bidir is an option")):
             proc = run_cli("rails", "bench", *args)
             assert proc.returncode == 2 and says in proc.stderr, proc.stderr
+
+
+@pytest.mark.native
+def test_prtt_in_passes(native_tool: Callable[[str], str], tmp_path: Path) -> None:
+    """--passes 3: every point carries its three passes' interquartile means, the kept ones
+    within pass_tol of the fastest, the pooled samples of the kept passes; a progress record
+    per size visited; d chosen once per size; the same orders for the same seed."""
+    out = tmp_path / "p.jsonl"
+    res = launch([native_tool("railgauge-bench"), "prtt", "--sizes", "1,1024,8KiB",
+                  "--passes", "3", "--pass-tol", "0.5", "--order-seed", "7",
+                  "--point-budget", "0.05", "--min-reps", "12", "--out", str(out)], 2,
+                 transport="shm", timeout_s=120)
+    assert res.returncode == 0, res.failure
+    recs = [json.loads(line) for line in out.read_text().splitlines()]
+    head = recs[0]
+    assert head["params"]["passes"] == 3 and head["params"]["order_seed"] == 7
+    progress = [r for r in recs if r["type"] == "progress"]
+    assert [p["visits"] for p in progress] == list(range(1, 10))
+    assert all(p["of"] == 9 and p["passes"] == 3 for p in progress)
+    # Each pass visits every size once, in its own order.
+    for k in range(3):
+        assert sorted(p["s"] for p in progress[3 * k : 3 * k + 3]) == [1, 1024, 8192]
+    points = [r for r in recs if r["type"] in ("prtt", "orecv")]
+    assert len(points) == 12 and recs[-1]["type"] == "footer" and recs[-1]["points"] == 12
+    for r in points:
+        assert r["passes"] == 3 and 1 <= r["passes_kept"] <= 3
+        iqm = r["pass_iqm_us"]
+        assert len(iqm) == 3 and all(v > 0 for v in iqm)
+        kept = [v for v in iqm if v <= min(iqm) * 1.5]
+        assert r["passes_kept"] == len(kept)
+        assert min(kept) * 0.5 <= r["iqm_us"] <= max(kept) * 2.0
+        assert r["count"] >= 12 * r["passes_kept"] // 3
+    by = {(r["type"], r["n"], r["d_us"] > 0, r["s"]): r for r in points}
+    for s in (1, 1024, 8192):
+        assert by[("prtt", 16, True, s)]["d_us"] == by[("orecv", 16, True, s)]["d_us"] > 0
+
+
+@pytest.mark.native
+@pytest.mark.parametrize(("args", "says"), [
+    (("pingpong", "--passes", "2"), "options of the prtt pattern"),
+    (("prtt", "--passes", "10"), "--passes must be an integer 1..9"),
+    (("prtt", "--pass-tol", "0"), "--pass-tol must be in"),
+    (("prtt", "--order-seed", "-1"), "--order-seed must be"),
+])
+def test_prtt_passes_usage(native_tool: Callable[[str], str], capfd: pytest.CaptureFixture[str],
+                           args: tuple[str, ...], says: str) -> None:
+    res = launch([native_tool("railgauge-bench"), *args, "--sizes", "8"], 2, transport="shm",
+                 timeout_s=60)
+    assert res.returncode == 2, res.failure
+    assert says in capfd.readouterr().err
+
+
+def test_count_points_in_passes(tmp_path: Path) -> None:
+    """The gauge's progress counts a run in passes by its progress records until the
+    records are written at the end."""
+    from railgauge.measure import _count_points
+
+    f = tmp_path / "m.jsonl"
+    f.write_text('{"type":"header"}\n'
+                 '{"type":"progress","pass":1,"passes":3,"visits":4,"of":30,"s":512}\n'
+                 '{"type":"progress","pass":1,"passes":3,"visits":6,"of":30,"s":64}\n')
+    assert _count_points(f) == (6, 64)
+    f.write_text(f.read_text() + '{"type":"prtt","n":1,"s":8}\n{"type":"prtt","n":16,"s":9}\n')
+    assert _count_points(f) == (2, 9)

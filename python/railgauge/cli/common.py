@@ -75,6 +75,10 @@ def measure_options(f: Any) -> Any:
                      help="Seconds the measurement may take (default 45, --quick 15)."),
         click.option("--no-refine", is_flag=True,
                      help="Skip the refinement sweep around protocol changes."),
+        click.option("--passes", type=click.IntRange(1, 9), default=None,
+                     help="Sweeps over the sizes, each in its own shuffled order, pooled per "
+                          "point without the passes slowed by a burst of load (default 3, "
+                          "--quick 2; 1: one sweep in order)."),
         click.option("-v", "--verbose", count=True, help="More detail on stderr."),
         click.option("-q", "--quiet", count=True, help="Less output on stderr."),
         _NETNS_OPTION,
@@ -86,7 +90,8 @@ def measure_options(f: Any) -> Any:
 
 
 def make_plan(transport: str, quick: bool, min_size: int, max_size: int, n_msgs: int,
-              budget: float | None, no_refine: bool, per_octave: int | None = None) -> Any:
+              budget: float | None, no_refine: bool, per_octave: int | None = None,
+              passes: int | None = None) -> Any:
     from railgauge.measure import MeasurePlan
 
     plan = MeasurePlan.quick() if quick else MeasurePlan()
@@ -101,6 +106,8 @@ def make_plan(transport: str, quick: bool, min_size: int, max_size: int, n_msgs:
         plan.per_octave = per_octave
     if budget is not None:
         plan.budget_s = budget
+    if passes is not None:
+        plan.passes = passes
     try:
         plan.validate()
     except ValueError as exc:
