@@ -18,6 +18,21 @@ DIR --json``, target: the main job <= 30 s). Every run's report folder is kept u
 ``--raw-dir`` (default build/bench/gauge-<stamp>), with ``runs.json`` (command lines, wall
 times, exit statuses, machine facts); ``--from DIR`` recomputes the section from them.
 
+``--blind`` adds the blind-threshold benchmark (issue 18, item 7; subsection "Blind
+thresholds" of the section): per stack (Open MPI, MPICH, libfabric, railgauge's own ofi
+transport) one protocol threshold moved by its environment variable, ``--blind-runs`` times
+(default 10), to values drawn by a seed (``--blind-seed``, else a random one; the draws of
+a stack are those of tests/test_blind_thresholds.py for the same seed, the first one
+exactly the test's). Each run sweeps a window around its value T (T/4 .. 4T, over ofi at
+most 16 KiB), with the same window run first at the default settings
+(``--blind-default-runs`` times, default 1); a run found T when a protocol change lies
+within one step of the sweep of it, and invented a change when it shows one that is
+neither near T nor near a change of the default runs of its window. Target: T found in
+>= 9 of 10 runs, none invented. ``--blind-stacks`` picks stacks; the blind runs keep their
+folders under ``--raw-dir``/blind and ``--from`` recomputes them too.
+
+    python3 bench/gauge_bench.py --blind --blind-runs 2 --transports shm --runs 1 --no-write
+
 railgauge is the one ``bench/run_bench.py`` finds (beside this Python, on PATH, or the CLI
 module of python/), run with this checkout's python/ first on PYTHONPATH, so the code that
 measures is the code that analyses (``--railgauge CMD`` runs CMD as it is).
@@ -35,11 +50,13 @@ import itertools
 import json
 import math
 import os
+import random
 import re
 import shlex
 import shutil
 import signal
 import statistics
+import subprocess
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -685,8 +702,345 @@ def details_md(s: Summary, label: str) -> list[str]:
     return lines
 
 
+# --------------------------------------------------------------------------------------
+# Blind thresholds (issue 18, item 7)
+
+#: Sizes per octave of a blind run's sweep, and one step of it.
+BLIND_PER_OCTAVE = 4
+BLIND_STEP = 2.0 ** (1.0 / BLIND_PER_OCTAVE)
+#: A blind run's window around its threshold T: T / BELOW .. T * ABOVE.
+BLIND_WINDOW_BELOW = 4
+BLIND_WINDOW_ABOVE = 4
+#: Over ofi:tcp the window ends at 16 KiB: above RG_OFI_HEAD_SIZE (16 KiB by default) the
+#: ofi transport sends a head and a tail, and the tail crosses a moved rxm threshold T
+#: again at 16 KiB + T (and rxm's 16 KiB at T + 16 KiB when the head size is T).
+BLIND_OFI_WINDOW_MAX = 16384
+BLIND_FOUND_SHARE = 0.9
+BLIND_FOLDER = "blind"
+
+
+@dataclass(frozen=True)
+class BlindStack:
+    label: str
+    var: str
+    #: Values found in every calibration run on this machine (see the test's module).
+    candidates: tuple[int, ...]
+    gauge_args: tuple[str, ...]
+    window_max: int | None
+    #: What must be installed: a launcher on PATH, or "libfabric" (pkg-config).
+    needs: str
+
+
+#: Keep in step with STACKS of tests/test_blind_thresholds.py (the same variables,
+#: candidates and windows, so that a failure of the test is a run of this benchmark).
+BLIND_STACKS: dict[str, BlindStack] = {
+    "openmpi": BlindStack("Open MPI (vader)", "OMPI_MCA_btl_vader_eager_limit",
+                          (12288, 16384, 24576),
+                          ("--transport", "mpi", "--launcher", "mpirun"), None,
+                          "mpirun.openmpi"),
+    "mpich": BlindStack("MPICH (ch4:ucx)", "UCX_RNDV_THRESH",
+                        (4096, 32768, 65536),
+                        ("--transport", "mpi", "--launcher", "mpiexec"), None,
+                        "mpiexec.mpich"),
+    "libfabric": BlindStack("libfabric (ofi_rxm over tcp)", "FI_OFI_RXM_BUFFER_SIZE",
+                            (1024, 2048, 3072, 4096, 6144, 8192),
+                            ("--transport", "ofi:tcp"), BLIND_OFI_WINDOW_MAX, "libfabric"),
+    "railgauge": BlindStack("railgauge (ofi transport)", "RG_OFI_HEAD_SIZE",
+                            (1024, 2048, 3072), ("--transport", "ofi:tcp"),
+                            BLIND_OFI_WINDOW_MAX, "libfabric"),
+}
+
+
+def blind_window(stack: BlindStack, t: int) -> tuple[int, int]:
+    hi = t * BLIND_WINDOW_ABOVE
+    if stack.window_max is not None:
+        hi = min(hi, stack.window_max)
+    return max(1, t // BLIND_WINDOW_BELOW), hi
+
+
+def found_near(c: int, t: int) -> bool:
+    """Change c lies within one step of the sweep of threshold t (t the last size of
+    the lower protocol or the first of the upper one)."""
+    return t / BLIND_STEP < c <= t * BLIND_STEP + 1
+
+
+def same_change(a: int, b: int) -> bool:
+    """Two changes within one step of the sweep of each other."""
+    lo, hi = min(a, b), max(a, b)
+    return hi <= lo * BLIND_STEP + 1
+
+
+def blind_draws(seed: int, key: str, n: int) -> list[int]:
+    """The stack's n thresholds for the seed (the first is the test's draw)."""
+    rng = random.Random(f"{seed}:{key}")
+    return [rng.choice(BLIND_STACKS[key].candidates) for _ in range(n)]
+
+
+def blind_missing(key: str) -> str | None:
+    needs = BLIND_STACKS[key].needs
+    if needs == "libfabric":
+        ok = shutil.which("pkg-config") is not None and subprocess.run(
+            ["pkg-config", "--exists", "libfabric"], check=False).returncode == 0
+        return None if ok else "libfabric not found by pkg-config"
+    return None if shutil.which(needs) else f"{needs} not found"
+
+
+def blind_argv(railgauge: list[str], key: str, t: int, out_dir: Path) -> list[str]:
+    lo, hi = blind_window(BLIND_STACKS[key], t)
+    return [*railgauge, "gauge", *BLIND_STACKS[key].gauge_args, "--min-size", str(lo),
+            "--max-size", str(hi), "--per-octave", str(BLIND_PER_OCTAVE), "--no-onen",
+            "--no-barrier", "--out", str(out_dir), "--json"]
+
+
+def measure_blind(args: argparse.Namespace, railgauge: list[str], env: dict[str, str],
+                  raw: Path, index: dict[str, Any]) -> bool:
+    """The blind runs: per stack and distinct drawn value, the default runs of its window
+    first; then the moved runs, round i running every stack's i-th draw (in an order
+    that rotates). Every run's entry is saved in raw/runs.json ("blind_runs") as it ends.
+    Returns True when every run ended with exit status 0."""
+    stacks = list(args.blind_stacks)
+    draws = {k: blind_draws(args.blind_seed, k, args.blind_runs) for k in stacks}
+    index["blind"] = {"seed": args.blind_seed, "runs": args.blind_runs,
+                      "default_runs": args.blind_default_runs, "stacks": stacks,
+                      "draws": draws, "per_octave": BLIND_PER_OCTAVE,
+                      "candidates": {k: list(BLIND_STACKS[k].candidates) for k in stacks}}
+    index["blind_runs"] = []
+    # Every run starts from the default settings of all stacks.
+    base = {k: v for k, v in env.items() if k not in {s.var for s in BLIND_STACKS.values()}}
+    plan: list[tuple[str, str, int, int]] = []  # (key, kind, number, t)
+    for j in range(args.blind_default_runs):
+        for key in stacks:
+            plan += [(key, "default", j + 1, t) for t in sorted(set(draws[key]))]
+    for i in range(args.blind_runs):
+        order = stacks[i % len(stacks):] + stacks[:i % len(stacks)]
+        plan += [(key, "moved", i + 1, draws[key][i]) for key in order]
+    all_ok = True
+    for n, (key, kind, number, t) in enumerate(plan):
+        stack = BLIND_STACKS[key]
+        name = (f"default-T{t}-{number:02d}" if kind == "default"
+                else f"run-{number:02d}-T{t}")
+        out_dir = raw / BLIND_FOLDER / key / name
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        out_dir.mkdir(parents=True)
+        run_env = dict(base)
+        if kind == "moved":
+            run_env[stack.var] = str(t)
+        argv = blind_argv(railgauge, key, t, out_dir)
+        try:
+            res = run_proc(argv, timeout=args.timeout, env=run_env)
+        except BenchError as exc:
+            raise UsageError(str(exc)) from None
+        (out_dir / "gauge.stdout").write_text(res.stdout)
+        (out_dir / "gauge.stderr").write_text(res.stderr)
+        error = None if res.rc == 0 else res.describe()
+        all_ok &= error is None
+        index["blind_runs"].append({
+            "stack": key, "kind": kind, "number": number, "t": t, "var": stack.var,
+            "window": list(blind_window(stack, t)), "dir": rel_dir(out_dir, raw),
+            "argv": argv, "env": {stack.var: str(t)} if kind == "moved" else {},
+            "wall_s": res.wall_s, "rc": res.rc, "timed_out": res.timed_out, "error": error,
+        })
+        save_index(raw, index)
+        what = "ok" if error is None else f"FAILED: {error[:300]}"
+        setting = f"{stack.var}={t}" if kind == "moved" else f"default, window of T={t}"
+        log(f"blind {n + 1}/{len(plan)} {key} {kind} {number} ({setting}): "
+            f"{res.wall_s:.1f} s, {what}")
+    return all_ok
+
+
+def blind_index_from_folders(raw: Path) -> list[dict[str, Any]]:
+    """Entries for kept blind folders without runs.json (T from the folder's name)."""
+    out: list[dict[str, Any]] = []
+    for key, stack in BLIND_STACKS.items():
+        for d in sorted((raw / BLIND_FOLDER / key).glob("*")):
+            m = (re.fullmatch(r"default-T(\d+)-(\d+)", d.name)
+                 or re.fullmatch(r"run-(\d+)-T(\d+)", d.name))
+            if m is None or not d.is_dir():
+                continue
+            default = d.name.startswith("default")
+            t, number = ((int(m.group(1)), int(m.group(2))) if default
+                         else (int(m.group(2)), int(m.group(1))))
+            out.append({"stack": key, "kind": "default" if default else "moved",
+                        "number": number, "t": t, "var": stack.var,
+                        "window": list(blind_window(stack, t)), "dir": rel_dir(d, raw),
+                        "wall_s": None, "error": None})
+    return out
+
+
+@dataclass
+class BlindRun:
+    stack: str
+    kind: str  # "default" or "moved"
+    number: int
+    t: int
+    window: tuple[int, int]
+    dir: Path
+    wall_s: float | None
+    error: str | None
+    changes: list[int] | None = None
+    # moved runs, judged against the default runs of the same window:
+    found: bool | None = None
+    invented: list[int] | None = None
+    #: a change of the default runs of the window lies near T too (found proves less)
+    near_default: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.changes is not None
+
+
+def load_blind_run(e: dict[str, Any], raw: Path) -> BlindRun:
+    r = BlindRun(stack=e["stack"], kind=e["kind"], number=int(e["number"]), t=int(e["t"]),
+                 window=(int(e["window"][0]), int(e["window"][1])), dir=raw / e["dir"],
+                 wall_s=e.get("wall_s"), error=e.get("error"))
+    if r.error is None:
+        path = r.dir / "model-loggp.json"
+        try:
+            ranges = json.loads(path.read_text()).get("ranges")
+            if not isinstance(ranges, list) or not ranges:
+                raise ValueError(f"{path}: the model has no ranges")
+            r.changes = [int(rng["from_bytes"]) for rng in ranges[1:]]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            r.error = str(exc)
+    return r
+
+
+@dataclass
+class BlindSummary:
+    key: str
+    moved: list[BlindRun]
+    defaults: list[BlindRun]
+    #: per window: the changes of its default runs that produced a model (None: none did)
+    default_changes: dict[tuple[int, int], list[int] | None]
+    found: int
+    invented_runs: int
+    unjudged: int
+    ok: bool | None
+
+
+def summarize_blind(key: str, runs: list[BlindRun]) -> BlindSummary:
+    moved = sorted((r for r in runs if r.kind == "moved"), key=lambda r: r.number)
+    defaults = sorted((r for r in runs if r.kind == "default"),
+                      key=lambda r: (r.window, r.number))
+    windows = sorted({r.window for r in runs})
+    default_changes: dict[tuple[int, int], list[int] | None] = {}
+    for w in windows:
+        good = [r for r in defaults if r.window == w and r.ok]
+        default_changes[w] = (sorted({c for r in good for c in (r.changes or [])})
+                              if good else None)
+    found = invented_runs = unjudged = 0
+    for r in moved:
+        if not r.ok:
+            r.found = False  # a failed run found nothing
+            continue
+        changes = r.changes or []
+        r.found = any(found_near(c, r.t) for c in changes)
+        found += r.found
+        known = default_changes.get(r.window)
+        if known is None:
+            unjudged += 1
+            continue
+        r.near_default = any(found_near(d, r.t) for d in known)
+        r.invented = [c for c in changes if not found_near(c, r.t)
+                      and not any(same_change(c, d) for d in known)]
+        invented_runs += bool(r.invented)
+    n = len(moved)
+    if not n:
+        ok: bool | None = None
+    elif found < need(n, BLIND_FOUND_SHARE) or invented_runs:
+        ok = False
+    else:
+        ok = None if unjudged else True
+    return BlindSummary(key=key, moved=moved, defaults=defaults,
+                        default_changes=default_changes, found=found,
+                        invented_runs=invented_runs, unjudged=unjudged, ok=ok)
+
+
+def fmt_changes(changes: list[int] | None) -> str:
+    if changes is None:
+        return "n/a"
+    return "none" if not changes else ", ".join(f"{c} B" for c in changes)
+
+
+def blind_md(summaries: list[BlindSummary], meta: dict[str, Any]) -> list[str]:
+    seed = meta.get("seed")
+    seed_txt = (f"seed {seed} (replay: `--blind-seed {seed}`; the test: "
+                f"`RG_BLIND_SEED={seed} pytest tests/test_blind_thresholds.py` draws each "
+                "stack's first value)" if seed is not None else "seed unknown")
+    lines = [
+        "### Blind thresholds",
+        "",
+        "Written by `bench/gauge_bench.py --blind`. Per stack one protocol threshold is "
+        "moved by its environment variable to a value T drawn from the stack's calibrated "
+        f"candidates by a seeded generator ({seed_txt}), and `railgauge gauge` is not told: "
+        f"`railgauge gauge <transport> --min-size T/{BLIND_WINDOW_BELOW} --max-size "
+        f"T*{BLIND_WINDOW_ABOVE} --per-octave {BLIND_PER_OCTAVE} --no-onen --no-barrier` "
+        f"(over ofi:tcp the window ends at {BLIND_OFI_WINDOW_MAX} B: above it railgauge's "
+        "ofi transport sends a head and a tail, and the tail crosses the threshold again). "
+        "Each window is first run at the default settings (none of the stacks' variables "
+        "set). **Found**: a protocol change (from_bytes of a range 1.. of "
+        "model-loggp.json) in (T / 2^(1/4), T · 2^(1/4) + 1], one step of the sweep. "
+        "**Invented**: a change neither near T nor within one step of a change of the "
+        "default runs of the same window (a default change that disappears because its "
+        "threshold was moved is not counted). Target: T found in >= 9 of 10 runs, none "
+        "invented; a failed run counts as not found.",
+        "",
+        "| stack | variable | runs | found | invented | values drawn | result |",
+        "| --- | --- | ---: | ---: | ---: | --- | --- |",
+    ]
+    for s in summaries:
+        n = len(s.moved)
+        stack = BLIND_STACKS[s.key]
+        drawn = ", ".join(str(r.t) for r in s.moved) or "none"
+        inv = f"{s.invented_runs} of {n}" + (f" ({s.unjudged} not judged: no default run)"
+                                              if s.unjudged else "")
+        near = sum(1 for r in s.moved if r.near_default)
+        found_txt = f"{s.found} of {n}" + (f" ({near} with a default change near T)"
+                                           if near else "")
+        lines.append(f"| {stack.label} | `{stack.var}` | {n} | {found_txt} | {inv} | "
+                     f"{drawn} | {verdict(s.ok)} |")
+    for s in summaries:
+        stack = BLIND_STACKS[s.key]
+        cands = (meta.get("candidates") or {}).get(s.key, stack.candidates)
+        lines += ["", f"#### {stack.label}: `{stack.var}`", "",
+                  f"Candidates: {', '.join(str(c) for c in cands)}; gauge arguments "
+                  f"`{shlex.join(stack.gauge_args)}`.", "",
+                  "| run | T | window | changes found | found | invented | wall |",
+                  "| --- | ---: | --- | --- | --- | --- | ---: |"]
+        for w, known in s.default_changes.items():
+            runs = [r for r in s.defaults if r.window == w]
+            failed = sum(1 for r in runs if not r.ok)
+            walls = [r.wall_s for r in runs if r.wall_s is not None]
+            if not runs:
+                lines.append(f"| default: none kept | (unset) | {fmt_bytes_range(*w)} | n/a "
+                             "| | | |")
+                continue
+            lines.append(f"| default ×{len(runs)}" + (f" ({failed} failed)" if failed else "")
+                         + f" | (unset) | {fmt_bytes_range(*w)} | {fmt_changes(known)} | | | "
+                         f"{fmt_s(statistics.median(walls) if walls else None)} |")
+        for r in s.moved:
+            if not r.ok:
+                lines.append(f"| {r.number} | {r.t} B | {fmt_bytes_range(*r.window)} | "
+                             f"failed | no | | {fmt_s(r.wall_s)} |")
+                continue
+            inv = "n/a" if r.invented is None else fmt_changes(r.invented)
+            found = ("**no**" if not r.found else
+                     "yes (a default change is near T too)" if r.near_default else "yes")
+            lines.append(f"| {r.number} | {r.t} B | {fmt_bytes_range(*r.window)} | "
+                         f"{fmt_changes(r.changes)} | {found} | "
+                         f"{inv} | {fmt_s(r.wall_s)} |")
+        failed_runs = [r for r in s.defaults + s.moved if r.error is not None]
+        if failed_runs:
+            lines += ["", "Failed runs:", ""]
+            lines += [f"- {r.kind} {r.number} (T = {r.t}): {r.error[:600]}"
+                      for r in failed_runs if r.error]
+    return lines
+
+
 def section_md(summaries: dict[str, Summary], default_runs: list[Run], n_rounds: int,
-               extra: list[str], facts: dict[str, Any], command: str, raw: Path) -> str:
+               extra: list[str], facts: dict[str, Any], command: str, raw: Path,
+               blind: list[str] | None = None) -> str:
     cmds = "; ".join(f"{TRANSPORTS[e][1]}: `{display_argv(e, extra)}`" for e in summaries)
     lines = [
         f"## railgauge gauge: the LogGP model across runs ({n_rounds} rounds)",
@@ -737,6 +1091,8 @@ def section_md(summaries: dict[str, Summary], default_runs: list[Run], n_rounds:
             lines += ["Failed default runs (left out of the target):", ""]
             lines += [f"- round {r.round}: {(r.error or '')[:600]}" for r in bad]
             lines.append("")
+    if blind:
+        lines += [*blind, ""]
     lines += facts_md(facts, command, raw)
     return "\n".join(lines)
 
@@ -751,6 +1107,16 @@ def parse_transports(text: str) -> list[str]:
         raise argparse.ArgumentTypeError(
             f"unknown transport(s) {', '.join(bad) or '(none)'}; choose from "
             + ",".join(TRANSPORTS))
+    return list(dict.fromkeys(out))
+
+
+def parse_blind_stacks(text: str) -> list[str]:
+    out = [t.strip() for t in text.split(",") if t.strip()]
+    bad = [t for t in out if t not in BLIND_STACKS]
+    if bad or not out:
+        raise argparse.ArgumentTypeError(
+            f"unknown stack(s) {', '.join(bad) or '(none)'}; choose from "
+            + ",".join(BLIND_STACKS))
     return list(dict.fromkeys(out))
 
 
@@ -786,7 +1152,24 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--railgauge", default=None,
                    help="railgauge command, run as it is (default: found like run_bench.py "
                         "does, with this checkout's python/ first on PYTHONPATH)")
+    p.add_argument("--blind", action="store_true",
+                   help="also run the blind-threshold benchmark (subsection \"Blind "
+                        "thresholds\"): per stack a protocol threshold moved to drawn values")
+    p.add_argument("--blind-runs", type=int, default=10,
+                   help="moved runs per stack with --blind (default 10)")
+    p.add_argument("--blind-stacks", type=parse_blind_stacks, default=None,
+                   help="comma-separated, from " + ",".join(BLIND_STACKS)
+                   + " (default: all four; with --from, those of the kept runs)")
+    p.add_argument("--blind-seed", type=int, default=None,
+                   help="seed of the drawn thresholds (default: a random one, printed and "
+                        "kept in runs.json)")
+    p.add_argument("--blind-default-runs", type=int, default=1,
+                   help="runs at the default settings per window with --blind (default 1)")
     args = p.parse_args(argv)
+    if args.blind_runs < 1 or args.blind_default_runs < 1:
+        p.error("--blind-runs and --blind-default-runs must be at least 1")
+    if args.blind_seed is None:
+        args.blind_seed = random.SystemRandom().randrange(1, 2**31)
     if args.runs < 1:
         p.error("--runs must be at least 1")
     if args.from_dir is not None and args.raw_dir is not None:
@@ -825,6 +1208,7 @@ def main(argv: list[str] | None = None) -> int:
             index = json.loads(idx_path.read_text())
         elif raw.is_dir():
             index = index_from_folders(raw)
+            index["blind_runs"] = blind_index_from_folders(raw)
         else:
             log(f"{raw}: no such folder")
             return 2
@@ -843,8 +1227,12 @@ def main(argv: list[str] | None = None) -> int:
     else:
         transports = args.transports or list(TRANSPORTS)
         args.transports = transports
+        args.blind_stacks = args.blind_stacks or list(BLIND_STACKS)
         missing = [f"{t}: {NEEDS[t]} not found" for t in transports
                    if t in NEEDS and shutil.which(NEEDS[t]) is None]
+        if args.blind:
+            missing += [f"blind stack {k}: {why} (leave it out with --blind-stacks)"
+                        for k in args.blind_stacks if (why := blind_missing(k)) is not None]
         try:
             cmd, env = railgauge_command(args)
             if missing:
@@ -868,6 +1256,10 @@ def main(argv: list[str] | None = None) -> int:
             + f"; raw folders in {raw}")
         try:
             failed = not measure(args, cmd, env, raw, index)
+            if args.blind:
+                log(f"blind thresholds: {', '.join(args.blind_stacks)}, {args.blind_runs} "
+                    f"run(s) each, seed {args.blind_seed}")
+                failed |= not measure_blind(args, cmd, env, raw, index)
         except UsageError as exc:
             log(str(exc))
             return 2
@@ -883,8 +1275,17 @@ def main(argv: list[str] | None = None) -> int:
     default_runs = sorted((r for r in runs if r.entry == DEFAULT_SHM and "shm" in transports),
                           key=lambda r: r.round)
     n_rounds = max((r.round for r in runs), default=0)
+    blind = None
+    if index.get("blind_runs"):
+        meta = dict(index.get("blind") or {})
+        stacks = [k for k in (args.blind_stacks or meta.get("stacks") or BLIND_STACKS)
+                  if k in BLIND_STACKS and any(e["stack"] == k for e in index["blind_runs"])]
+        bruns = [load_blind_run(e, raw) for e in index["blind_runs"] if e["stack"] in stacks]
+        failed |= any(r.error is not None for r in bruns)
+        blind = blind_md([summarize_blind(k, [r for r in bruns if r.stack == k])
+                          for k in stacks], meta)
     md = section_md(summaries, default_runs, n_rounds, shlex.split(args.gauge_args), facts,
-                    command, raw)
+                    command, raw, blind)
     emit_section(out_path, args.section, md, args.no_write, log)
     return 1 if failed else 0
 
