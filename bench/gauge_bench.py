@@ -879,6 +879,8 @@ class BlindRun:
     wall_s: float | None
     error: str | None
     changes: list[int] | None = None
+    #: the fit's bends (breaks merged away for too little support): (lo, hi, support)
+    bends: list[tuple[int, int, float | None]] = field(default_factory=list)
     # moved runs, judged against the default runs of the same window:
     found: bool | None = None
     invented: list[int] | None = None
@@ -897,10 +899,17 @@ def load_blind_run(e: dict[str, Any], raw: Path) -> BlindRun:
     if r.error is None:
         path = r.dir / "model-loggp.json"
         try:
-            ranges = json.loads(path.read_text()).get("ranges")
+            doc = json.loads(path.read_text())
+            ranges = doc.get("ranges")
             if not isinstance(ranges, list) or not ranges:
                 raise ValueError(f"{path}: the model has no ranges")
             r.changes = [int(rng["from_bytes"]) for rng in ranges[1:]]
+            for b in doc.get("bends") or []:
+                between = b.get("between_bytes") if isinstance(b, dict) else None
+                if isinstance(between, list) and len(between) == 2:
+                    sup = b.get("support")
+                    r.bends.append((int(between[0]), int(between[1]),
+                                    float(sup) if isinstance(sup, int | float) else None))
         except (OSError, ValueError, KeyError, TypeError) as exc:
             r.error = str(exc)
     return r
@@ -963,6 +972,13 @@ def fmt_changes(changes: list[int] | None) -> str:
     return "none" if not changes else ", ".join(f"{c} B" for c in changes)
 
 
+def fmt_bends(bends: list[tuple[int, int, float | None]]) -> str:
+    if not bends:
+        return "none"
+    return ", ".join(f"{lo}–{hi} B" + (f" ({sup:.0%})" if sup is not None else "")
+                     for lo, hi, sup in bends)
+
+
 def blind_md(summaries: list[BlindSummary], meta: dict[str, Any]) -> list[str]:
     seed = meta.get("seed")
     seed_txt = (f"seed {seed} (replay: `--blind-seed {seed}`; the test: "
@@ -984,7 +1000,8 @@ def blind_md(summaries: list[BlindSummary], meta: dict[str, Any]) -> list[str]:
         "**Invented**: a change neither near T nor within one step of a change of the "
         "default runs of the same window (a default change that disappears because its "
         "threshold was moved is not counted). Target: T found in >= 9 of 10 runs, none "
-        "invented; a failed run counts as not found.",
+        "invented; a failed run counts as not found. Bends (breaks the fit merged away for "
+        "too little support, `bends` of model-loggp.json) are shown but are not changes.",
         "",
         "| stack | variable | runs | found | invented | values drawn | result |",
         "| --- | --- | ---: | ---: | ---: | --- | --- |",
@@ -1006,30 +1023,32 @@ def blind_md(summaries: list[BlindSummary], meta: dict[str, Any]) -> list[str]:
         lines += ["", f"#### {stack.label}: `{stack.var}`", "",
                   f"Candidates: {', '.join(str(c) for c in cands)}; gauge arguments "
                   f"`{shlex.join(stack.gauge_args)}`.", "",
-                  "| run | T | window | changes found | found | invented | wall |",
-                  "| --- | ---: | --- | --- | --- | --- | ---: |"]
+                  "| run | T | window | changes found | found | invented | bends (support) "
+                  "| wall |",
+                  "| --- | ---: | --- | --- | --- | --- | --- | ---: |"]
         for w, known in s.default_changes.items():
             runs = [r for r in s.defaults if r.window == w]
             failed = sum(1 for r in runs if not r.ok)
             walls = [r.wall_s for r in runs if r.wall_s is not None]
             if not runs:
                 lines.append(f"| default: none kept | (unset) | {fmt_bytes_range(*w)} | n/a "
-                             "| | | |")
+                             "| | | | |")
                 continue
+            bends = "; ".join(fmt_bends(r.bends) for r in runs if r.ok)
             lines.append(f"| default ×{len(runs)}" + (f" ({failed} failed)" if failed else "")
                          + f" | (unset) | {fmt_bytes_range(*w)} | {fmt_changes(known)} | | | "
-                         f"{fmt_s(statistics.median(walls) if walls else None)} |")
+                         f"{bends} | {fmt_s(statistics.median(walls) if walls else None)} |")
         for r in s.moved:
             if not r.ok:
                 lines.append(f"| {r.number} | {r.t} B | {fmt_bytes_range(*r.window)} | "
-                             f"failed | no | | {fmt_s(r.wall_s)} |")
+                             f"failed | no | | | {fmt_s(r.wall_s)} |")
                 continue
             inv = "n/a" if r.invented is None else fmt_changes(r.invented)
             found = ("**no**" if not r.found else
                      "yes (a default change is near T too)" if r.near_default else "yes")
             lines.append(f"| {r.number} | {r.t} B | {fmt_bytes_range(*r.window)} | "
-                         f"{fmt_changes(r.changes)} | {found} | "
-                         f"{inv} | {fmt_s(r.wall_s)} |")
+                         f"{fmt_changes(r.changes)} | {found} | {inv} | {fmt_bends(r.bends)} | "
+                         f"{fmt_s(r.wall_s)} |")
         failed_runs = [r for r in s.defaults + s.moved if r.error is not None]
         if failed_runs:
             lines += ["", "Failed runs:", ""]
@@ -1148,7 +1167,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--timeout", type=float, default=600.0,
                    help="seconds one gauge run may take (default 600)")
     p.add_argument("--gauge-args", default="",
-                   help="extra arguments for every `railgauge gauge`")
+                   help="extra arguments for every `railgauge gauge` (not the --blind runs, "
+                        "whose arguments are fixed)")
     p.add_argument("--railgauge", default=None,
                    help="railgauge command, run as it is (default: found like run_bench.py "
                         "does, with this checkout's python/ first on PYTHONPATH)")
