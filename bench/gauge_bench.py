@@ -163,6 +163,19 @@ def save_index(raw: Path, index: dict[str, Any]) -> None:
     tmp.replace(raw / "runs.json")
 
 
+def run_kept(argv: list[str], timeout: float, env: dict[str, str],
+             out_dir: Path) -> tuple[Any, str | None]:
+    """Runs one gauge, keeping its stdout and stderr in out_dir: (the result, None or what
+    went wrong)."""
+    try:
+        res = run_proc(argv, timeout=timeout, env=env)
+    except BenchError as exc:
+        raise UsageError(str(exc)) from None
+    (out_dir / "gauge.stdout").write_text(res.stdout)
+    (out_dir / "gauge.stderr").write_text(res.stderr)
+    return res, None if res.rc == 0 else res.describe()
+
+
 def measure(args: argparse.Namespace, railgauge: list[str], env: dict[str, str],
             raw: Path, index: dict[str, Any]) -> bool:
     """Runs the rounds; every run's entry is saved in raw/runs.json as it ends. Returns
@@ -181,13 +194,7 @@ def measure(args: argparse.Namespace, railgauge: list[str], env: dict[str, str],
                 shutil.rmtree(out_dir)
             out_dir.mkdir(parents=True)
             argv = gauge_argv(railgauge, entry, out_dir, extra)
-            try:
-                res = run_proc(argv, timeout=args.timeout, env=env)
-            except BenchError as exc:
-                raise UsageError(str(exc)) from None
-            (out_dir / "gauge.stdout").write_text(res.stdout)
-            (out_dir / "gauge.stderr").write_text(res.stderr)
-            error = None if res.rc == 0 else res.describe()
+            res, error = run_kept(argv, args.timeout, env, out_dir)
             all_ok &= error is None
             index["runs"].append({
                 "entry": entry, "round": r + 1, "dir": rel_dir(out_dir, raw),
@@ -827,13 +834,7 @@ def measure_blind(args: argparse.Namespace, railgauge: list[str], env: dict[str,
         if kind == "moved":
             run_env[stack.var] = str(t)
         argv = blind_argv(railgauge, key, t, out_dir)
-        try:
-            res = run_proc(argv, timeout=args.timeout, env=run_env)
-        except BenchError as exc:
-            raise UsageError(str(exc)) from None
-        (out_dir / "gauge.stdout").write_text(res.stdout)
-        (out_dir / "gauge.stderr").write_text(res.stderr)
-        error = None if res.rc == 0 else res.describe()
+        res, error = run_kept(argv, args.timeout, run_env, out_dir)
         all_ok &= error is None
         index["blind_runs"].append({
             "stack": key, "kind": kind, "number": number, "t": t, "var": stack.var,
