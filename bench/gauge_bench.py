@@ -8,6 +8,7 @@ wall time, for each transport (shm, tcp, ofi:tcp, mpi under Open MPI, mpi under 
     python3 bench/gauge_bench.py                            # 10 rounds, all five transports
     python3 bench/gauge_bench.py --runs 2 --transports shm,tcp --no-write --raw-dir /tmp/gb
     python3 bench/gauge_bench.py --from /tmp/gb --no-write  # recompute from kept folders
+    python3 bench/gauge_bench.py --from /tmp/gb --refit --no-write  # ... with today's fit
 
 Runs are interleaved: round r runs every transport once (in an order that rotates from
 round to round), so that slow drifts of the machine fall on all transports alike. A LogGP
@@ -233,11 +234,27 @@ class Run:
         return list((self.doc or {}).get("ranges") or [])
 
 
-def load_run(run: Run) -> Run:
-    """Reads DIR/model-loggp.json and DIR/measurements.jsonl (unless the run failed)."""
+def refit_run(run: Run, refit_root: Path, raw: Path) -> Path:
+    """Fits DIR/measurements.jsonl again with this checkout's fit (as `railgauge gauge`
+    does: accuracy on, its default seed 0) into REFIT_ROOT/<the run's folder>/model-loggp.json,
+    so that a change of the fit is judged on the same measurements; returns that path."""
+    from railgauge.fit.loggp import fit_loggp
+
+    meas = read_measurements(run.dir / "measurements.jsonl")
+    fit = fit_loggp(meas, seed=0, accuracy=True)
+    out = refit_root / rel_dir(run.dir, raw) / "model-loggp.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(fit.to_json(), indent=2) + "\n")
+    return out
+
+
+def load_run(run: Run, model_path: Path | None = None) -> Run:
+    """Reads DIR/model-loggp.json (or MODEL_PATH) and DIR/measurements.jsonl (unless the
+    run failed)."""
     if run.error is not None:
         return run
-    model_path, meas_path = run.dir / "model-loggp.json", run.dir / "measurements.jsonl"
+    meas_path = run.dir / "measurements.jsonl"
+    model_path = model_path or run.dir / "model-loggp.json"
     try:
         run.doc = json.loads(model_path.read_text())
         run.model = load_loggp_model(model_path)
@@ -259,10 +276,20 @@ def load_run(run: Run) -> Run:
     return run
 
 
-def runs_from_index(raw: Path, index: dict[str, Any]) -> list[Run]:
-    return [load_run(Run(entry=e["entry"], round=int(e["round"]), dir=raw / e["dir"],
-                         wall_s=e.get("wall_s"), error=e.get("error")))
-            for e in index.get("runs", [])]
+def runs_from_index(raw: Path, index: dict[str, Any],
+                    refit_root: Path | None = None) -> list[Run]:
+    runs = []
+    for e in index.get("runs", []):
+        run = Run(entry=e["entry"], round=int(e["round"]), dir=raw / e["dir"],
+                  wall_s=e.get("wall_s"), error=e.get("error"))
+        model_path = None
+        if refit_root is not None and run.error is None:
+            try:
+                model_path = refit_run(run, refit_root, raw)
+            except (OSError, ValueError) as exc:
+                run.error = f"refit: {exc}"
+        runs.append(load_run(run, model_path))
+    return runs
 
 
 def index_from_folders(raw: Path) -> dict[str, Any]:
@@ -288,14 +315,24 @@ def quantile(values: Sequence[float], q: float) -> float | None:
     return float(np.quantile(np.array(v, dtype=np.float64), q)) if v else None
 
 
+#: Measured vs measured compares two PRTT(n,d,s) records only where their delays d agree
+#: this closely: d is the size's PRTT(1,0,s) of the first pass, so a run that started a
+#: size in a slow phase of the host measured PRTT(n,d,s) with another d, which is another
+#: quantity ((n-1) d of it at small sizes), not a noisier measurement of the same one.
+MVM_D_REL = 0.10
+
+
 def mvm_errors(a: Measurements, b: Measurements) -> list[PointError]:
-    """Run a's records against run b's at the same (pattern, n, s): |a - b| / b with
-    both the records' median_us (b plays the measurement, a the prediction)."""
-    prev = {(p.kind, p.n, p.s): p.median_us for p in judged_records(a)}
+    """Run a's records against run b's at the same (pattern, n, s), and for PRTT(n,d,s)
+    a d within MVM_D_REL: |a - b| / b with both the records' median_us (b plays the
+    measurement, a the prediction)."""
+    prev = {(p.kind, p.n, p.s): (p.median_us, p.d_us) for p in judged_records(a)}
     out: list[PointError] = []
     for p in judged_records(b):
-        m_a = prev.get((p.kind, p.n, p.s))
+        m_a, d_a = prev.get((p.kind, p.n, p.s), (None, 0.0))
         if m_a is None:
+            continue
+        if p.kind == "pd" and abs(d_a - p.d_us) > MVM_D_REL * max(abs(p.d_us), 1e-12):
             continue
         out.append(PointError(s=p.s, kind=p.kind, n=p.n, d_us=p.d_us, measured_us=p.median_us,
                               predicted_us=m_a, rel=abs(m_a - p.median_us) / p.median_us))
@@ -1080,8 +1117,10 @@ def section_md(summaries: dict[str, Summary], default_runs: list[Run], n_rounds:
         "(`railgauge.fit.accuracy.point_errors`), pooled over all pairs; decades of the size "
         "in bytes as in `accuracy.by_decade` (a decade with fewer than 3 points joins the "
         "next). **Measured vs measured**: each record of a run against the next run's record "
-        "of the same pattern, n and s (both `median_us`, relative to the later one): the "
-        "noise floor the model is compared with.",
+        "of the same pattern, n and s (both `median_us`, relative to the later one; two "
+        "PRTT(n,d,s) records only where their delays d agree within "
+        f"{MVM_D_REL:.0%}, since d, the size's first PRTT(1,0,s), makes them different "
+        "quantities otherwise): the noise floor the model is compared with.",
         "- **Protocol changes**: a run's from_bytes of ranges 1.., each rounded up to the next "
         "size of its planned sweep (`params.sizes` of the first header of "
         "measurements.jsonl); two runs have the same changes within one sweep step when they "
@@ -1158,6 +1197,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--from", dest="from_dir", type=Path, default=None,
                    help="recompute the section from a --raw-dir of an earlier run, "
                         "measuring nothing")
+    p.add_argument("--refit", action="store_true",
+                   help="with --from: fit the kept measurements again with this checkout's "
+                        "fit (into FROM/refit/) instead of reading the kept models")
     p.add_argument("--no-write", action="store_true",
                    help="print the section instead of writing it into the document")
     p.add_argument("--section", default="gauge", help="section name (default gauge)")
@@ -1195,6 +1237,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         p.error("--runs must be at least 1")
     if args.from_dir is not None and args.raw_dir is not None:
         p.error("--from and --raw-dir exclude each other")
+    if args.refit and args.from_dir is None:
+        p.error("--refit needs --from")
     if not re.fullmatch(r"[A-Za-z0-9_-]+", args.section):
         p.error("--section takes a name of letters, digits, '-' and '_'")
     return args
@@ -1288,7 +1332,9 @@ def main(argv: list[str] | None = None) -> int:
         index["facts"] = facts
         save_index(raw, index)
 
-    runs = runs_from_index(raw, index)
+    if args.refit:
+        log(f"fitting the kept measurements again into {raw / 'refit'}")
+    runs = runs_from_index(raw, index, raw / "refit" if args.refit else None)
     failed |= any(r.error is not None for r in runs)
     summaries = {t: summarize_entry(t, sorted((r for r in runs if r.entry == t),
                                               key=lambda r: r.round))

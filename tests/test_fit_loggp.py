@@ -1042,3 +1042,22 @@ def test_alignment_scatter_does_not_invent_ranges() -> None:
     assert supported.bends
     assert fit.method["local_scatter"] is True and fixed.method["local_scatter"] is False
     assert len(fit.residuals["local_scatter_rel"]["p1"]) == sizes.size
+
+
+def test_breaks_within_one_planned_step_are_merged() -> None:
+    """Two supported breaks with only refinement sizes between them (no size of the
+    planned sweep) are one transition: the better-supported break stays, on a tie the
+    earlier; breaks in different steps of the sweep, or without a planned sweep, stay."""
+    from railgauge.fit.loggp import _within_one_step
+
+    planned = [1024, 2048, 4096, 8192]
+    sizes = [1024, 2048, 2435, 2896, 3444, 4096, 8192]
+    # 2435 and 3444 both start a range that rounds up to the planned 4096.
+    assert _within_one_step([(2, 0.92), (4, 0.99)], sizes, planned) == {2}
+    assert _within_one_step([(2, 0.99), (4, 0.92)], sizes, planned) == {4}
+    assert _within_one_step([(2, None), (4, None)], sizes, planned) == {4}
+    # 2435 rounds up to 4096, 8192 is a step of its own: both stay.
+    assert _within_one_step([(2, 0.95), (6, 0.95)], sizes, planned) == set()
+    # Three in one step: one survives.
+    assert _within_one_step([(2, 0.9), (3, 1.0), (4, 0.95)], sizes, planned) == {2, 4}
+    assert _within_one_step([(2, 0.9), (4, 0.95)], sizes, None) == set()

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 import numpy as np
@@ -130,6 +130,45 @@ __all__ = [
     "range_index",
 ]
 
+#: Why a supported break was merged away by :func:`_within_one_step`.
+WITHIN_STEP_REASON = (
+    "within one step of the planned sweep of a better-supported break: the sizes between "
+    "them are the refinement's, inside the transition, not a protocol range of their own"
+)
+
+
+def _within_one_step(
+    kept: Sequence[tuple[int, float | None]],
+    sizes: Sequence[int] | npt.NDArray[Any],
+    planned: Sequence[int] | None,
+) -> set[int]:
+    """The breaks (indices into ``sizes``) to merge away because a range between two kept
+    breaks holds no size of the planned sweep: the refinement measures sizes between two
+    planned ones around a protocol change, and those transition sizes may form a range of
+    their own in one run and not in the next. Of two such breaks the better-supported one
+    stays (the earlier one on a tie). Without a planned sweep nothing is merged."""
+    grid = sorted({int(v) for v in planned or () if int(v) > 0})
+    if not grid or len(kept) < 2:
+        return set()
+
+    def step(s: int) -> int:  # the planned size a range from s starts on, rounded up
+        return next((g for g in grid if g >= s), grid[-1] + 1)
+
+    drop: set[int] = set()
+    live = [(p, -1.0 if sup is None else float(sup)) for p, sup in kept]
+    changed = True
+    while changed:
+        changed = False
+        for (p, sp), (q, sq) in itertools.pairwise(live):
+            if step(int(sizes[p])) == step(int(sizes[q])):
+                gone = q if sp >= sq else p
+                drop.add(gone)
+                live = [(i, v) for i, v in live if i != gone]
+                changed = True
+                break
+    return drop
+
+
 def _fit_core(
     tr: Triples,
     *,
@@ -146,6 +185,7 @@ def _fit_core(
     seed: int,
     n_support: int,
     min_support: float,
+    planned: Sequence[int] | None = None,
 ) -> LoggpFit:
     _validate_options(rel_tol, abs_floor_us, penalty, penalty_factor, min_seg, max_segments, n_boot)
     if n_support != 0 and n_support < 10:
@@ -239,6 +279,8 @@ def _fit_core(
         for p, sup in zip(dp_starts, supports, strict=True)
         if sup is None or sup >= min_support - 1e-12
     ]
+    within_step = _within_one_step(kept, ds.sizes, planned)
+    kept = [(p, sup) for p, sup in kept if p not in within_step]
     edges = [0, *(p for p, _ in kept), n_sizes]
     segs = [np.arange(a, b) for a, b in itertools.pairwise(edges)]
     support_from: list[float | None] = [None, *(sup for _, sup in kept)]
@@ -246,12 +288,14 @@ def _fit_core(
         {
             "between_bytes": [int(ds.sizes[p - 1]), int(ds.sizes[p])],
             "support": sup,
-            "kept": sup is None or sup >= min_support - 1e-12,
+            "kept": (sup is None or sup >= min_support - 1e-12) and p not in within_step,
+            **({"merged": WITHIN_STEP_REASON} if p in within_step else {}),
         }
         for p, sup in zip(dp_starts, supports, strict=True)
     ]
     bends = [
-        {"between_bytes": b["between_bytes"], "support": b["support"]}
+        {"between_bytes": b["between_bytes"], "support": b["support"],
+         **({"merged": b["merged"]} if "merged" in b else {})}
         for b in breaks_info
         if not b["kept"]
     ]
@@ -738,8 +782,17 @@ def fit_loggp(
         "n_support": n_support,
         "min_support": min_support,
     }
+    header_params = meas.header.get("params") if isinstance(meas.header, Mapping) else None
+    planned = header_params.get("sizes") if isinstance(header_params, Mapping) else None
     fit = _fit_core(
-        tr, transport=meas.transport, source=_source_of(meas, len(tr)), seed=seed, **options
+        tr,
+        transport=meas.transport,
+        source=_source_of(meas, len(tr)),
+        seed=seed,
+        planned=[int(v) for v in planned if isinstance(v, int | float)]
+        if isinstance(planned, list)
+        else None,
+        **options,
     )
     extrapolated = meas.header.get("extrapolated") if isinstance(meas.header, Mapping) else None
     if fit.success and fit.ranges and extrapolated:
