@@ -33,6 +33,8 @@ neither near T nor near a change of the default runs of its window. Target: T fo
 folders under ``--raw-dir``/blind and ``--from`` recomputes them too.
 
     python3 bench/gauge_bench.py --blind --blind-runs 2 --transports shm --runs 1 --no-write
+    python3 bench/gauge_bench.py --blind --runs 0 --raw-dir /tmp/gbb   # the blind runs alone
+    python3 bench/gauge_bench.py --from /tmp/gb --from /tmp/gbb         # ... in one section
 
 railgauge is the one ``bench/run_bench.py`` finds (beside this Python, on PATH, or the CLI
 module of python/), run with this checkout's python/ first on PYTHONPATH, so the code that
@@ -1190,13 +1192,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="comma-separated, from " + ",".join(TRANSPORTS)
                    + " (default: all five; with --from, those of the kept runs)")
     p.add_argument("--runs", type=int, default=10,
-                   help="rounds; each runs every transport once (default 10)")
+                   help="rounds; each runs every transport once (default 10; 0 with --blind: "
+                        "the blind runs only)")
     p.add_argument("--raw-dir", type=Path, default=None,
                    help="folder that keeps every run's report folder and runs.json "
                         "(default build/bench/gauge-<stamp>)")
-    p.add_argument("--from", dest="from_dir", type=Path, default=None,
+    p.add_argument("--from", dest="from_dirs", type=Path, action="append", default=None,
                    help="recompute the section from a --raw-dir of an earlier run, "
-                        "measuring nothing")
+                        "measuring nothing; twice: the rounds from the first folder that has "
+                        "them, the blind runs from the first that has them (a --blind "
+                        "--runs 0 run kept apart)")
     p.add_argument("--refit", action="store_true",
                    help="with --from: fit the kept measurements again with this checkout's "
                         "fit (into FROM/refit/) instead of reading the kept models")
@@ -1233,11 +1238,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         p.error("--blind-runs and --blind-default-runs must be at least 1")
     if args.blind_seed is None:
         args.blind_seed = random.SystemRandom().randrange(1, 2**31)
-    if args.runs < 1:
-        p.error("--runs must be at least 1")
-    if args.from_dir is not None and args.raw_dir is not None:
+    if args.runs < 0 or (args.runs == 0 and not args.blind):
+        p.error("--runs must be at least 1 (0 only with --blind)")
+    if args.from_dirs is not None and args.raw_dir is not None:
         p.error("--from and --raw-dir exclude each other")
-    if args.refit and args.from_dir is None:
+    if args.from_dirs is not None and len(args.from_dirs) > 2:
+        p.error("--from takes at most two folders (the rounds', the blind runs')")
+    if args.refit and args.from_dirs is None:
         p.error("--refit needs --from")
     if not re.fullmatch(r"[A-Za-z0-9_-]+", args.section):
         p.error("--section takes a name of letters, digits, '-' and '_'")
@@ -1266,31 +1273,50 @@ def main(argv: list[str] | None = None) -> int:
                           *(sys.argv[1:] if argv is None else argv)])
     out_path = args.out if args.out.is_absolute() else Path.cwd() / args.out
     failed = False
-    if args.from_dir is not None:
-        raw = args.from_dir.resolve()
-        idx_path = raw / "runs.json"
-        if idx_path.is_file():
-            index = json.loads(idx_path.read_text())
-        elif raw.is_dir():
-            index = index_from_folders(raw)
-            index["blind_runs"] = blind_index_from_folders(raw)
-        else:
-            log(f"{raw}: no such folder")
+    blind_raw: Path | None = None
+    if args.from_dirs is not None:
+        kept: list[tuple[Path, dict[str, Any]]] = []
+        for d in args.from_dirs:
+            kraw = d.resolve()
+            idx_path = kraw / "runs.json"
+            if idx_path.is_file():
+                kidx = json.loads(idx_path.read_text())
+            elif kraw.is_dir():
+                kidx = index_from_folders(kraw)
+                kidx["blind_runs"] = blind_index_from_folders(kraw)
+            else:
+                log(f"{kraw}: no such folder")
+                return 2
+            kept.append((kraw, kidx))
+        with_rounds = [(r, i) for r, i in kept if i.get("runs")]
+        if not with_rounds:
+            log(f"{', '.join(str(r) for r, _ in kept)}: no kept rounds")
             return 2
-        if not index.get("runs"):
-            log(f"{raw}: no kept runs")
-            return 2
+        raw, index = with_rounds[0]
+        blind_from = next(((r, i) for r, i in kept if i.get("blind_runs")), None)
+        if blind_from is not None and blind_from[0] != raw:
+            blind_raw = blind_from[0]
+            index = {**index, "blind_runs": blind_from[1]["blind_runs"],
+                     "blind": blind_from[1].get("blind")}
         facts = dict(index.get("facts") or {})
         if not facts:
             mf = machine_facts(None)
             facts = mf | {"date": f"analysed {mf['date']} (measurement date unknown)"}
-        measured_by = index.get("command")
+        measured_by = "\n".join(dict.fromkeys(
+            str(i["command"]) for _, i in kept if i.get("command")))
         command = (f"{measured_by}\n# analysed with:\n{command}" if measured_by
                    else command)
         transports = args.transports or list(index.get("transports") or [])
         args.gauge_args = index.get("gauge_args", args.gauge_args)
     else:
         transports = args.transports or list(TRANSPORTS)
+        if args.runs == 0:
+            # The blind runs alone: a section of them only would replace the rounds'.
+            transports = []
+            if not args.no_write:
+                log("--runs 0: the section is printed, not written; write it with "
+                    "--from ROUNDS_DIR --from THIS_DIR")
+                args.no_write = True
         args.transports = transports
         args.blind_stacks = args.blind_stacks or list(BLIND_STACKS)
         missing = [f"{t}: {NEEDS[t]} not found" for t in transports
@@ -1347,7 +1373,8 @@ def main(argv: list[str] | None = None) -> int:
         meta = dict(index.get("blind") or {})
         stacks = [k for k in (args.blind_stacks or meta.get("stacks") or BLIND_STACKS)
                   if k in BLIND_STACKS and any(e["stack"] == k for e in index["blind_runs"])]
-        bruns = [load_blind_run(e, raw) for e in index["blind_runs"] if e["stack"] in stacks]
+        bruns = [load_blind_run(e, blind_raw or raw) for e in index["blind_runs"]
+                 if e["stack"] in stacks]
         failed |= any(r.error is not None for r in bruns)
         blind = blind_md([summarize_blind(k, [r for r in bruns if r.stack == k])
                           for k in stacks], meta)
