@@ -199,18 +199,24 @@ def test_rails_bench_patterns_on_four_hosts(tmp_path: Path,
             assert proc.returncode == 2 and says in proc.stderr, proc.stderr
 
 
+def _prtt_small(native_tool: Callable[[str], str], tmp_path: Path,
+                *args: str) -> list[dict[str, Any]]:
+    """PRTT over shm at 1 B, 1 KiB and 8 KiB with short points and ARGS: its records."""
+    out = tmp_path / "p.jsonl"
+    res = launch([native_tool("railgauge-bench"), "prtt", "--sizes", "1,1024,8KiB", *args,
+                  "--point-budget", "0.05", "--min-reps", "12", "--out", str(out)], 2,
+                 transport="shm", timeout_s=120)
+    assert res.returncode == 0, res.failure
+    return [json.loads(line) for line in out.read_text().splitlines()]
+
+
 @pytest.mark.native
 def test_prtt_in_passes(native_tool: Callable[[str], str], tmp_path: Path) -> None:
     """--passes 3: every point carries its three passes' interquartile means, the kept ones
     within pass_tol of the fastest, the pooled samples of the kept passes; a progress record
     per size visited; d chosen once per size; the same orders for the same seed."""
-    out = tmp_path / "p.jsonl"
-    res = launch([native_tool("railgauge-bench"), "prtt", "--sizes", "1,1024,8KiB",
-                  "--passes", "3", "--pass-tol", "0.5", "--order-seed", "7",
-                  "--point-budget", "0.05", "--min-reps", "12", "--out", str(out)], 2,
-                 transport="shm", timeout_s=120)
-    assert res.returncode == 0, res.failure
-    recs = [json.loads(line) for line in out.read_text().splitlines()]
+    recs = _prtt_small(native_tool, tmp_path, "--passes", "3", "--pass-tol", "0.5",
+                       "--order-seed", "7")
     head = recs[0]
     assert head["params"]["passes"] == 3 and head["params"]["order_seed"] == 7
     progress = [r for r in recs if r["type"] == "progress"]
@@ -235,8 +241,39 @@ def test_prtt_in_passes(native_tool: Callable[[str], str], tmp_path: Path) -> No
 
 
 @pytest.mark.native
+def test_prtt_confirmation_passes(native_tool: Callable[[str], str], tmp_path: Path) -> None:
+    """--confirm 2: a point whose fastest pass no other pass confirms within pass_tol gets
+    up to two more passes, a confirmed one none. With a pass_tol of 0.1% almost no point
+    is confirmed by the two planned passes, so most get both extra passes; every record
+    ends confirmed or with all four, and the progress records count the planned passes
+    only."""
+    recs = _prtt_small(native_tool, tmp_path, "--passes", "2", "--confirm", "2",
+                       "--pass-tol", "0.001")
+    assert recs[0]["params"]["passes"] == 2 and recs[0]["params"]["confirm"] == 2
+    progress = [r for r in recs if r["type"] == "progress"]
+    assert [p["visits"] for p in progress] == list(range(1, 7))
+    points = [r for r in recs if r["type"] in ("prtt", "orecv")]
+    assert len(points) == 12 and recs[-1]["status"] == "ok"
+    for r in points:
+        iqm = r["pass_iqm_us"]
+        assert 2 <= r["passes"] <= 4 and len(iqm) == r["passes"]
+        near = [v for v in iqm if v <= min(iqm) * 1.001]
+        # Confirmed after the planned passes: no more; else more until confirmed or four.
+        first = [v for v in iqm[:2] if v <= min(iqm[:2]) * 1.001]
+        if len(first) >= 2:
+            assert r["passes"] == 2
+        else:
+            assert len(near) >= 2 or r["passes"] == 4, r
+        assert r["passes_kept"] == len(near)
+    assert sum(r["passes"] > 2 for r in points) >= 6
+
+
+@pytest.mark.native
 @pytest.mark.parametrize(("args", "says"), [
     (("pingpong", "--passes", "2"), "options of the prtt pattern"),
+    (("prtt", "--confirm", "1"), "--confirm needs --passes 2 or more"),
+    (("prtt", "--passes", "8", "--confirm", "2"), "at most 9 passes in all"),
+    (("prtt", "--passes", "2", "--confirm", "9"), "--confirm must be an integer 0..8"),
     (("prtt", "--passes", "10"), "--passes must be an integer 1..9"),
     (("prtt", "--pass-tol", "0"), "--pass-tol must be in"),
     (("prtt", "--order-seed", "-1"), "--order-seed must be"),

@@ -80,6 +80,10 @@ class MeasurePlan:
     passes: int = 3
     pass_tol: float = 0.1
     order_seed: int = 1
+    #: With passes > 1: up to this many more passes over the points whose fastest pass no
+    #: other pass confirms within pass_tol, in the last 15% of the budget (a slow phase
+    #: of the host that covered all passes of a point but one; docs/fit.md, section 1).
+    confirm: int = 2
     extra_env: dict[str, str] = field(default_factory=dict)
     #: Network namespaces to run the ranks in (rank r in netns[r % len]); None: here.
     netns: list[str] | None = None
@@ -94,7 +98,7 @@ class MeasurePlan:
     def quick(cls, **kw: object) -> MeasurePlan:
         """Less precision for less time: one size per octave, looser targets."""
         plan = cls(per_octave=1, target_rel=0.03, min_reps=10, point_budget_s=0.08,
-                   budget_s=15.0, refine_points=2, passes=2)
+                   budget_s=15.0, refine_points=2, passes=2, confirm=1)
         for k, v in kw.items():
             setattr(plan, k, v)
         return plan
@@ -117,6 +121,8 @@ class MeasurePlan:
             raise ValueError(f"n must be at least 2, not {self.n}")
         if not 1 <= self.passes <= 9:
             raise ValueError(f"passes must be 1 .. 9, not {self.passes}")
+        if not 0 <= self.confirm <= 8:
+            raise ValueError(f"confirm must be 0 .. 8, not {self.confirm}")
         if not 0.001 <= self.pass_tol <= 10:
             raise ValueError(f"pass_tol must be in [0.001, 10], not {self.pass_tol}")
         self._validate_launcher()
@@ -229,6 +235,9 @@ def run_prtt(plan: MeasurePlan, sizes: list[int], out: Path, *, budget_s: float,
     if plan.passes > 1:
         argv += ["--passes", str(plan.passes), "--pass-tol", str(plan.pass_tol),
                  "--order-seed", str(plan.order_seed)]
+        confirm = min(plan.confirm, 9 - plan.passes)  # the tool's limit: 9 passes in all
+        if confirm > 0:
+            argv += ["--confirm", str(confirm)]
 
     def poll() -> None:
         if progress is not None:

@@ -22,6 +22,8 @@
 #define RG_BENCH_MAX_SIZES 512
 /* prtt --passes: at most this many sweeps. */
 #define RG_BENCH_MAX_PASSES 9
+/* prtt --confirm: the share of the run budget kept for the confirmation passes. */
+#define RG_BENCH_CONFIRM_SHARE 0.15
 
 struct rg_json;
 
@@ -44,6 +46,7 @@ typedef struct rg_bench_opts {
     int         passes;         /* prtt: sweeps over the sizes (1: one, in order) */
     double      pass_tol;       /* prtt: a pass slower than the fastest by more is left out */
     unsigned    order_seed;     /* prtt: seed of the size order of passes after the first */
+    int         confirm;        /* prtt: extra passes at most for unconfirmed points */
     int         force_monotonic;
     int         sizes_given;    /* the sizes came from an option */
     int         target_given;   /* --target-rel was given */

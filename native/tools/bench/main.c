@@ -68,6 +68,9 @@ static void rg__bench_usage(FILE *f)
         "  --pass-tol X       prtt: a pass whose interquartile mean exceeds the point's\n"
         "                     fastest pass by more than X times is left out (default 0.1)\n"
         "  --order-seed N     prtt: seed of the passes' shuffled orders (default 1)\n"
+        "  --confirm K        prtt with --passes: up to K more passes over the points whose\n"
+        "                     fastest pass no other pass confirms within --pass-tol,\n"
+        "                     in the last 15%% of --budget (default 0; passes + K <= 9)\n"
         "  --max-p P          onen: peers up to P (default: ranks - 1)\n"
         "  --modes LIST       onen: of single, list, inject, rma (default: all that the\n"
         "                     transport has; the others are reported as unsupported)\n"
@@ -235,7 +238,7 @@ static int rg__bench_parse_args(int argc, char **argv, rg_bench_opts_t *opts)
 {
     enum { O_TRANSPORT = 256, O_OUT, O_SIZES, O_MIN, O_MAX, O_OCT, O_N, O_TARGET,
            O_MINREPS, O_MAXREPS, O_PBUDGET, O_BUDGET, O_WARMUP, O_MONO, O_MAXP, O_MODES,
-           O_DIRS, O_PMIN, O_PASSES, O_PASSTOL, O_OSEED };
+           O_DIRS, O_PMIN, O_PASSES, O_PASSTOL, O_OSEED, O_CONFIRM };
     static const struct option longopts[] = {
         {"transport", required_argument, NULL, O_TRANSPORT},
         {"out", required_argument, NULL, O_OUT},
@@ -257,6 +260,7 @@ static int rg__bench_parse_args(int argc, char **argv, rg_bench_opts_t *opts)
         {"point-min", required_argument, NULL, O_PMIN},
         {"passes", required_argument, NULL, O_PASSES},
         {"pass-tol", required_argument, NULL, O_PASSTOL},
+        {"confirm", required_argument, NULL, O_CONFIRM},
         {"order-seed", required_argument, NULL, O_OSEED},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}
@@ -399,6 +403,12 @@ static int rg__bench_parse_args(int argc, char **argv, rg_bench_opts_t *opts)
             }
             passes_given = 1;
             break;
+        case O_CONFIRM:
+            if (rg__bench_parse_int(optarg, 0, RG_BENCH_MAX_PASSES - 1, &opts->confirm) != 0) {
+                return rg__bench_usage_error("--confirm must be an integer 0..8, not '%s'", optarg);
+            }
+            passes_given = 1;
+            break;
         case O_OSEED: {
             long seed;
             if (rg_bench_parse_long(optarg, 0, 4294967295L, &seed) != 0) {
@@ -445,8 +455,15 @@ static int rg__bench_parse_args(int argc, char **argv, rg_bench_opts_t *opts)
         return rg__bench_usage_error("--min-reps is above --max-reps%s", "");
     }
     if (passes_given && strcmp(opts->pattern, "prtt") != 0) {
-        return rg__bench_usage_error("--passes, --pass-tol and --order-seed are options of the "
-                                     "prtt pattern, not of %s", opts->pattern);
+        return rg__bench_usage_error("--passes, --pass-tol, --order-seed and --confirm are "
+                                     "options of the prtt pattern, not of %s", opts->pattern);
+    }
+    if (opts->confirm > 0 && opts->passes < 2) {
+        return rg__bench_usage_error("--confirm needs --passes 2 or more (a pass confirms "
+                                     "another)%s", "");
+    }
+    if (opts->passes + opts->confirm > RG_BENCH_MAX_PASSES) {
+        return rg__bench_usage_error("--passes plus --confirm: at most 9 passes in all%s", "");
     }
     if (!onen && (opts->max_p != 0 || opts->modes != 0 || opts->directions != 0 ||
                   opts->pmin_given)) {

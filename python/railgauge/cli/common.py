@@ -80,6 +80,10 @@ def measure_options(f: Any) -> Any:
                      help="Sweeps over the sizes, each in its own shuffled order, pooled per "
                           "point without the passes slowed by a burst of load (default 3, "
                           "--quick 2; 1: one sweep in order)."),
+        click.option("--confirm", type=click.IntRange(0, 8), default=None,
+                     help="With passes: up to this many more passes over the points whose "
+                          "fastest pass no other pass confirms, in the budget's last 15% "
+                          "(default 2, --quick 1; 0: none)."),
         click.option("-v", "--verbose", count=True, help="More detail on stderr."),
         click.option("-q", "--quiet", count=True, help="Less output on stderr."),
         _NETNS_OPTION,
@@ -96,7 +100,7 @@ SHM_BUDGET_S = 18.0
 
 def make_plan(transport: str, quick: bool, min_size: int, max_size: int, n_msgs: int,
               budget: float | None, no_refine: bool, per_octave: int | None = None,
-              passes: int | None = None) -> Any:
+              passes: int | None = None, confirm: int | None = None) -> Any:
     from railgauge.measure import MeasurePlan
 
     plan = MeasurePlan.quick() if quick else MeasurePlan()
@@ -117,6 +121,8 @@ def make_plan(transport: str, quick: bool, min_size: int, max_size: int, n_msgs:
         plan.budget_s = SHM_BUDGET_S
     if passes is not None:
         plan.passes = passes
+    if confirm is not None:
+        plan.confirm = confirm
     try:
         plan.validate()
     except ValueError as exc:

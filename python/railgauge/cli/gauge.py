@@ -60,7 +60,7 @@ def default_out_dir() -> Path:
                    "settings that use them. With --netns the ranks run there.")
 def gauge(transport: str, quick: bool, min_size: int, max_size: int, n_msgs: int,
           budget: float | None, no_refine: bool, per_octave: int | None, passes: int | None,
-          verbose: int,
+          confirm: int | None, verbose: int,
           quiet: int, ranks: int, no_onen: bool, no_barrier: bool, onen_budget: float | None,
           out: Path | None, as_json: bool, seed: int, rails_text: str | None) -> int:
     """Measure LogGP by PRTT, fit it per protocol range, measure 1:n / n:1 (LoP), compare
@@ -70,7 +70,7 @@ def gauge(transport: str, quick: bool, min_size: int, max_size: int, n_msgs: int
     minute; --quick about a quarter of that."""
     term = Terminal(verbose - quiet)
     plan = make_plan(transport, quick, min_size, max_size, n_msgs, budget, no_refine,
-                     per_octave, passes)
+                     per_octave, passes, confirm)
     rail_names: list[str] | None = None
     if rails_text is not None:
         from railgauge.gauge_rails import RailsGaugeError, parse_rails

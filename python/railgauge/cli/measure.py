@@ -17,12 +17,12 @@ from railgauge.terminal import Terminal
               help="JSON Lines file to write.")
 def measure(transport: str, quick: bool, min_size: int, max_size: int, n_msgs: int,
             budget: float | None, no_refine: bool, per_octave: int | None, passes: int | None,
-            verbose: int,
+            confirm: int | None, verbose: int,
             quiet: int, out: Path) -> int:
     """Measure PRTT(1,0,s), PRTT(n,0,s) and PRTT(n,d,s) over a size sweep."""
     term = Terminal(verbose - quiet)
     plan = make_plan(transport, quick, min_size, max_size, n_msgs, budget, no_refine,
-                     per_octave, passes)
+                     per_octave, passes, confirm)
     res = run_measurement(plan, out, term)
     term.result(f"{res.points} points in {res.wall_s:.1f} s -> {out}")
     return 0
