@@ -449,11 +449,18 @@ def param_rows(runs: list[Run], resolution_us: float | None) -> list[ParamRow]:
             sd = statistics.stdev(vals) if len(vals) > 1 else math.nan
             cv = sd / abs(mean) if mean else math.inf
             zero_runs = sum(1 for r in runs if ci_includes_zero(r.ranges[k], key))
+            per_byte = key.endswith("_per_byte")
+            # What the parameter adds to a time (over the range's span, per byte).
+            size_us = abs(mean) * span if per_byte and span is not None else (
+                None if per_byte else abs(mean))
+            # Below the timer's resolution a parameter is physically near 0 at the grain
+            # the gauge measures with, whatever its CI: judged by its spread there too.
+            below_res = (size_us is not None and resolution_us is not None
+                         and size_us < resolution_us)
             if len(vals) < 2:
                 rows.append(ParamRow(k, key, len(vals), mean, sd, cv, zero_runs, "cv", None,
                                      None))
-            elif zero_runs:
-                per_byte = key.endswith("_per_byte")
+            elif zero_runs or below_res:
                 spread = sd * span if per_byte and span is not None else (
                     None if per_byte else sd)
                 ok = None if spread is None or resolution_us is None else \
@@ -634,7 +641,8 @@ def targets_md(s: Summary, label: str, default_walls: list[float] | None) -> lis
     else:
         txt, cv_ok = "n/a (fewer than 2 runs with a model)", None
     rows.append((f"CV <= {CV_MAX:.0%} of every parameter of every range present in all runs "
-                 "(CI including 0: spread <= timer resolution)", txt, cv_ok))
+                 "(CI including 0, or below the timer's resolution: spread <= timer "
+                 "resolution)", txt, cv_ok))
     negative = [b for b in s.at_bound if b["value"] < 0]
     unexplained = [b for b in s.at_bound if b["value"] == 0 and b["reason"] is None]
     if s.at_bound:
@@ -1129,11 +1137,13 @@ def section_md(summaries: dict[str, Summary], default_runs: list[Run], n_rounds:
         "have as many and each is at most one size of the sweep away.",
         "- **Parameters**: ranges matched by index over the runs that produced a model, only "
         "indices every such run has; CV = standard deviation / |mean|. A parameter whose "
-        "95% CI (`ranges[i].ci95`) includes 0 in some run is judged instead by its standard "
-        "deviation against the timer's resolution (`timer.resolution_ns` of the header); for "
-        "a per-byte parameter, its standard deviation times the bytes the range spans. A "
-        "parameter at 0 has a stated reason when a note or warning of its range names it "
-        "and says why (a bound, 0, the resolution, …).",
+        "95% CI (`ranges[i].ci95`) includes 0 in some run, or whose mean is below the timer's "
+        "resolution (`timer.resolution_ns` of the header; both physically near 0 at the grain "
+        "the gauge measures with), is judged instead by its standard deviation against that "
+        "resolution; for a per-byte parameter, mean and standard deviation times the bytes "
+        "the range spans. A parameter at 0 has a stated reason when its entry in the range's "
+        "`bounds` list has one (older files: a note or warning of its range names it and "
+        "says why).",
         "- **Reliable**: a run counts when every range of its model has `reliable: true`.",
         "",
     ]

@@ -26,3 +26,15 @@ def test_help(path: tuple[str, ...]) -> None:
     res = CliRunner().invoke(cli, [*path, "--help"])
     assert res.exit_code == 0, res.output + repr(res.exception)
     assert "Usage:" in res.output
+
+
+def test_every_verb_says_its_purpose_whole() -> None:
+    """`railgauge --help` names every verb's purpose, none cut short by the width."""
+    from railgauge.cli.main import SHORT_HELP
+
+    assert set(SHORT_HELP) == set(cli.commands), set(SHORT_HELP) ^ set(cli.commands)
+    res = CliRunner().invoke(cli, ["--help"], terminal_width=80)
+    assert res.exit_code == 0
+    for name, text in SHORT_HELP.items():
+        assert f"{name} " in res.output and text in res.output, (name, res.output)
+    assert "..." not in res.output.split("Commands:", 1)[1]

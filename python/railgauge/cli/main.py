@@ -17,9 +17,31 @@ from railgauge.cli.common import FailError, UserError
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="railgauge")
 def cli() -> None:
-    """railgauge: measure a network, model it (LogGP by PRTT), and report.
+    """railgauge: measure a network, model it (LogGP by PRTT, LoP for small messages),
+    predict and tune algorithms on the model (the n-way barrier, rails, the receive
+    window), and run them for real.
 
     Start with `railgauge gauge`."""
+
+
+#: Each verb's purpose, as `railgauge --help` lists it (whole: click would cut a
+#: docstring's first sentence at the terminal's width).
+SHORT_HELP: dict[str, str] = {
+    "gauge": "Measure, fit and report LogGP (and LoP, barriers)",
+    "measure": "Measure PRTT(1,0,s), PRTT(n,0,s), PRTT(n,d,s)",
+    "fit": "Fit LogGP or LoP to measurements (Netgauge's too)",
+    "report": "Plots and report.html from measurements or a model",
+    "check": "How well a LogGP model predicts another run",
+    "compare-models": "Rank PRAM, BSP, LogP, LogGP, LoP by prediction",
+    "predict": "Predict a time from a fitted model",
+    "run": "Run a program as N local ranks",
+    "rails": "Several rails: bandwidth of each striping policy",
+    "testbed": "Hosts joined by shaped rails (network namespaces)",
+    "sim": "Simulate a schedule at scale on a model",
+    "tune": "Choose the fastest algorithm from the model",
+    "pmpi": "Put the n-way barrier under an MPI program",
+    "rxwin": "Workloads over the adaptive shared receive window",
+}
 
 
 def _register() -> None:
@@ -64,6 +86,8 @@ def _register() -> None:
 
 
 _register()
+for _name, _cmd in cli.commands.items():
+    _cmd.short_help = SHORT_HELP.get(_name, _cmd.short_help)
 
 
 def main(argv: list[str] | None = None) -> None:
