@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from railgauge.jsonvalues import finite_json
 from railgauge.measurements import Measurements, read_measurements
 from railgauge.models import MODELS, Dataset, Fitted, Model, NotApplicable, Point
 from railgauge.models.base import FloatArray
@@ -155,7 +156,7 @@ class Comparison:
                 row.update({"p": pt.p, "direction": pt.direction, "mode": pt.mode})
             row["predicted_us"] = {r.name: _num(r.predicted[i]) for r in self.results}
             preds.append(row)
-        return _finite({
+        return finite_json({
             "metric": METRIC,
             "ranking": self.ranking(),
             "ranking_by_kind": {k: self.ranking(k) for k in self.dataset.kinds()},
@@ -195,18 +196,6 @@ class Comparison:
 
 def _num(v: float) -> float | None:
     return float(v) if math.isfinite(float(v)) else None
-
-
-def _finite(v: Any) -> Any:
-    if isinstance(v, dict):
-        return {str(k): _finite(x) for k, x in v.items()}
-    if isinstance(v, list | tuple):
-        return [_finite(x) for x in v]
-    if isinstance(v, np.generic):
-        v = v.item()
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    return v
 
 
 def _folds(points: Sequence[Point], k: int) -> tuple[list[int], int, int]:

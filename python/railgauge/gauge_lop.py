@@ -20,13 +20,13 @@ predict the measured points.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from railgauge.compare import MIN_TRAIN_P, build_dataset, compare_models
 from railgauge.fit.lop import RTT_PARAMS, LopFit, LopInputError, fit_lop, logp_prediction
+from railgauge.jsonvalues import finite_json
 from railgauge.measurements import Measurements
 from railgauge.onen import DIRECTIONS, OnenData, OnenError, OnenPoint, SeriesKey, read_onen
 
@@ -178,17 +178,7 @@ class LopPart:
                 ],
                 "cv": full["cv"],
             })
-        return _finite({"onen": onen, "lop": lop, "compare": compare})
-
-
-def _finite(v: Any) -> Any:
-    if isinstance(v, dict):
-        return {str(k): _finite(x) for k, x in v.items()}
-    if isinstance(v, list | tuple):
-        return [_finite(x) for x in v]
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    return v
+        return finite_json({"onen": onen, "lop": lop, "compare": compare})
 
 
 def primary_series(data: OnenData, stat: str = "min") -> tuple[SeriesKey, str]:

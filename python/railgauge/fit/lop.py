@@ -58,6 +58,7 @@ from scipy import stats
 from scipy.optimize import least_squares
 
 from railgauge import __version__
+from railgauge.jsonvalues import finite_json
 from railgauge.onen import DIRECTIONS, MODES, OnenData, OnenPoint, SeriesKey
 
 __all__ = [
@@ -542,7 +543,7 @@ class CurveFit:
         return int(self.p.min()), int(self.p.max())
 
     def to_json(self) -> dict[str, Any]:
-        return _finite_json({
+        return finite_json({
             "lambda": [float(v) for v in self.lam],
             "ci95": None if self.ci95 is None else [[lo, hi] for lo, hi in self.ci95],
             "fixed": list(self.fixed),
@@ -597,20 +598,6 @@ def _validate(p: ArrayLike, y: ArrayLike, sigma: ArrayLike | None, what: str,
             raise LopInputError(f"{what}: sigma has {sa.size} values, p {pa.size}")
         sa = np.where(np.isfinite(sa) & (sa > 0.0), sa, 0.0)
     return pa, ya, sa
-
-
-def _finite_json(v: Any) -> Any:
-    if isinstance(v, Mapping):
-        return {str(k): _finite_json(x) for k, x in v.items()}
-    if isinstance(v, list | tuple):
-        return [_finite_json(x) for x in v]
-    if isinstance(v, np.ndarray):
-        return [_finite_json(x) for x in v.tolist()]
-    if isinstance(v, np.generic):
-        v = v.item()
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    return v
 
 
 @dataclass
@@ -1060,7 +1047,7 @@ class LopFit:
                 "overhead_send": ls.overhead_send.to_json(),
                 "table": series_table(ls),
             }
-        return _finite_json(doc)
+        return finite_json(doc)
 
 
 def series_table(sf: LopSeriesFit) -> dict[str, Any]:

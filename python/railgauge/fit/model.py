@@ -22,21 +22,7 @@ from railgauge.fit.defs import (
     FloatArray,
     ModelError,
 )
-
-
-def _finite_json(v: Any) -> Any:
-    """A copy of a JSON-like value with numpy scalars made plain and NaN/inf made None."""
-    if isinstance(v, Mapping):
-        return {str(k): _finite_json(x) for k, x in v.items()}
-    if isinstance(v, list | tuple):
-        return [_finite_json(x) for x in v]
-    if isinstance(v, np.generic):
-        v = v.item()
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    return v
-
-
+from railgauge.jsonvalues import finite_json
 
 # --------------------------------------------------------------------------------------
 # Results
@@ -182,7 +168,7 @@ class LoggpRange:
             out["Glat_us_per_byte"] = float(self.Glat_us_per_byte)
         out["ci95"] = {k: [float(lo), float(hi)] for k, (lo, hi) in self.ci95.items()}
         if self.range_overhead is not None:
-            out["range_overhead"] = _finite_json(self.range_overhead)
+            out["range_overhead"] = finite_json(self.range_overhead)
         if with_support:
             out["support_from"] = None if self.support_from is None else float(self.support_from)
         out["reliable"] = bool(self.reliable)
@@ -195,9 +181,9 @@ class LoggpRange:
             out["chi2_red"] = {
                 k: (float(v) if math.isfinite(v) else None) for k, v in self.chi2_red.items()
             }
-        out["bounds"] = _finite_json(self.bounds)
+        out["bounds"] = finite_json(self.bounds)
         if self.accuracy is not None:
-            out["accuracy"] = _finite_json(self.accuracy)
+            out["accuracy"] = finite_json(self.accuracy)
         if self.pieces:
             out["pieces"] = [p.to_json() for p in self.pieces]
         return out
@@ -236,7 +222,7 @@ class LoggpFit:
 
     def to_json(self) -> dict[str, Any]:
         """The fitted-model document (``model`` = ``loggp``); non-finite numbers become null."""
-        return _finite_json(
+        return finite_json(
             {
                 "model": "loggp",
                 "version": __version__,
@@ -263,7 +249,6 @@ class LoggpFit:
     def range_for(self, s: float) -> LoggpRange:
         """The range that applies to size s (see :func:`range_index`)."""
         return self.ranges[int(range_index(self, s))]
-
 
 
 # --------------------------------------------------------------------------------------
