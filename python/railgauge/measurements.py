@@ -268,12 +268,49 @@ def _where(path: str, line: int) -> str:
     return f"{path}:{line}"
 
 
-def _finite_number(value: Any) -> bool:
+def finite_number(value: Any) -> bool:
+    """A JSON number (not a bool) that is finite."""
     return (
         isinstance(value, int | float)
         and not isinstance(value, bool)
         and math.isfinite(float(value))
     )
+
+
+_finite_number = finite_number
+
+
+def record_ci95(
+    rec: dict[str, Any], where: str, error: type[ValueError]
+) -> tuple[float, float] | None:
+    """A record's ``ci95_median_us`` as (lo, hi) with 0 <= lo <= hi, None where absent or
+    [null, null] (the C JSON writer writes a non-finite number as null: no CI known);
+    anything else raises ``error`` naming WHERE."""
+    raw_ci = rec.get("ci95_median_us")
+    if isinstance(raw_ci, list) and len(raw_ci) == 2 and raw_ci[0] is None and raw_ci[1] is None:
+        return None
+    if raw_ci is None:
+        return None
+    if not isinstance(raw_ci, list) or len(raw_ci) != 2 or not all(
+        finite_number(v) for v in raw_ci
+    ):
+        raise error(
+            f"{where}: 'ci95_median_us' must be [lo, hi] with finite numbers, got {raw_ci!r}"
+        )
+    lo, hi = float(raw_ci[0]), float(raw_ci[1])
+    if lo < 0.0 or hi < 0.0:
+        raise error(f"{where}: 'ci95_median_us' has a negative bound {raw_ci!r}")
+    if lo > hi:
+        raise error(f"{where}: 'ci95_median_us' has lo > hi {raw_ci!r}")
+    return (lo, hi)
+
+
+def record_stable(rec: dict[str, Any], where: str, error: type[ValueError]) -> bool | None:
+    """A record's ``stable``: true, false or absent/null (None); anything else raises."""
+    stable = rec.get("stable")
+    if stable is not None and not isinstance(stable, bool):
+        raise error(f"{where}: 'stable' must be true, false or null, got {stable!r}")
+    return stable
 
 
 def _int_value(rec: dict[str, Any], key: str, where: str) -> int:
@@ -327,29 +364,8 @@ def _parse_prtt(rec: dict[str, Any], path: str, line: int) -> PrttPoint:
         )
     times = {k: _time_value(rec, k, where, required=False) for k in OPTIONAL_TIME_KEYS}
 
-    ci: tuple[float, float] | None = None
-    raw_ci = rec.get("ci95_median_us")
-    if isinstance(raw_ci, list) and len(raw_ci) == 2 and raw_ci[0] is None and raw_ci[1] is None:
-        # The C JSON writer writes a non-finite number as null: no CI known.
-        raw_ci = None
-    if raw_ci is not None:
-        if (
-            not isinstance(raw_ci, list)
-            or len(raw_ci) != 2
-            or not all(_finite_number(v) for v in raw_ci)
-        ):
-            raise MeasurementError(
-                f"{where}: 'ci95_median_us' must be [lo, hi] with finite numbers, got {raw_ci!r}"
-            )
-        lo, hi = float(raw_ci[0]), float(raw_ci[1])
-        if lo < 0.0 or hi < 0.0:
-            raise MeasurementError(f"{where}: 'ci95_median_us' has a negative bound {raw_ci!r}")
-        if lo > hi:
-            raise MeasurementError(f"{where}: 'ci95_median_us' has lo > hi {raw_ci!r}")
-        ci = (lo, hi)
-    stable = rec.get("stable")
-    if stable is not None and not isinstance(stable, bool):
-        raise MeasurementError(f"{where}: 'stable' must be true, false or null, got {stable!r}")
+    ci = record_ci95(rec, where, MeasurementError)
+    stable = record_stable(rec, where, MeasurementError)
 
     return PrttPoint(
         n=n,

@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from railgauge import __version__
+from railgauge.measurements import finite_number, record_ci95, record_stable
 
 __all__ = [
     "DIRECTIONS",
@@ -230,12 +231,7 @@ def _series_order(key: SeriesKey) -> tuple[int, int, int]:
 # --------------------------------------------------------------------------------------
 
 
-def _finite_number(value: Any) -> bool:
-    return (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and math.isfinite(float(value))
-    )
+_finite_number = finite_number
 
 
 def _int_value(value: Any, key: str, where: str) -> int:
@@ -297,26 +293,8 @@ def _parse_onen(rec: dict[str, Any], path: str, line: int) -> OnenPoint:
         v = times[key]
         if v is not None and v <= 0.0:
             raise OnenError(f"{where}: '{key}' must be > 0, got {v!r}")
-    ci: tuple[float, float] | None = None
-    raw_ci = rec.get("ci95_median_us")
-    if isinstance(raw_ci, list) and len(raw_ci) == 2 and raw_ci[0] is None and raw_ci[1] is None:
-        raw_ci = None  # the C JSON writer writes a non-finite number as null
-    if raw_ci is not None:
-        if (
-            not isinstance(raw_ci, list)
-            or len(raw_ci) != 2
-            or not all(_finite_number(v) for v in raw_ci)
-        ):
-            raise OnenError(
-                f"{where}: 'ci95_median_us' must be [lo, hi] with finite numbers, got {raw_ci!r}"
-            )
-        lo, hi = float(raw_ci[0]), float(raw_ci[1])
-        if lo < 0.0 or lo > hi:
-            raise OnenError(f"{where}: 'ci95_median_us' must have 0 <= lo <= hi, got {raw_ci!r}")
-        ci = (lo, hi)
-    stable = rec.get("stable")
-    if stable is not None and not isinstance(stable, bool):
-        raise OnenError(f"{where}: 'stable' must be true, false or null, got {stable!r}")
+    ci = record_ci95(rec, where, OnenError)
+    stable = record_stable(rec, where, OnenError)
     return OnenPoint(
         direction=direction,
         mode=mode,
