@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from railgauge.gauge_barrier import ALGORITHMS, BarrierPart, BarrierRow, barrier_text
+from railgauge.gauge_barrier import ALGORITHMS, BarrierPart, BarrierRow
+from railgauge.report.barrier import barrier_text
 
 RG = [sys.executable, "-m", "railgauge.cli.main"]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "python")}

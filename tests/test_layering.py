@@ -36,3 +36,20 @@ def test_the_check_sees_includes() -> None:
     # The check would pass vacuously if the pattern never matched.
     text = (SRC / "xport" / "xport.h").read_text()
     assert set(INCLUDE.findall(text)) >= {"base", "boot"}
+
+
+PY = Path(__file__).resolve().parent.parent / "python" / "railgauge"
+PY_IMPORT = re.compile(r"^\s*(?:from|import)\s+(railgauge(?:\.[a-z_]+)*)", re.MULTILINE)
+
+
+def test_report_depends_on_data_not_on_the_gauge() -> None:
+    """The report package renders data (railgauge.parts, the fits, the measurements): it
+    imports neither the modules that measure (gauge_*, measure, launcher) nor the CLI."""
+    bad = []
+    for f in sorted((PY / "report").rglob("*.py")):
+        for mod in PY_IMPORT.findall(f.read_text()):
+            top = mod.split(".")[1] if "." in mod else ""
+            if top.startswith("gauge_") or top in ("cli", "measure", "launcher", "mpilaunch"):
+                bad.append(f"{f.relative_to(PY)} imports {mod}")
+    assert not bad, "\n".join(bad)
+    assert PY_IMPORT.findall((PY / "report" / "lop.py").read_text())  # the pattern matches

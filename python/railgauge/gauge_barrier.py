@@ -5,7 +5,8 @@ of the same schedule from the gauge's own fit -- the flag model (``model-flags.j
 of messages -- and the choice `railgauge tune barrier` makes from that fit.
 
 Never raises for a failed measurement or simulation: every problem is a ``reason`` or a
-note, so the rest of the gauge report stands."""
+note, so the rest of the gauge report stands. The part's data (:class:`BarrierPart`) lives
+in :mod:`railgauge.parts`, its rendering in :mod:`railgauge.report.barrier`."""
 
 from __future__ import annotations
 
@@ -13,66 +14,16 @@ import json
 import os
 import tempfile
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from railgauge.parts import BarrierPart, BarrierRow
 
 #: The barriers a gauge measures (nway:n for n = 2, 3; dissem is n = 1).
 ALGORITHMS = ("linear", "binomial", "recdbl", "dissem", "nway:2", "nway:3")
 
-
-@dataclass
-class BarrierRow:
-    algorithm: str
-    measured_us: float | None = None
-    p99_us: float | None = None
-    predicted_us: float | None = None
-    note: str | None = None
-    #: The engine the runtime's barrier ran on: "shm" (the shared-memory flags) or
-    #: "messages" (railgauge-bench barrier's "impl").
-    impl: str | None = None
-
-    @property
-    def ratio(self) -> float | None:
-        if self.measured_us and self.predicted_us is not None:
-            return self.predicted_us / self.measured_us
-        return None
-
-
-@dataclass
-class BarrierPart:
-    """``status``: ``measured``, ``not measured`` (``reason`` says why) or ``skipped``."""
-
-    status: str
-    ranks: int
-    transport: str
-    reason: str | None = None
-    rows: list[BarrierRow] = field(default_factory=list)
-    tuned: str | None = None
-    notes: list[str] = field(default_factory=list)
-    #: The model the predictions came from: "flags" (model-flags.json) or "messages".
-    engine: str | None = None
-
-    def best(self) -> BarrierRow | None:
-        done = [r for r in self.rows if r.measured_us is not None]
-        return min(done, key=lambda r: r.measured_us or 0.0) if done else None
-
-    def headline(self) -> str:
-        if self.status != "measured":
-            return f"barriers: {self.status}" + (f" ({self.reason})" if self.reason else "")
-        b = self.best()
-        text = f"barriers on {self.ranks} ranks over {self.transport}"
-        if b is not None:
-            text += f": fastest measured {b.algorithm} {b.measured_us:.3f} us"
-        if self.tuned:
-            text += f"; the model's choice {self.tuned}"
-        return text
-
-    def to_json(self) -> dict[str, Any]:
-        return {"status": self.status, "ranks": self.ranks, "transport": self.transport,
-                "reason": self.reason, "tuned": self.tuned, "engine": self.engine,
-                "notes": self.notes,
-                "rows": [{**asdict(r), "predicted_over_measured": r.ratio} for r in self.rows]}
+__all__ = ["ALGORITHMS", "BarrierPart", "BarrierRow", "measure_barriers",
+           "measure_flag_model", "predict_barriers"]
 
 
 def measure_barriers(plan: Any, ranks: int, *, iterations: int = 500,
@@ -190,40 +141,3 @@ def predict_barriers(part: BarrierPart, model: Path, flags: Path | None = None) 
         if on_flags:
             part.notes.append("the barriers ran on shared-memory flags, but there is no flag "
                               "model: the messaging fit overpredicts what gathers signals")
-
-
-def barrier_text(part: BarrierPart) -> str:
-    lines = ["", part.headline()]
-    if part.status != "measured":
-        return "\n".join(lines)
-    lines.append(f"{'barrier':>10} {'median':>10} {'p99':>10} {'simulated':>10} {'sim/meas':>9}")
-    for r in part.rows:
-        lines.append(f"{r.algorithm:>10} {_n(r.measured_us)} {_n(r.p99_us)} "
-                     f"{_n(r.predicted_us)} {_n(r.ratio, 9)}"
-                     + (f"   ({r.note})" if r.note else ""))
-    lines += [f"  note: {n}" for n in part.notes]
-    return "\n".join(lines)
-
-
-def barrier_html(part: BarrierPart) -> str:
-    from html import escape
-
-    head = f"<h2>Barriers</h2><p>{escape(part.headline())}.</p>"
-    if part.status != "measured":
-        return head
-    rows = "".join(
-        f"<tr><td>{escape(r.algorithm)}</td><td>{_h(r.measured_us)}</td><td>{_h(r.p99_us)}"
-        f"</td><td>{_h(r.predicted_us)}</td><td>{_h(r.ratio)}</td>"
-        f"<td>{escape(r.note or '')}</td></tr>" for r in part.rows)
-    notes = "".join(f"<li>{escape(n)}</li>" for n in part.notes)
-    return (head + "<table><tr><th>barrier</th><th>median (us)</th><th>p99 (us)</th>"
-            "<th>simulated (us)</th><th>simulated / measured</th><th></th></tr>" + rows +
-            "</table>" + (f"<ul class='muted'>{notes}</ul>" if notes else ""))
-
-
-def _n(v: float | None, width: int = 10) -> str:
-    return f"{v:>{width}.4g}" if v is not None else f"{'-':>{width}}"
-
-
-def _h(v: float | None) -> str:
-    return f"{v:.4g}" if v is not None else "-"

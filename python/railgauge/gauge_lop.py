@@ -20,166 +20,23 @@ predict the measured points.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from railgauge.compare import MIN_TRAIN_P, build_dataset, compare_models
-from railgauge.fit.lop import RTT_PARAMS, LopFit, LopInputError, fit_lop, logp_prediction
-from railgauge.jsonvalues import finite_json
+from railgauge.fit.lop import LopInputError, fit_lop, logp_prediction
 from railgauge.measurements import Measurements
 from railgauge.onen import DIRECTIONS, OnenData, OnenError, OnenPoint, SeriesKey, read_onen
+from railgauge.parts import MIN_P, STATUSES, LopPart
 
 __all__ = [
     "MIN_P",
+    "STATUSES",
     "LopPart",
     "analyse_lop",
     "derived_table",
     "primary_series",
 ]
-
-#: Distinct p the six-lambda RTT fit needs (ranks: one more).
-MIN_P = RTT_PARAMS
-
-#: Values of :attr:`LopPart.status`.
-STATUSES: tuple[str, ...] = ("fitted", "too few p", "fit failed", "not measured", "skipped")
-
-
-@dataclass
-class LopPart:
-    """The LoP part of a gauge run (see the module docstring).
-
-    ``status``: ``fitted`` (``fit`` holds the LoP fit), ``too few p`` (measured, but fewer
-    than :data:`MIN_P` distinct p), ``fit failed`` (``reason`` says why), ``not measured``
-    (the onen run failed or the tool has no onen pattern: ``reason`` in its words) or
-    ``skipped`` (``--no-onen``). ``primary`` and ``stat`` name the series shown;
-    ``logp`` is the slides' LogP prediction beside it (the model file's ``logp`` block),
-    ``derived`` the pointwise quantities of :func:`derived_table`; ``comparison`` the
-    model comparison (None with ``compare_error``)."""
-
-    status: str
-    reason: str | None = None
-    ranks: int | None = None
-    onen: OnenData | None = None
-    onen_path: Path | None = None
-    fit: LopFit | None = None
-    model_path: Path | None = None
-    primary: SeriesKey | None = None
-    stat: str = "min"
-    logp: dict[str, Any] | None = None
-    derived: dict[str, Any] | None = None
-    comparison: Any = None
-    compare_error: str | None = None
-    compare_path: Path | None = None
-    compare_plot: Path | None = None
-    wall_s: float | None = None
-    warnings: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def measured(self) -> bool:
-        return self.onen is not None
-
-    def primary_points(self) -> list[OnenPoint]:
-        if self.onen is None or self.primary is None:
-            return []
-        return self.onen.series(self.primary)
-
-    def p_values(self) -> list[int]:
-        return sorted({pt.p for pt in self.primary_points() if pt.rtt(self.stat) is not None})
-
-    def headline(self) -> str:
-        """One sentence on the LoP part (for the terminal and the report)."""
-        if self.status == "fitted" and self.fit is not None:
-            pr = self.fit.primary
-            rtt = pr.rtt
-            assert rtt is not None
-            form = rtt.form + (" (fallback)" if rtt.fallback else "")
-            ps = self.p_values()
-            return (f"LoP fitted to {pr.direction} {pr.mode} ({pr.stat}) over p = "
-                    f"{ps[0]}..{ps[-1]}: RTT(p) form {form}")
-        if self.status == "skipped":
-            return "onen not measured: skipped (--no-onen)"
-        if self.status == "not measured":
-            return f"onen not measured: {self.reason}"
-        return f"LoP not fitted: {self.reason}"
-
-    def summary(self) -> dict[str, Any]:
-        """What ``gauge --json`` adds under the keys ``onen``, ``lop`` and ``compare``."""
-        onen: dict[str, Any] = {
-            "measured": self.measured,
-            "file": str(self.onen_path) if self.onen_path is not None else None,
-            "ranks": self.ranks,
-            "reason": None if self.measured else self.reason,
-            "wall_s": self.wall_s,
-            "warnings": list(self.onen.warnings) if self.onen is not None else [],
-        }
-        if self.onen is not None:
-            unsupported = self.onen.header.get("modes_unsupported")
-            onen["modes_unsupported"] = unsupported if isinstance(unsupported, dict) else {}
-            onen["series"] = [
-                {"direction": k[0], "mode": k[1], "s": k[2],
-                 "p": [pt.p for pt in self.onen.series(k)]}
-                for k in self.onen.series_keys()
-            ]
-        lop: dict[str, Any] = {
-            "status": self.status,
-            "reason": self.reason,
-            "message": self.headline(),
-            "min_p": MIN_P,
-            "min_ranks": MIN_P + 1,
-            "model_file": str(self.model_path) if self.model_path is not None else None,
-            "primary": (None if self.primary is None else
-                        {"direction": self.primary[0], "mode": self.primary[1],
-                         "s": self.primary[2], "stat": self.stat}),
-            "p": self.p_values(),
-            "success": None,
-            "fallback": None,
-            "rtt": None,
-            "overhead_send": None,
-            "overhead_recv": None,
-            "latency_formula": None,
-            "table": None,
-            "logp": self.logp,
-            "derived": self.derived,
-            "notes": list(self.notes),
-        }
-        if self.fit is not None:
-            doc = self.fit.to_json()
-            for key in ("rtt", "overhead_send", "overhead_recv"):
-                block = doc.get(key)
-                lop[key] = None if block is None else {
-                    k: block.get(k) for k in ("lambda", "ci95", "form", "fallback", "converged",
-                                              "message", "rms_rel", "formula")
-                }
-            lop["latency_formula"] = doc.get("latency_formula")
-            lop["table"] = doc.get("table")
-            lop["success"] = doc.get("success")
-            lop["fallback"] = doc.get("fallback")
-        compare: dict[str, Any] = {
-            "file": str(self.compare_path) if self.compare_path is not None else None,
-            "plot": str(self.compare_plot) if self.compare_plot is not None else None,
-            "error": self.compare_error,
-        }
-        if self.comparison is not None:
-            full = self.comparison.to_json()
-            compare.update({
-                "metric": full["metric"],
-                "ranking": full["ranking"],
-                "ranking_by_kind": full["ranking_by_kind"],
-                "points": full["points"],
-                "models": [
-                    {k: m.get(k) for k in ("rank", "name", "title", "parameters", "status",
-                                           "reason", "mdare", "p90_are", "coverage")}
-                    | {"by_kind": {kind: {"mdare": b.get("mdare"), "rank": b.get("rank"),
-                                          "coverage": b.get("coverage")}
-                                   for kind, b in (m.get("by_kind") or {}).items()}}
-                    for m in full["models"]
-                ],
-                "cv": full["cv"],
-            })
-        return finite_json({"onen": onen, "lop": lop, "compare": compare})
-
 
 def primary_series(data: OnenData, stat: str = "min") -> tuple[SeriesKey, str]:
     """The series the gauge shows (as :func:`railgauge.fit.lop.fit_lop` chooses its

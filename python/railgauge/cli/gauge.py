@@ -183,7 +183,7 @@ def gauge(transport: str, quick: bool, min_size: int, max_size: int, n_msgs: int
         term.result(format_table(fit))
         term.result(lop_text(part))
         if barrier is not None:
-            from railgauge.gauge_barrier import barrier_text
+            from railgauge.report.barrier import barrier_text
 
             term.result(barrier_text(barrier))
         if rails is not None:

@@ -539,11 +539,11 @@ def write_report(
     extra
         Further facts shown in a table (for example the wall time of the run).
     lop
-        The LoP part of a gauge run (:class:`railgauge.gauge_lop.LopPart`): adds the LoP
+        The LoP part of a gauge run (:class:`railgauge.parts.LopPart`): adds the LoP
         section (RTT(p), the fit, L(p), t_1:n, LogP beside the measured RTT(P)/P) and the
         model comparison, with their figures ``lop.png`` and ``compare-models.png``.
     barrier
-        The barrier part of a gauge run (:class:`railgauge.gauge_barrier.BarrierPart`):
+        The barrier part of a gauge run (:class:`railgauge.parts.BarrierPart`):
         adds a section with each barrier measured beside its simulated prediction.
 
     Returns
@@ -580,7 +580,7 @@ def write_report(
         lop_html = render_lop(lop, out, _figure)
         lop_intro = render_intro(lop)
     if barrier is not None:
-        from railgauge.gauge_barrier import barrier_html
+        from railgauge.report.barrier import barrier_html
 
         lop_html += barrier_html(barrier)
     now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")

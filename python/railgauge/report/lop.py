@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from railgauge.fit.lop import CurveFit, rtt_function
-from railgauge.gauge_lop import MIN_P, LopPart
+from railgauge.parts import MIN_P, LopPart
 
 __all__ = ["comparison_html", "lop_html", "plot_gauge_lop"]
 
