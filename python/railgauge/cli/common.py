@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass, fields
 from typing import Any
 
 import click
@@ -56,8 +58,37 @@ class TransportType(click.ParamType):
 TRANSPORT = TransportType()
 
 
+@dataclass(frozen=True)
+class MeasureArgs:
+    """The options `gauge` and `measure` share, as given (None: not given), handed to the
+    command as one argument ``margs`` and turned into a plan by :func:`make_plan`."""
+
+    transport: str
+    quick: bool
+    min_size: int
+    max_size: int
+    n_msgs: int
+    budget: float | None
+    no_refine: bool
+    per_octave: int | None
+    passes: int | None
+    confirm: int | None
+    netns: str | None
+    launcher: str | None
+    hosts: str | None
+    hostfile: str | None
+
+
 def measure_options(f: Any) -> Any:
-    """The options `gauge` and `measure` share."""
+    """The options `gauge` and `measure` share: the command gets them as ``margs``
+    (:class:`MeasureArgs`), and ``verbose`` and ``quiet``."""
+    names = [fl.name for fl in fields(MeasureArgs)]
+
+    @functools.wraps(f)
+    def command(**kw: Any) -> Any:
+        margs = MeasureArgs(**{k: kw.pop(k) for k in names})
+        return f(margs=margs, **kw)
+
     opts = [
         click.option("--transport", type=TRANSPORT, default="shm",
                      show_default=True, help="Transport to measure."),
@@ -89,33 +120,34 @@ def measure_options(f: Any) -> Any:
         _NETNS_OPTION,
         *_MPI_OPTIONS,
     ]
+    out: Any = command
     for opt in reversed(opts):
-        f = opt(f)
-    return f
+        out = opt(out)
+    return out
 
 
 #: The default PRTT budget over shm (s).
 SHM_BUDGET_S = 18.0
 
 
-def make_plan(transport: str, quick: bool, min_size: int, max_size: int, n_msgs: int,
-              budget: float | None, no_refine: bool, per_octave: int | None = None,
-              passes: int | None = None, confirm: int | None = None) -> Any:
+def make_plan(a: MeasureArgs) -> Any:
+    """The measurement plan of the shared options; UserError names a bad one."""
     from railgauge.measure import MeasurePlan
 
-    plan = MeasurePlan.quick() if quick else MeasurePlan()
-    plan.transport = transport
-    plan.netns = _netns_from_context()
-    _mpi_from_context(plan)
-    plan.min_size = min_size
-    plan.max_size = max_size
-    plan.n = n_msgs
-    plan.refine = not no_refine
-    if per_octave is not None:
-        plan.per_octave = per_octave
+    plan = MeasurePlan.quick() if a.quick else MeasurePlan()
+    plan.transport = a.transport
+    plan.netns = netns_option(a.netns)
+    _mpi_options(plan, a)
+    plan.min_size = a.min_size
+    plan.max_size = a.max_size
+    plan.n = a.n_msgs
+    plan.refine = not a.no_refine
+    if a.per_octave is not None:
+        plan.per_octave = a.per_octave
+    budget, passes, confirm = a.budget, a.passes, a.confirm
     if budget is not None:
         plan.budget_s = budget
-    elif transport == "shm" and not quick:
+    elif a.transport == "shm" and not a.quick:
         # The main job (two local ranks over shm) stays within half a minute, its 1:n
         # measurement, flag model and fits included, even on a busy host.
         plan.budget_s = SHM_BUDGET_S
@@ -157,9 +189,6 @@ def run_measurement(plan: Any, out: Any, term: Any) -> Any:
 
 # ---- network namespaces (--netns of run, gauge and measure) ----------------------------
 
-_NETNS_META = "railgauge.netns"
-
-
 def netns_option(text: str | None) -> list[str] | None:
     """--netns NS0,NS1,... as a list; "testbed" is the hosts of `railgauge testbed up`.
 
@@ -182,18 +211,8 @@ def netns_option(text: str | None) -> list[str] | None:
     return names
 
 
-def _store_netns(ctx: click.Context, param: click.Parameter, value: Any) -> None:
-    ctx.meta[_NETNS_META] = netns_option(value)
-
-
-def _netns_from_context() -> list[str] | None:
-    ctx = click.get_current_context(silent=True)
-    return None if ctx is None else ctx.meta.get(_NETNS_META)
-
-
 _NETNS_OPTION = click.option(
-    "--netns", default=None, expose_value=False, callback=_store_netns,
-    metavar="NS0,NS1,...",
+    "--netns", default=None, metavar="NS0,NS1,...",
     help="Run rank r in network namespace NS[r mod count] (root); 'testbed' takes the hosts "
          "of `railgauge testbed up`. Set RG_TCP_IFACE or RG_OFI_IFACE (or the SUBNET "
          "variants) so that each rank finds its address.")
@@ -201,48 +220,35 @@ _NETNS_OPTION = click.option(
 
 # ---- MPI launchers (--launcher, --hosts, --hostfile of gauge and measure) --------------
 
-_MPI_META = "railgauge.mpi"
 _LAUNCHER_CHOICES = ("local", "mpirun", "mpiexec", "mpirun.openmpi", "mpiexec.mpich")
 
 
-def _store_mpi(ctx: click.Context, param: click.Parameter, value: Any) -> None:
-    if value is None:
-        return
-    opts = ctx.meta.setdefault(_MPI_META, {})
-    if param.name == "launcher":
+def _mpi_options(plan: Any, a: MeasureArgs) -> None:
+    """--launcher, --hosts and --hostfile into the plan; UserError names a bad one."""
+    plan.launcher = plan.hosts = plan.hostfile = None
+    if a.launcher is not None:
         from railgauge.mpilaunch import flavour_from_name
 
-        opts["launcher"] = "local" if value == "local" else flavour_from_name(value)
-    elif param.name == "hosts":
-        hosts = [h.strip() for h in str(value).split(",")]
+        plan.launcher = "local" if a.launcher == "local" else flavour_from_name(a.launcher)
+    if a.hosts is not None:
+        hosts = [h.strip() for h in a.hosts.split(",")]
         if not all(hosts):
-            raise UserError(f"--hosts {value!r}: give host names separated by commas")
-        opts["hosts"] = hosts
-    else:
-        opts["hostfile"] = str(value)
-
-
-def _mpi_from_context(plan: Any) -> None:
-    ctx = click.get_current_context(silent=True)
-    opts = {} if ctx is None else ctx.meta.get(_MPI_META, {})
-    plan.launcher = opts.get("launcher")
-    plan.hosts = opts.get("hosts")
-    plan.hostfile = opts.get("hostfile")
+            raise UserError(f"--hosts {a.hosts!r}: give host names separated by commas")
+        plan.hosts = hosts
+    if a.hostfile is not None:
+        plan.hostfile = str(a.hostfile)
 
 
 _MPI_OPTIONS = (
     click.option("--launcher", type=click.Choice(_LAUNCHER_CHOICES), default=None,
-                 expose_value=False, callback=_store_mpi,
                  help="Who starts the ranks: local (railgauge's launcher), mpirun "
                       "(Open MPI's mpirun.openmpi) or mpiexec (MPICH's mpiexec.mpich). "
                       "Default: local; for --transport mpi, mpirun where Open MPI is "
                       "installed, else mpiexec."),
-    click.option("--hosts", default=None, metavar="H1,H2,...", expose_value=False,
-                 callback=_store_mpi,
+    click.option("--hosts", default=None, metavar="H1,H2,...",
                  help="Run the ranks on these hosts (MPI launchers; rank 0, which writes "
                       "the measurements, on the first)."),
     click.option("--hostfile", type=click.Path(exists=True, dir_okay=False), default=None,
-                 expose_value=False, callback=_store_mpi,
                  help="The MPI launcher's hostfile (Open MPI: 'host slots=N' lines; "
                       "MPICH: 'host:N')."),
 )

@@ -11,6 +11,7 @@ import click
 
 from railgauge.cli.common import (
     FailError,
+    MeasureArgs,
     UserError,
     make_plan,
     measure_options,
@@ -58,19 +59,17 @@ def default_out_dir() -> Path:
                    "`railgauge testbed up`), fit it, and write rails.json with the weights "
                    "of the weighted policy (the rails' bandwidths 1/G) and the RG_RAILS_* "
                    "settings that use them. With --netns the ranks run there.")
-def gauge(transport: str, quick: bool, min_size: int, max_size: int, n_msgs: int,
-          budget: float | None, no_refine: bool, per_octave: int | None, passes: int | None,
-          confirm: int | None, verbose: int,
-          quiet: int, ranks: int, no_onen: bool, no_barrier: bool, onen_budget: float | None,
-          out: Path | None, as_json: bool, seed: int, rails_text: str | None) -> int:
+def gauge(margs: MeasureArgs, verbose: int, quiet: int, ranks: int, no_onen: bool,
+          no_barrier: bool, onen_budget: float | None, out: Path | None, as_json: bool,
+          seed: int, rails_text: str | None) -> int:
     """Measure LogGP by PRTT, fit it per protocol range, measure 1:n / n:1 (LoP), compare
     the models, and write a report.
 
     On the default (two local ranks over shared memory) this takes under a
     minute; --quick about a quarter of that."""
     term = Terminal(verbose - quiet)
-    plan = make_plan(transport, quick, min_size, max_size, n_msgs, budget, no_refine,
-                     per_octave, passes, confirm)
+    plan = make_plan(margs)
+    quick = margs.quick
     rail_names: list[str] | None = None
     if rails_text is not None:
         from railgauge.gauge_rails import RailsGaugeError, parse_rails

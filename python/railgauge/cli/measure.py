@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from railgauge.cli.common import make_plan, measure_options, run_measurement
+from railgauge.cli.common import MeasureArgs, make_plan, measure_options, run_measurement
 from railgauge.terminal import Terminal
 
 
@@ -15,14 +15,10 @@ from railgauge.terminal import Terminal
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
               default=Path("measurements.jsonl"), show_default=True,
               help="JSON Lines file to write.")
-def measure(transport: str, quick: bool, min_size: int, max_size: int, n_msgs: int,
-            budget: float | None, no_refine: bool, per_octave: int | None, passes: int | None,
-            confirm: int | None, verbose: int,
-            quiet: int, out: Path) -> int:
+def measure(margs: MeasureArgs, verbose: int, quiet: int, out: Path) -> int:
     """Measure PRTT(1,0,s), PRTT(n,0,s) and PRTT(n,d,s) over a size sweep."""
     term = Terminal(verbose - quiet)
-    plan = make_plan(transport, quick, min_size, max_size, n_msgs, budget, no_refine,
-                     per_octave, passes, confirm)
+    plan = make_plan(margs)
     res = run_measurement(plan, out, term)
     term.result(f"{res.points} points in {res.wall_s:.1f} s -> {out}")
     return 0
