@@ -37,6 +37,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
 
+from harness import BUILD, REPO, emit_section, machine_facts
 from railgauge.fit.flags import fit_flags, read_flag_records
 from railgauge.fit.loggp import fit_loggp
 from railgauge.launcher import launch
@@ -44,7 +45,6 @@ from railgauge.measurements import read_measurements
 from railgauge.mpilaunch import installed_flavours, mpi_command
 from railgauge.native import find_tool
 from railgauge.tune import tune_barrier
-from run_bench import BUILD, REPO, emit_section, machine_facts
 
 DOC = REPO / "docs" / "BENCHMARKS.md"
 ALGORITHMS = ("linear", "binomial", "recdbl", "dissem", "nway:2", "nway:3", "nway:4")

@@ -72,16 +72,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
 
-from railgauge.fit.accuracy import (
-    PointError,
-    by_decade,
-    judged_records,
-    point_errors,
-    summarize,
-)
-from railgauge.fit.loggp import load_loggp_model
-from railgauge.measurements import Measurements, read_measurements
-from run_bench import (
+from harness import (
     BUILD,
     REPO,
     BenchError,
@@ -94,6 +85,15 @@ from run_bench import (
     run_proc,
     verdict,
 )
+from railgauge.fit.accuracy import (
+    PointError,
+    by_decade,
+    judged_records,
+    point_errors,
+    summarize,
+)
+from railgauge.fit.loggp import load_loggp_model
+from railgauge.measurements import Measurements, read_measurements
 
 DOC = REPO / "docs" / "BENCHMARKS.md"
 

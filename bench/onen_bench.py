@@ -44,7 +44,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from run_bench import (
+from harness import (
     BUILD,
     REPO,
     BenchError,

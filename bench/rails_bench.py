@@ -36,11 +36,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
 
+from harness import BUILD, REPO, emit_section, machine_facts
 from railgauge import netns
 from railgauge import rails as rl
 from railgauge.launcher import launch
 from railgauge.native import find_tool
-from run_bench import BUILD, REPO, emit_section, machine_facts
 
 DOC = REPO / "docs" / "BENCHMARKS.md"
 MB = 1e6

@@ -35,11 +35,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
 
+from harness import REPO, emit_section, machine_facts, testbed_raw
 from railgauge import netns
 from railgauge.launcher import launch
 from railgauge.native import find_tool
 from railgauge.rails import RailsError, rails_env
-from run_bench import REPO, emit_section, machine_facts, testbed_raw
 
 DOC = REPO / "docs" / "BENCHMARKS.md"
 TARGET_S = 1.0

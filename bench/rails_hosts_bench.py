@@ -34,11 +34,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
 
+from harness import REPO, emit_section, machine_facts, testbed_raw
 from railgauge import netns
 from railgauge import rails as rl
 from railgauge.units import format_size
 from rails_bench import iperf3_clients, iperf3_result, iperf3_server
-from run_bench import REPO, emit_section, machine_facts, testbed_raw
 
 DOC = REPO / "docs" / "BENCHMARKS.md"
 DATA = REPO / "docs" / "data" / "rails-hosts"

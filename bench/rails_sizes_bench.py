@@ -29,10 +29,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
 
+from harness import REPO, emit_section, machine_facts, testbed_raw
 from railgauge import netns
 from railgauge import rails as rl
 from railgauge.units import format_size, parse_size
-from run_bench import REPO, emit_section, machine_facts, testbed_raw
 
 DOC = REPO / "docs" / "BENCHMARKS.md"
 PNG = REPO / "docs" / "bench-rails-sizes.png"

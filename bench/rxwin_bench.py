@@ -33,8 +33,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
 
+from harness import BUILD, REPO, emit_section, machine_facts
 from railgauge.rxwin import RxwinError, eval_rxwin, sim_params, sim_rxwin
-from run_bench import BUILD, REPO, emit_section, machine_facts
 
 DOC = REPO / "docs" / "BENCHMARKS.md"
 PATTERNS = ("alltoall", "halo2d", "halo3d", "incast", "mix")

@@ -38,7 +38,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from run_bench import BUILD, REPO, emit_section, machine_facts
+from harness import BUILD, REPO, emit_section, machine_facts
 
 DOC = REPO / "docs" / "BENCHMARKS.md"
 PARAMS = ["--L", "5", "--o", "1", "--g", "1"]
