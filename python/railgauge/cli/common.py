@@ -162,28 +162,14 @@ def make_plan(a: MeasureArgs) -> Any:
     return plan
 
 
-def fit_boundaries(path: Any) -> list[tuple[int, int]]:
-    """Where a quick fit of the file puts protocol changes: (last size of a
-    range, first size of the next)."""
-    from railgauge.fit.loggp import fit_loggp
-    from railgauge.measurements import read_measurements
-
-    fit = fit_loggp(read_measurements(path), n_boot=0)
-    return [(r.to_bytes, nxt.from_bytes) for r, nxt in zip(fit.ranges, fit.ranges[1:], strict=False)
-            if r.to_bytes is not None]
-
-
 def run_measurement(plan: Any, out: Any, term: Any) -> Any:
-    from railgauge.launcher import LaunchError
-    from railgauge.measure import MeasureError, measure_prtt
-    from railgauge.native import NativeToolError
+    """PRTT into out with a progress display (railgauge.gauge.measure_prtt_step); a
+    failure is a FailError."""
+    from railgauge.gauge import GaugeError, measure_prtt_step
 
     try:
-        with term.progress(f"PRTT over {plan.transport}") as cb:
-            return measure_prtt(plan, out, progress=cb, fit_boundaries=fit_boundaries)
-    except (MeasureError, NativeToolError) as exc:
-        raise FailError(str(exc)) from None
-    except LaunchError as exc:
+        return measure_prtt_step(plan, out, term)
+    except GaugeError as exc:
         raise FailError(str(exc)) from None
 
 

@@ -22,7 +22,7 @@ from matplotlib.ticker import MaxNLocator
 from railgauge.fit.lop import CurveFit, rtt_function
 from railgauge.parts import MIN_P, LopPart
 
-__all__ = ["comparison_html", "lop_html", "plot_gauge_lop"]
+__all__ = ["comparison_html", "lop_html", "lop_text", "plot_gauge_lop"]
 
 PathOrFile = str | Path | IO[bytes]
 _DPI = 110
@@ -494,3 +494,39 @@ def lop_html(part: LopPart, out_dir: str | Path, figure: Any) -> str:
         plot_comparison(part.comparison, part.compare_plot)
     parts.append(comparison_html(part, figure))
     return "\n".join(p for p in parts if p)
+
+
+def lop_text(part: Any) -> str:
+    """The LoP part and the model ranking as plain text for the terminal."""
+    from railgauge.report.compare import as_text, comparison_table, lop_table
+
+    lines = ["", part.headline()]
+    if part.fit is not None:
+        lines.append(as_text(lop_table(part.fit)))
+        doc = part.fit.to_json()
+        if doc.get("latency_formula"):
+            lines.append(f"L(p) = {doc['latency_formula']}")
+    rows = (part.logp or {}).get("table") or []
+    der = part.derived or {}
+    if rows:
+        lmap = dict(zip(der.get("p", []), der.get("L_us", []), strict=True))
+        src = str((part.logp or {}).get("source", ""))
+        logp_from = "the LogGP fit" if src.startswith("LogGP") else "the two smallest p"
+        lines.append(f"{'P':>4} {'RTT(P)/P':>10} {'LoP':>10} {'LogP':>10} {'L(P)':>10}   "
+                     f"({part.stat}; LogP from {logp_from}; L(P) from the measured points)")
+        for r in rows[:16]:
+            lines.append(f"{r['P']:>4} {_num10(r['measured_us'])} {_num10(r.get('lop_us'))} "
+                         f"{_num10(r['logp_us'])} {_num10(lmap.get(r['P']))}")
+        if len(rows) > 16:
+            lines.append(f"  ... {len(rows) - 16} more in the report")
+    if part.comparison is not None:
+        lines.append("")
+        lines.append(as_text(comparison_table(part.comparison)))
+        lines.append(f"ranking: {' > '.join(part.comparison.ranking())}")
+    elif part.compare_error:
+        lines.append(f"no model comparison: {part.compare_error}")
+    return "\n".join(lines)
+
+
+def _num10(v: Any) -> str:
+    return f"{v:>10.4g}" if isinstance(v, int | float) else f"{'-':>10}"

@@ -1,0 +1,207 @@
+"""The steps of ``railgauge gauge`` as one library function, :func:`run_gauge`: measure
+PRTT (refined around protocol changes), 1:n / n:1 (LoP), the barriers with more than two
+ranks, the shared-memory flag model, each rail alone; fit LogGP (cross-validated), simulate
+the barriers on the fit, fit LoP and compare the models; write the report folder. The CLI
+(:mod:`railgauge.cli.gauge`) parses options and prints; everything here takes its settings
+as arguments and reports progress through ``ui`` (a :class:`railgauge.terminal.Terminal`).
+
+A failed PRTT measurement raises :class:`GaugeError`; every later part that fails (onen, the
+barriers, the flag model, the LoP analysis) becomes a reason in the report, so the
+measurements and the LogGP model still stand."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from railgauge.terminal import Terminal
+
+__all__ = [
+    "GaugeError",
+    "GaugeOptions",
+    "GaugeResult",
+    "fit_boundaries",
+    "measure_onen_step",
+    "measure_prtt_step",
+    "run_gauge",
+]
+
+
+class GaugeError(Exception):
+    """A step the gauge cannot do without (the PRTT measurement, a rail): the cause."""
+
+
+@dataclass
+class GaugeOptions:
+    """The gauge's settings beyond the measurement plan."""
+
+    ranks: int = 2
+    no_onen: bool = False
+    no_barrier: bool = False
+    #: Seconds for the onen measurement (None: a third of the PRTT budget, at least 5).
+    onen_budget: float | None = None
+    seed: int = 0
+    #: Measure each of these rails alone (``--rails``); None: no rails.
+    rail_names: list[str] | None = None
+
+
+@dataclass
+class GaugeResult:
+    """What a gauge run made: the files are in ``out_dir``."""
+
+    out_dir: Path
+    meas: Any
+    fit: Any
+    model: dict[str, Any]
+    part: Any
+    barrier: Any = None
+    rails: Any = None
+    flags_path: Path | None = None
+    report: Path | None = None
+    wall_s: float = 0.0
+    refined_sizes: list[int] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """What ``gauge --json`` prints: the model, the LoP part's summary, the flag model,
+        the barriers and the rails where measured."""
+        return {**self.model, **self.part.summary(),
+                **({"flags": json.loads(self.flags_path.read_text())}
+                   if self.flags_path is not None else {}),
+                **({"barrier": self.barrier.to_json()} if self.barrier is not None else {}),
+                **({"rails": self.rails.to_json()} if self.rails is not None else {})}
+
+
+def fit_boundaries(path: Any) -> list[tuple[int, int]]:
+    """Where a quick fit of the file puts protocol changes: (last size of a range, first
+    size of the next); the refinement measures between them."""
+    from railgauge.fit.loggp import fit_loggp
+    from railgauge.measurements import read_measurements
+
+    fit = fit_loggp(read_measurements(path), n_boot=0)
+    return [(r.to_bytes, nxt.from_bytes) for r, nxt in zip(fit.ranges, fit.ranges[1:], strict=False)
+            if r.to_bytes is not None]
+
+
+def measure_prtt_step(plan: Any, out: Path, ui: Terminal) -> Any:
+    """PRTT over the plan's sweep (and its refinement) into ``out``, with a progress
+    display; GaugeError with the cause where it fails."""
+    from railgauge.launcher import LaunchError
+    from railgauge.measure import MeasureError, measure_prtt
+    from railgauge.native import NativeToolError
+
+    try:
+        with ui.progress(f"PRTT over {plan.transport}") as cb:
+            return measure_prtt(plan, out, progress=cb, fit_boundaries=fit_boundaries)
+    except (MeasureError, NativeToolError, LaunchError) as exc:
+        raise GaugeError(str(exc)) from None
+
+
+def measure_onen_step(plan: Any, out: Path, ui: Terminal, *, ranks: int,
+                      budget_s: float) -> tuple[Path | None, str | None, float | None]:
+    """Runs ``railgauge-bench onen`` with a progress display: (the file, None, its wall
+    time) or (None, why not, None). A tool without the onen pattern, a failed run or a
+    launcher that cannot start are reasons, never errors: the gauge goes on without onen."""
+    from railgauge.launcher import LaunchError
+    from railgauge.measure import MeasureError, measure_onen
+    from railgauge.native import NativeToolError
+
+    try:
+        with ui.progress(f"1:n / n:1 over {plan.transport}, {ranks} ranks") as cb:
+            res = measure_onen(plan, out, ranks=ranks, budget_s=budget_s, progress=cb)
+    except (MeasureError, NativeToolError, LaunchError) as exc:
+        return None, str(exc), None
+    ui.detail(f"measured {res.points} onen points in {res.wall_s:.1f} s")
+    return res.path, None, res.wall_s
+
+
+def run_gauge(plan: Any, opts: GaugeOptions, out_dir: Path, ui: Terminal,
+              *, quick: bool = False) -> GaugeResult:
+    """Every step of the gauge into ``out_dir`` (which must exist); see the module
+    docstring. Raises GaugeError where the PRTT measurement or a rail fails."""
+    t0 = time.monotonic()
+    meas_path = out_dir / "measurements.jsonl"
+    res = measure_prtt_step(plan, meas_path, ui)
+    ui.detail(f"measured {res.points} points in {res.wall_s:.1f} s"
+              + (f"; refined at {res.refined_sizes}" if res.refined_sizes else ""))
+    ranks = opts.ranks
+    onen_path: Path | None = None
+    not_measured: str | None = None
+    onen_wall: float | None = None
+    if not opts.no_onen:
+        ob = opts.onen_budget if opts.onen_budget is not None else max(5.0, plan.budget_s / 3.0)
+        onen_path, not_measured, onen_wall = measure_onen_step(
+            plan, out_dir / "onen.jsonl", ui, ranks=ranks, budget_s=ob)
+        if not_measured is not None:
+            ui.warn(f"onen not measured: {not_measured}")
+    barrier = None
+    if ranks > 2 and not opts.no_barrier:
+        from railgauge.gauge_barrier import measure_barriers
+
+        with ui.progress(f"barriers over {plan.transport}, {ranks} ranks") as bcb:
+            barrier = measure_barriers(plan, ranks, progress=bcb)
+        if barrier.reason:
+            ui.warn(f"barriers not measured: {barrier.reason}")
+
+    flags_path: Path | None = None
+    if plan.transport == "shm":
+        from railgauge.gauge_barrier import measure_flag_model
+
+        with ui.status("flag model (the shared-memory barrier's signals)"):
+            flags_path, why = measure_flag_model(plan, ranks, out_dir)
+        if why is not None:
+            ui.warn(f"flag model not measured: {why}")
+
+    rails = None
+    if opts.rail_names is not None:
+        from railgauge.gauge_rails import RailsGaugeError, measure_rails
+
+        try:
+            rails = measure_rails(plan, opts.rail_names, out_dir,
+                                  lambda p, path: measure_prtt_step(p, path, ui),
+                                  seed=opts.seed)
+        except RailsGaugeError as exc:
+            raise GaugeError(str(exc)) from None
+
+    from railgauge.fit.loggp import fit_loggp
+    from railgauge.gauge_lop import analyse_lop
+    from railgauge.measurements import read_measurements
+    from railgauge.parts import LopPart
+    from railgauge.report.html import write_report
+
+    meas = read_measurements(meas_path)
+    with ui.status("fitting LogGP and cross-validating it"):
+        fit = fit_loggp(meas, seed=opts.seed, accuracy=True)
+    model = fit.to_json()
+    (out_dir / "model-loggp.json").write_text(json.dumps(model, indent=2) + "\n")
+    if barrier is not None and barrier.status == "measured":
+        from railgauge.gauge_barrier import predict_barriers
+
+        with ui.status("simulating the barriers on the fit"):
+            predict_barriers(barrier, out_dir / "model-loggp.json", flags_path)
+    if barrier is not None:
+        (out_dir / "barrier.json").write_text(json.dumps(barrier.to_json(), indent=2) + "\n")
+    with ui.status("LoP fit and model comparison"):
+        try:
+            part = analyse_lop(meas, fit, out_dir, onen_path=onen_path,
+                               not_measured=not_measured, skipped=opts.no_onen,
+                               ranks=None if opts.no_onen else ranks, wall_s=onen_wall)
+        except Exception as exc:  # the measurements and the LogGP report still count
+            part = LopPart(status="fit failed", reason=f"the LoP analysis failed: {exc!r}",
+                           ranks=ranks, compare_error="the LoP analysis failed")
+            ui.warn(part.reason or "")
+    for w in part.warnings:
+        ui.warn(w)
+    report = write_report(out_dir, meas, fit, {"wall_s": time.monotonic() - t0,
+                                               "quick": quick,
+                                               "refined_sizes": res.refined_sizes,
+                                               "onen_ranks": None if opts.no_onen else ranks,
+                                               "onen": part.headline(),
+                                               **({"barriers": barrier.headline()}
+                                                  if barrier is not None else {})},
+                          lop=part, barrier=barrier)
+    return GaugeResult(out_dir=out_dir, meas=meas, fit=fit, model=model, part=part,
+                       barrier=barrier, rails=rails, flags_path=flags_path, report=report,
+                       wall_s=time.monotonic() - t0, refined_sizes=list(res.refined_sizes))
