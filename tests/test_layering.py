@@ -13,7 +13,10 @@ ALLOWED = {
     "boot": {"base"},
     "xport": {"base", "boot"},
     "proto": {"base", "boot", "xport"},
-    "coll": {"base", "boot", "xport", "proto"},
+    # The schedule generator and the flag engine: data and shared memory, no transport.
+    "coll": {"base"},
+    # The runtime's executor of coll's schedules, above the runtime.
+    "exec": {"base", "boot", "xport", "proto", "coll"},
     "sim": {"base", "coll"},
 }
 

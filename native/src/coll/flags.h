@@ -1,7 +1,7 @@
 /*
  * railgauge: the shared-memory flag engine of the barrier family: a plan of
  * coll/sched.h run on cache lines in memory that every rank maps (a POSIX
- * segment for the runtime barrier, coll/barrier.c; an MPI shared window for
+ * segment for the runtime barrier, exec/barrier.c; an MPI shared window for
  * the PMPI library, native/pmpi/pmpi.c). Knows nothing of how the memory
  * was made or how the ranks talk otherwise.
  *

@@ -1,6 +1,6 @@
 /*
  * railgauge: barrier schedules, written once as a generator and used by the
- * runtime (coll/barrier.c, the PMPI library) and by the simulator
+ * runtime (exec/barrier.c, the PMPI library) and by the simulator
  * (sim/barrier.c). docs/coll.md gives the algorithms and their LogP costs.
  *
  * A plan is one rank's part of a barrier: rounds, each a list of peers to

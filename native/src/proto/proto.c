@@ -1672,7 +1672,7 @@ static size_t rg__default_eager(const rg_proto_config_t *cfg, const char *name)
 static rg_status_t rg__agree(rg_proto_t *proto, rg_boot_t *boot, rg_err_t *err)
 {
     uint64_t    mine[5] = {proto->eager_limit, (uint64_t)proto->cfg.use_get,
-                           (uint64_t)getpid(), rg_xport_host_id(), (uint64_t)proto->cfg.rnr};
+                           (uint64_t)getpid(), rg_host_id(), (uint64_t)proto->cfg.rnr};
     uint64_t   *all;
     rg_status_t status;
     int         i;

@@ -953,7 +953,7 @@ rg_status_t rg__ofi_open(const char *name, rg_boot_t *boot, rg_xport_t **xp_p,
     size_t           name_max = 1;
     rg_status_t      status, setup;
     rg_err_t         setup_err;
-    uint64_t         host = rg_xport_host_id();
+    uint64_t         host = rg_host_id();
     unsigned         tag_bits = 64;
     int              size = rg_boot_size(boot), rank = rg_boot_rank(boot), i;
     int              no_rma_rank = -1;

@@ -30,6 +30,7 @@
 
 #include "base/config.h"
 #include "base/error.h"
+#include "base/host.h"
 #include "boot/boot.h"
 
 #define RG_XPORT_ANY_SOURCE (-1)
@@ -288,9 +289,8 @@ const char *rg_xport_strerror(const rg_xport_t *xp);
  * which is how peers on this host are found dead while a rank waits. */
 int rg_xport_pid_dead(pid_t pid);
 
-/* An identity of this host and pid namespace: ranks whose ids are equal can
- * check each other's pids with rg_xport_pid_dead(). */
-uint64_t rg_xport_host_id(void);
+/* Ranks whose rg_host_id() (base/host.h) are equal can check each other's
+ * pids with rg_xport_pid_dead(). */
 
 /* Stubs for slots a transport does not offer. */
 rg_status_t rg_xport_no_block(rg_xport_t *xp, uint64_t timeout_ns);

@@ -23,7 +23,7 @@
 #include "base/stats.h"
 #include "base/timer.h"
 #include "boot/boot.h"
-#include "coll/barrier.h"
+#include "exec/barrier.h"
 #include "proto/proto.h"
 
 enum { RG__EXIT_OK = 0, RG__EXIT_FAIL = 1, RG__EXIT_USAGE = 2 };
@@ -440,7 +440,7 @@ int rg_bench_barrier_main(int argc, char **argv)
     rg_proto_t        *proto = NULL;
     rg_coll_barrier_t  bar;
     rg_err_t           err;
-    uint64_t          *times = NULL, host = rg_xport_host_id();
+    uint64_t          *times = NULL, host = rg_host_id();
     uint64_t           timeout_ns;
     uint32_t           rounds;
     unsigned           rng;

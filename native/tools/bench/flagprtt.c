@@ -513,7 +513,7 @@ static rg_status_t rg__segment(rg__frun_t *fr, size_t len)
     if (all == NULL) {
         return rg_err_set(&fr->err, RG_ERR_NOMEM, "flagprtt: no memory");
     }
-    mine.host = rg_xport_host_id();
+    mine.host = rg_host_id();
     mine.nonce = ((uint64_t)getpid() << 20) ^ (rg_time_mono_ns() & 0xfffff);
     st = rg_boot_allgather(fr->boot, &mine, sizeof(mine), all, &fr->err);
     for (q = 1; st == RG_OK && q < fr->P; q++) {

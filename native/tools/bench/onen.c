@@ -1306,7 +1306,7 @@ static rg_status_t rg__onen_exchange_ids(rg_onen_t *on)
     int         i;
 
     mine[0] = (uint64_t)getpid();
-    mine[1] = rg_xport_host_id();
+    mine[1] = rg_host_id();
     all       = calloc((size_t)on->size, sizeof(mine));
     on->pids  = calloc((size_t)on->size, sizeof(*on->pids));
     on->hosts = calloc((size_t)on->size, sizeof(*on->hosts));

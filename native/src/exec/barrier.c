@@ -1,7 +1,7 @@
 /*
- * railgauge: the runtime barrier over proto (coll/barrier.h).
+ * railgauge: the runtime barrier over proto (exec/barrier.h).
  */
-#include "coll/barrier.h"
+#include "exec/barrier.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "base/timer.h"
-#include "xport/xport.h"
+#include "base/host.h"
 
 rg_status_t rg_coll_barrier_init(rg_coll_barrier_t *b, rg_proto_t *proto,
                                  const rg_coll_barrier_spec_t *spec, rg_err_t *err)
@@ -91,7 +91,7 @@ rg_status_t rg_coll_barrier_use_shm(rg_coll_barrier_t *b, rg_err_t *err)
 {
     rg_coll_shm_t *s;
     rg_status_t    st;
-    uint64_t       host = rg_xport_host_id(), v = 0, ok = 1, nonce;
+    uint64_t       host = rg_host_id(), v = 0, ok = 1, nonce;
     char           name[64];
     int            P = b->plan.P, me = b->plan.rank, q, fd = -1;
 

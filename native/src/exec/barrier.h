@@ -1,5 +1,6 @@
 /*
- * railgauge: the runtime barrier. Runs a schedule of coll/sched.h over the
+ * railgauge: the runtime barrier. exec/ is the layer that executes coll/'s
+ * schedules over the runtime: it runs a schedule of coll/sched.h over the
  * messaging runtime (proto/), so it works on every transport proto runs on
  * (shm, tcp, ofi:*, mpi). The peers are computed once, at init; a barrier
  * is then, round by round, its receives posted, its zero-byte sends posted,
@@ -11,8 +12,8 @@
  * the message: within one barrier a pair (sender, receiver) carries at most
  * one message, and the runtime matches one sender's messages in order.
  */
-#ifndef RG_COLL_BARRIER_H
-#define RG_COLL_BARRIER_H
+#ifndef RG_EXEC_BARRIER_H
+#define RG_EXEC_BARRIER_H
 
 #include <stdint.h>
 
@@ -64,4 +65,4 @@ rg_status_t rg_coll_barrier_use_shm(rg_coll_barrier_t *b, rg_err_t *err);
 rg_status_t rg_coll_barrier_run_rounds(rg_coll_barrier_t *b, uint32_t rounds,
                                        uint64_t timeout_ns, rg_err_t *err);
 
-#endif /* RG_COLL_BARRIER_H */
+#endif /* RG_EXEC_BARRIER_H */
