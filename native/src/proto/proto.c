@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/dlist.h"
 #include "base/json.h"
 #include "base/timer.h"
 #include "proto/rxwin.h"
@@ -294,59 +295,8 @@ static void rg__mem_sub(rg_proto_t *proto, size_t *field, size_t n)
 
 /* ---- lists ---------------------------------------------------------------- */
 
-static void rg__preq_append(rg__preq_list_t *l, rg_preq_t *r)
-{
-    r->next = NULL;
-    r->prev = l->tail;
-    if (l->tail != NULL) {
-        l->tail->next = r;
-    } else {
-        l->head = r;
-    }
-    l->tail = r;
-}
-
-static void rg__preq_unlink(rg__preq_list_t *l, rg_preq_t *r)
-{
-    if (r->prev != NULL) {
-        r->prev->next = r->next;
-    } else {
-        l->head = r->next;
-    }
-    if (r->next != NULL) {
-        r->next->prev = r->prev;
-    } else {
-        l->tail = r->prev;
-    }
-    r->next = r->prev = NULL;
-}
-
-static void rg__uxm_append(rg__uxm_list_t *l, rg__uxm_t *u)
-{
-    u->next = NULL;
-    u->prev = l->tail;
-    if (l->tail != NULL) {
-        l->tail->next = u;
-    } else {
-        l->head = u;
-    }
-    l->tail = u;
-}
-
-static void rg__uxm_unlink(rg__uxm_list_t *l, rg__uxm_t *u)
-{
-    if (u->prev != NULL) {
-        u->prev->next = u->next;
-    } else {
-        l->head = u->next;
-    }
-    if (u->next != NULL) {
-        u->next->prev = u->prev;
-    } else {
-        l->tail = u->prev;
-    }
-    u->next = u->prev = NULL;
-}
+RG_DLIST_FUNCS(rg__preq, rg__preq_list_t, rg_preq_t)
+RG_DLIST_FUNCS(rg__uxm, rg__uxm_list_t, rg__uxm_t)
 
 static int rg__peer_dead(const rg_proto_t *proto, int peer);
 
