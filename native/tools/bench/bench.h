@@ -118,14 +118,22 @@ rg_status_t rg_bench_write_footer_with(rg_bench_t *bench, size_t points, const c
                                        void *ctx);
 double      rg_bench_elapsed_s(const rg_bench_t *bench);
 
-/* Sizes (main.c): a comma-separated list (units allowed, at most 1 GiB each)
- * or a log-spaced sweep from lo to hi with per_octave sizes per doubling,
- * into opts->sizes, sorted and without duplicates. 0 on success, else the
- * usage exit code after one line on stderr naming the problem. */
+/* Messages above this need more memory than a benchmark should take. */
+#define RG_BENCH_SIZE_LIMIT ((size_t)1 << 30)
+
+/* Option values (args.c). Sizes: a comma-separated list (units allowed, at
+ * most 1 GiB each) or a log-spaced sweep from lo to hi with per_octave sizes
+ * per doubling, into opts->sizes, sorted and without duplicates; 0 on
+ * success, else the usage exit code after one line on stderr naming the
+ * problem. Numbers: 0 and *out for a number in lo .. hi, else -1. The usage
+ * error prints "railgauge-bench: " and fmt with arg, and returns the usage
+ * exit code. */
 int rg_bench_parse_sizes(const char *text, rg_bench_opts_t *opts);
-/* A whole number in lo .. hi (main.c): 0 and *out, else -1. */
-int rg_bench_parse_long(const char *text, long lo, long hi, long *out);
 int rg_bench_make_sweep(rg_bench_opts_t *opts, size_t lo, size_t hi, int per_octave);
+int rg_bench_parse_long(const char *text, long lo, long hi, long *out);
+int rg_bench_parse_int(const char *text, long lo, long hi, int *out);
+int rg_bench_parse_double(const char *text, double lo, double hi, double *out);
+int rg_bench_usage_error(const char *fmt, const char *arg);
 
 /* The message-rate and collective patterns (coll_patterns.c): msgrate,
  * bcast and alltoall, each with its own options; argv[1] names it. */

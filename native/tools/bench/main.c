@@ -13,9 +13,6 @@
 #include "bench.h"
 #include "proto/proto.h"
 
-/* Messages above this need more memory than a benchmark should take. */
-#define RG_BENCH_SIZE_LIMIT ((size_t)1 << 30)
-
 static void rg__bench_usage(FILE *f)
 {
     fprintf(f,
@@ -80,15 +77,6 @@ static void rg__bench_usage(FILE *f)
         "  -h, --help         this text\n");
 }
 
-/* Prints one line naming the problem and returns the usage exit code. */
-static int rg__bench_usage_error(const char *fmt, const char *arg)
-{
-    fprintf(stderr, "railgauge-bench: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n");
-    return RG_BENCH_EXIT_USAGE;
-}
-
 /* Every setting of the layers below, as loaded from the environment now. */
 static int rg__bench_print_config(void)
 {
@@ -118,120 +106,6 @@ static int rg__bench_print_config(void)
         rg_config_print(&rg_proto_config_table, scratch, stdout);
     }
     return rc;
-}
-
-static int rg__bench_parse_double(const char *text, double lo, double hi, double *out_p)
-{
-    char  *end;
-    double v;
-
-    v = strtod(text, &end);
-    if (end == text || *end != '\0' || !isfinite(v) || v < lo || v > hi) {
-        return -1;
-    }
-    *out_p = v;
-    return 0;
-}
-
-int rg_bench_parse_long(const char *text, long lo, long hi, long *out)
-{
-    char *end;
-    long  v;
-
-    errno = 0;
-    v = strtol(text, &end, 10);
-    if (end == text || *end != '\0' || errno != 0 || v < lo || v > hi) {
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-static int rg__bench_parse_int(const char *text, long lo, long hi, int *out_p)
-{
-    char *end;
-    long  v;
-
-    v = strtol(text, &end, 10);
-    if (end == text || *end != '\0' || v < lo || v > hi) {
-        return -1;
-    }
-    *out_p = (int)v;
-    return 0;
-}
-
-static int rg__bench_size_cmp(const void *a, const void *b)
-{
-    size_t x = *(const size_t *)a, y = *(const size_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* Sorts and removes duplicates. */
-static void rg__bench_sizes_normalize(rg_bench_opts_t *opts)
-{
-    size_t i, k = 0;
-
-    qsort(opts->sizes, opts->nsizes, sizeof(opts->sizes[0]), rg__bench_size_cmp);
-    for (i = 0; i < opts->nsizes; i++) {
-        if (k == 0 || opts->sizes[k - 1] != opts->sizes[i]) {
-            opts->sizes[k++] = opts->sizes[i];
-        }
-    }
-    opts->nsizes = k;
-}
-
-int rg_bench_parse_sizes(const char *text, rg_bench_opts_t *opts)
-{
-    char     copy[4096];
-    char    *tok, *save = NULL;
-    rg_err_t err;
-    size_t   v;
-
-    if (strlen(text) >= sizeof(copy)) {
-        return rg__bench_usage_error("--sizes: list too long (%s...)", "");
-    }
-    strcpy(copy, text);
-    opts->nsizes = 0;
-    for (tok = strtok_r(copy, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
-        if (rg_parse_size(tok, &v, &err) != RG_OK) {
-            return rg__bench_usage_error("--sizes: %s", rg_err_message(&err));
-        }
-        if (v > RG_BENCH_SIZE_LIMIT) {
-            return rg__bench_usage_error("--sizes: %s is above the limit of 1 GiB", tok);
-        }
-        if (opts->nsizes == RG_BENCH_MAX_SIZES) {
-            return rg__bench_usage_error("--sizes: more than 512 sizes (%s)", tok);
-        }
-        opts->sizes[opts->nsizes++] = v;
-    }
-    if (opts->nsizes == 0) {
-        return rg__bench_usage_error("--sizes: empty list '%s'", text);
-    }
-    rg__bench_sizes_normalize(opts);
-    return 0;
-}
-
-/* A log-spaced sweep with per_octave points per doubling, rounded to bytes. */
-int rg_bench_make_sweep(rg_bench_opts_t *opts, size_t lo, size_t hi, int per_octave)
-{
-    double x, step;
-
-    opts->nsizes = 0;
-    step = pow(2.0, 1.0 / per_octave);
-    for (x = (double)(lo == 0 ? 1 : lo); x <= (double)hi * 1.0000001; x *= step) {
-        if (opts->nsizes == RG_BENCH_MAX_SIZES) {
-            return rg__bench_usage_error("the sweep has more than 512 sizes%s; lower --per-octave", "");
-        }
-        opts->sizes[opts->nsizes++] = (size_t)llround(x);
-    }
-    if (lo == 0) {
-        opts->sizes[opts->nsizes++] = 0;
-    }
-    if (opts->nsizes < RG_BENCH_MAX_SIZES && opts->sizes[opts->nsizes - 1] != hi) {
-        opts->sizes[opts->nsizes++] = hi;
-    }
-    rg__bench_sizes_normalize(opts);
-    return 0;
 }
 
 static int rg__bench_parse_args(int argc, char **argv, rg_bench_opts_t *opts)
@@ -301,7 +175,7 @@ static int rg__bench_parse_args(int argc, char **argv, rg_bench_opts_t *opts)
     opts->pattern = argv[1];
     if (strcmp(opts->pattern, "prtt") != 0 && strcmp(opts->pattern, "pingpong") != 0 &&
         strcmp(opts->pattern, "onen") != 0) {
-        return rg__bench_usage_error("unknown pattern '%s' (known: prtt, pingpong, onen, bw, "
+        return rg_bench_usage_error("unknown pattern '%s' (known: prtt, pingpong, onen, bw, "
                                      "msgrate, bcast, alltoall, barrier, flagprtt, rxwin)",
                                      opts->pattern);
     }
@@ -313,7 +187,7 @@ static int rg__bench_parse_args(int argc, char **argv, rg_bench_opts_t *opts)
         switch (c) {
         case O_TRANSPORT:
             if (strlen(optarg) >= sizeof(opts->transport)) {
-                return rg__bench_usage_error("--transport: name too long '%s'", optarg);
+                return rg_bench_usage_error("--transport: name too long '%s'", optarg);
             }
             snprintf(opts->transport, sizeof(opts->transport), "%s", optarg);
             break;
@@ -330,89 +204,89 @@ static int rg__bench_parse_args(int argc, char **argv, rg_bench_opts_t *opts)
 
             opts->sizes_given = 1;
             if (rg_parse_size(optarg, &v, &err) != RG_OK) {
-                return rg__bench_usage_error("%s", rg_err_message(&err));
+                return rg_bench_usage_error("%s", rg_err_message(&err));
             }
             if (v > RG_BENCH_SIZE_LIMIT) {
-                return rg__bench_usage_error("size %s is above the limit of 1 GiB", optarg);
+                return rg_bench_usage_error("size %s is above the limit of 1 GiB", optarg);
             }
             *(c == O_MIN ? &min_size : &max_size) = v;
             break;
         }
         case O_OCT:
             opts->sizes_given = 1;
-            if (rg__bench_parse_int(optarg, 1, 16, &per_octave) != 0) {
-                return rg__bench_usage_error("--per-octave must be an integer 1..16, not '%s'", optarg);
+            if (rg_bench_parse_int(optarg, 1, 16, &per_octave) != 0) {
+                return rg_bench_usage_error("--per-octave must be an integer 1..16, not '%s'", optarg);
             }
             break;
         case O_N:
-            if (rg__bench_parse_int(optarg, 2, 4096, &opts->n) != 0) {
-                return rg__bench_usage_error("--n must be an integer 2..4096, not '%s'", optarg);
+            if (rg_bench_parse_int(optarg, 2, 4096, &opts->n) != 0) {
+                return rg_bench_usage_error("--n must be an integer 2..4096, not '%s'", optarg);
             }
             break;
         case O_TARGET:
             opts->target_given = 1;
-            if (rg__bench_parse_double(optarg, 1e-4, 1.0, &opts->target_rel) != 0) {
-                return rg__bench_usage_error("--target-rel must be in [0.0001, 1], not '%s'", optarg);
+            if (rg_bench_parse_double(optarg, 1e-4, 1.0, &opts->target_rel) != 0) {
+                return rg_bench_usage_error("--target-rel must be in [0.0001, 1], not '%s'", optarg);
             }
             break;
         case O_MINREPS:
-            if (rg__bench_parse_int(optarg, 1, 100000000, &opts->min_reps) != 0) {
-                return rg__bench_usage_error("--min-reps must be a positive integer, not '%s'", optarg);
+            if (rg_bench_parse_int(optarg, 1, 100000000, &opts->min_reps) != 0) {
+                return rg_bench_usage_error("--min-reps must be a positive integer, not '%s'", optarg);
             }
             break;
         case O_MAXREPS:
-            if (rg__bench_parse_int(optarg, 1, 100000000, &opts->max_reps) != 0) {
-                return rg__bench_usage_error("--max-reps must be a positive integer, not '%s'", optarg);
+            if (rg_bench_parse_int(optarg, 1, 100000000, &opts->max_reps) != 0) {
+                return rg_bench_usage_error("--max-reps must be a positive integer, not '%s'", optarg);
             }
             break;
         case O_PBUDGET:
             opts->pbudget_given = 1;
-            if (rg__bench_parse_double(optarg, 1e-4, 3600, &opts->point_budget_s) != 0) {
-                return rg__bench_usage_error("--point-budget must be seconds in (0, 3600], not '%s'", optarg);
+            if (rg_bench_parse_double(optarg, 1e-4, 3600, &opts->point_budget_s) != 0) {
+                return rg_bench_usage_error("--point-budget must be seconds in (0, 3600], not '%s'", optarg);
             }
             break;
         case O_PMIN:
-            if (rg__bench_parse_double(optarg, 0, 3600, &opts->point_min_s) != 0) {
-                return rg__bench_usage_error("--point-min must be seconds in [0, 3600], not '%s'",
+            if (rg_bench_parse_double(optarg, 0, 3600, &opts->point_min_s) != 0) {
+                return rg_bench_usage_error("--point-min must be seconds in [0, 3600], not '%s'",
                                              optarg);
             }
             opts->pmin_given = 1;
             break;
         case O_BUDGET:
-            if (rg__bench_parse_double(optarg, 0, 86400, &opts->budget_s) != 0) {
-                return rg__bench_usage_error("--budget must be seconds in [0, 86400], not '%s'", optarg);
+            if (rg_bench_parse_double(optarg, 0, 86400, &opts->budget_s) != 0) {
+                return rg_bench_usage_error("--budget must be seconds in [0, 86400], not '%s'", optarg);
             }
             break;
         case O_WARMUP:
-            if (rg__bench_parse_double(optarg, 0, 10, &opts->warmup_s) != 0) {
-                return rg__bench_usage_error("--warmup must be seconds in [0, 10], not '%s'", optarg);
+            if (rg_bench_parse_double(optarg, 0, 10, &opts->warmup_s) != 0) {
+                return rg_bench_usage_error("--warmup must be seconds in [0, 10], not '%s'", optarg);
             }
             break;
         case O_MONO:
             opts->force_monotonic = 1;
             break;
         case O_PASSES:
-            if (rg__bench_parse_int(optarg, 1, RG_BENCH_MAX_PASSES, &opts->passes) != 0) {
-                return rg__bench_usage_error("--passes must be an integer 1..9, not '%s'", optarg);
+            if (rg_bench_parse_int(optarg, 1, RG_BENCH_MAX_PASSES, &opts->passes) != 0) {
+                return rg_bench_usage_error("--passes must be an integer 1..9, not '%s'", optarg);
             }
             passes_given = 1;
             break;
         case O_PASSTOL:
-            if (rg__bench_parse_double(optarg, 0.001, 10, &opts->pass_tol) != 0) {
-                return rg__bench_usage_error("--pass-tol must be in [0.001, 10], not '%s'", optarg);
+            if (rg_bench_parse_double(optarg, 0.001, 10, &opts->pass_tol) != 0) {
+                return rg_bench_usage_error("--pass-tol must be in [0.001, 10], not '%s'", optarg);
             }
             passes_given = 1;
             break;
         case O_CONFIRM:
-            if (rg__bench_parse_int(optarg, 0, RG_BENCH_MAX_PASSES - 1, &opts->confirm) != 0) {
-                return rg__bench_usage_error("--confirm must be an integer 0..8, not '%s'", optarg);
+            if (rg_bench_parse_int(optarg, 0, RG_BENCH_MAX_PASSES - 1, &opts->confirm) != 0) {
+                return rg_bench_usage_error("--confirm must be an integer 0..8, not '%s'", optarg);
             }
             passes_given = 1;
             break;
         case O_OSEED: {
             long seed;
             if (rg_bench_parse_long(optarg, 0, 4294967295L, &seed) != 0) {
-                return rg__bench_usage_error("--order-seed must be an integer 0..4294967295, "
+                return rg_bench_usage_error("--order-seed must be an integer 0..4294967295, "
                                              "not '%s'", optarg);
             }
             opts->order_seed = (unsigned)seed;
@@ -420,8 +294,8 @@ static int rg__bench_parse_args(int argc, char **argv, rg_bench_opts_t *opts)
             break;
         }
         case O_MAXP:
-            if (rg__bench_parse_int(optarg, 1, 1 << 20, &opts->max_p) != 0) {
-                return rg__bench_usage_error("--max-p must be a positive integer, not '%s'",
+            if (rg_bench_parse_int(optarg, 1, 1 << 20, &opts->max_p) != 0) {
+                return rg_bench_usage_error("--max-p must be a positive integer, not '%s'",
                                              optarg);
             }
             break;
@@ -443,31 +317,31 @@ static int rg__bench_parse_args(int argc, char **argv, rg_bench_opts_t *opts)
             rg__bench_usage(stdout);
             return -1;
         case ':':
-            return rg__bench_usage_error("option %s needs a value", argv[optind - 1]);
+            return rg_bench_usage_error("option %s needs a value", argv[optind - 1]);
         default:
-            return rg__bench_usage_error("unknown option '%s'", argv[optind - 1]);
+            return rg_bench_usage_error("unknown option '%s'", argv[optind - 1]);
         }
     }
     if (optind < argc) {
-        return rg__bench_usage_error("unexpected argument '%s'", argv[optind]);
+        return rg_bench_usage_error("unexpected argument '%s'", argv[optind]);
     }
     if (opts->min_reps > opts->max_reps) {
-        return rg__bench_usage_error("--min-reps is above --max-reps%s", "");
+        return rg_bench_usage_error("--min-reps is above --max-reps%s", "");
     }
     if (passes_given && strcmp(opts->pattern, "prtt") != 0) {
-        return rg__bench_usage_error("--passes, --pass-tol, --order-seed and --confirm are "
+        return rg_bench_usage_error("--passes, --pass-tol, --order-seed and --confirm are "
                                      "options of the prtt pattern, not of %s", opts->pattern);
     }
     if (opts->confirm > 0 && opts->passes < 2) {
-        return rg__bench_usage_error("--confirm needs --passes 2 or more (a pass confirms "
+        return rg_bench_usage_error("--confirm needs --passes 2 or more (a pass confirms "
                                      "another)%s", "");
     }
     if (opts->passes + opts->confirm > RG_BENCH_MAX_PASSES) {
-        return rg__bench_usage_error("--passes plus --confirm: at most 9 passes in all%s", "");
+        return rg_bench_usage_error("--passes plus --confirm: at most 9 passes in all%s", "");
     }
     if (!onen && (opts->max_p != 0 || opts->modes != 0 || opts->directions != 0 ||
                   opts->pmin_given)) {
-        return rg__bench_usage_error("--max-p, --modes, --directions and --point-min are "
+        return rg_bench_usage_error("--max-p, --modes, --directions and --point-min are "
                                      "options of the onen pattern, not of %s", opts->pattern);
     }
     if (onen) {
@@ -481,7 +355,7 @@ static int rg__bench_parse_args(int argc, char **argv, rg_bench_opts_t *opts)
             opts->point_min_s = 0.1;
         }
         if (opts->point_min_s > opts->point_budget_s) {
-            return rg__bench_usage_error("--point-min is above --point-budget%s",
+            return rg_bench_usage_error("--point-min is above --point-budget%s",
                                          opts->pbudget_given || opts->pmin_given ? ""
                                          : " (0.25 s by default)");
         }
@@ -495,45 +369,43 @@ static int rg__bench_parse_args(int argc, char **argv, rg_bench_opts_t *opts)
         return rg_bench_parse_sizes(sizes_arg, opts);
     }
     if (min_size > max_size) {
-        return rg__bench_usage_error("--min-size is above --max-size%s", "");
+        return rg_bench_usage_error("--min-size is above --max-size%s", "");
     }
     rc = rg_bench_make_sweep(opts, min_size, max_size, per_octave);
     return rc;
 }
 
-/* The barrier pattern (barrier.c) runs over the messaging runtime, not a
- * bare transport, so it has its own options and set-up. */
-int rg_bench_barrier_main(int argc, char **argv);
-/* The receive-window workloads (rxwin.c) run over the runtime too. */
-int rg_bench_rxwin_main(int argc, char **argv);
+/* The patterns with options and set-up of their own, each in its file:
+ * argv[1] names one. prtt, pingpong and onen share this file's options. */
+int rg_bench_barrier_main(int argc, char **argv);   /* barrier.c: over the runtime */
+int rg_bench_rxwin_main(int argc, char **argv);     /* rxwin.c: over the runtime */
+int rg_bench_flagprtt_main(int argc, char **argv);  /* flagprtt.c: the barrier's flags */
+int rg_bench_bw_main(int argc, char **argv);        /* bw.c: streaming bandwidth */
 
-/* Flag round trips (flagprtt.c): their own options and set-up. */
-int rg_bench_flagprtt_main(int argc, char **argv);
-
-/* Streaming bandwidth (bw.c): its own options and set-up. */
-int rg_bench_bw_main(int argc, char **argv);
+static const struct {
+    const char *name;
+    int (*main)(int argc, char **argv);
+} rg__bench_subcommands[] = {
+    {"bw", rg_bench_bw_main},
+    {"msgrate", rg_bench_coll_main},
+    {"bcast", rg_bench_coll_main},
+    {"alltoall", rg_bench_coll_main},
+    {"barrier", rg_bench_barrier_main},
+    {"flagprtt", rg_bench_flagprtt_main},
+    {"rxwin", rg_bench_rxwin_main},
+};
 
 int main(int argc, char **argv)
 {
     rg_bench_t bench;
     int        rc;
+    size_t     i;
 
-    if (argc >= 2 && strcmp(argv[1], "bw") == 0) {
-        return rg_bench_bw_main(argc, argv);
-    }
-    if (argc >= 2 && (strcmp(argv[1], "msgrate") == 0 || strcmp(argv[1], "bcast") == 0 ||
-                      strcmp(argv[1], "alltoall") == 0)) {
-        return rg_bench_coll_main(argc, argv);
-    }
-
-    if (argc >= 2 && strcmp(argv[1], "barrier") == 0) {
-        return rg_bench_barrier_main(argc, argv);
-    }
-    if (argc >= 2 && strcmp(argv[1], "flagprtt") == 0) {
-        return rg_bench_flagprtt_main(argc, argv);
-    }
-    if (argc >= 2 && strcmp(argv[1], "rxwin") == 0) {
-        return rg_bench_rxwin_main(argc, argv);
+    for (i = 0; argc >= 2 && i < sizeof(rg__bench_subcommands) / sizeof(rg__bench_subcommands[0]);
+         i++) {
+        if (strcmp(argv[1], rg__bench_subcommands[i].name) == 0) {
+            return rg__bench_subcommands[i].main(argc, argv);
+        }
     }
     memset(&bench, 0, sizeof(bench));
     rc = rg__bench_parse_args(argc, argv, &bench.opts);
