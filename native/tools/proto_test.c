@@ -852,9 +852,14 @@ int main(int argc, char **argv)
     int              a;
     uint64_t         t0;
     char            *end;
+    char             env_transport[RG_CONFIG_STRING_MAX];
 
     memset(&t, 0, sizeof(t));
-    t.transport = getenv("RG_TRANSPORT");
+    if (rg_xport_default_name(env_transport, sizeof(env_transport), &err) != RG_OK) {
+        fprintf(stderr, "railgauge-proto-test: %s\n", rg_err_message(&err));
+        return 2;
+    }
+    t.transport = env_transport;
     t.big       = (size_t)64 << 20;
     t.seconds   = 2.0;
     t.bw_size   = (size_t)4 << 20;

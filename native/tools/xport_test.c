@@ -1038,9 +1038,14 @@ int main(int argc, char **argv)
     size_t      i;
     int         a;
     uint64_t    t0;
+    char        env_transport[RG_CONFIG_STRING_MAX];
 
     memset(&t, 0, sizeof(t));
-    t.transport = getenv("RG_TRANSPORT");
+    if (rg_xport_default_name(env_transport, sizeof(env_transport), &err) != RG_OK) {
+        fprintf(stderr, "railgauge-xport-test: %s\n", rg_err_message(&err));
+        return 2;
+    }
+    t.transport = env_transport;
     t.seconds   = 30.0;
     t.test      = "setup";
     for (a = 1; a < argc; a++) {

@@ -62,7 +62,26 @@ extern const rg_config_table_t rg_xport_rails_config_table;
 extern const rg_config_table_t rg_xport_ofi_config_table;
 #endif
 
+/* The transport a tool opens when its command line names none: RG_TRANSPORT,
+ * which `railgauge run --transport` sets for the ranks it starts. */
+typedef struct rg__xport_default {
+    char transport[RG_CONFIG_STRING_MAX];
+} rg__xport_default_t;
+
+static const rg_config_field_t rg__xport_default_fields[] = {
+    {"TRANSPORT", "shm",
+     "the transport a railgauge tool opens when its command line names none "
+     "(shm, tcp, ofi:<provider>, mpi, rails); `railgauge run --transport` sets it",
+     offsetof(rg__xport_default_t, transport), RG_CONFIG_STRING},
+    {NULL, NULL, NULL, 0, 0}
+};
+
+static const rg_config_table_t rg__xport_default_table = {
+    "", rg__xport_default_fields
+};
+
 static const rg_config_table_t *const rg__xport_tables[] = {
+    &rg__xport_default_table,
     &rg__xport_wait_table,
     &rg_xport_shm_config_table,
     &rg_xport_tcp_config_table,
@@ -77,6 +96,25 @@ static const rg_config_table_t *const rg__xport_tables[] = {
 const rg_xport_ops_t *const *rg_xport_registry(void)
 {
     return rg__xport_registry;
+}
+
+rg_status_t rg_xport_default_name(char *out, size_t cap, rg_err_t *err)
+{
+    rg__xport_default_t d;
+    rg_status_t         status;
+
+    status = rg_config_load(&rg__xport_default_table, &d, err);
+    if (status != RG_OK) {
+        return status;
+    }
+    if (d.transport[0] == '\0') {
+        snprintf(d.transport, sizeof(d.transport), "shm");  /* RG_TRANSPORT= */
+    }
+    if (strlen(d.transport) >= cap) {
+        return rg_err_set(err, RG_ERR_RANGE, "RG_TRANSPORT='%s' is too long", d.transport);
+    }
+    snprintf(out, cap, "%s", d.transport);
+    return RG_OK;
 }
 
 const rg_config_table_t *const *rg_xport_config_tables(void)

@@ -289,6 +289,11 @@ const char *rg_xport_strerror(const rg_xport_t *xp);
  * which is how peers on this host are found dead while a rank waits. */
 int rg_xport_pid_dead(pid_t pid);
 
+/* The transport a tool opens when its command line names none, into out:
+ * RG_TRANSPORT (set by `railgauge run --transport`), else "shm". The one
+ * place that reads it; it is a config table of rg_xport_config_tables(). */
+rg_status_t rg_xport_default_name(char *out, size_t cap, rg_err_t *err);
+
 /* Ranks whose rg_host_id() (base/host.h) are equal can check each other's
  * pids with rg_xport_pid_dead(). */
 

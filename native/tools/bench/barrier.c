@@ -119,15 +119,15 @@ static int rg__parse_args(int argc, char **argv, rg__bopts_t *o)
         {"impl", required_argument, NULL, O_IMPL},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
-    const char *env = getenv("RG_TRANSPORT"); /* set by the launcher's --transport */
     rg_err_t    err;
     long        v;
     char       *end;
     int         c;
 
     memset(o, 0, sizeof(*o));
-    snprintf(o->transport, sizeof(o->transport), "%s",
-             (env != NULL && env[0] != '\0') ? env : "shm");
+    if (rg_xport_default_name(o->transport, sizeof(o->transport), &err) != RG_OK) {
+        return rg__usage_error("%s", rg_err_message(&err));
+    }
     o->iters = 1000;
     o->warmup = 100;
     o->seed = 1;

@@ -241,9 +241,13 @@ int rg_bench_bw_main(int argc, char **argv)
     char       *end;
     int         c, rc = RG_BENCH_EXIT_FAIL;
     rg_err_t    perr;
+    char        env_transport[RG_CONFIG_STRING_MAX];
 
     memset(&bw, 0, sizeof(bw));
-    bw.transport = getenv("RG_TRANSPORT") != NULL ? getenv("RG_TRANSPORT") : "shm";
+    if (rg_xport_default_name(env_transport, sizeof(env_transport), &perr) != RG_OK) {
+        return rg_bench_usage_error("%s", rg_err_message(&perr));
+    }
+    bw.transport = env_transport;
     bw.size      = (size_t)4 << 20;
     bw.window    = 16;
     bw.time_s    = 2.0;

@@ -176,7 +176,6 @@ static int rg__coll_parse_args(int argc, char **argv, rg__coll_t *c)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}
     };
-    const char *env = getenv("RG_TRANSPORT");
     const char *sizes_arg = NULL;
     size_t      lo = 1, hi = (size_t)1 << 20, v;
     int         c_opt, sweep_given = 0, root_given = 0, alg_given = 0, window_given = 0;
@@ -185,8 +184,9 @@ static int rg__coll_parse_args(int argc, char **argv, rg__coll_t *c)
     long        l;
     rg_err_t    perr;
 
-    snprintf(c->opts.transport, sizeof(c->opts.transport), "%s",
-             (env != NULL && env[0] != '\0') ? env : "shm");
+    if (rg_xport_default_name(c->opts.transport, sizeof(c->opts.transport), &perr) != RG_OK) {
+        return rg_bench_usage_error("%s", rg_err_message(&perr));
+    }
     c->window    = 64;
     c->time_s    = 0.5;
     c->warmup_s  = 0.1;

@@ -93,7 +93,7 @@ static int rg__bench_print_config(void)
             rc = RG_BENCH_EXIT_USAGE;
             continue;
         }
-        printf("[%s]\n", (*t)->prefix);
+        printf("[%s]\n", (*t)->prefix[0] != '\0' ? (*t)->prefix : "RG");
         rg_config_print(*t, scratch, stdout);
     }
     /* The runtime's (the barrier and rxwin patterns run over it). */
@@ -139,7 +139,6 @@ static int rg__bench_parse_args(int argc, char **argv, rg_bench_opts_t *opts)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}
     };
-    const char *env;
     const char *sizes_arg = NULL;
     size_t      min_size = 1, max_size = (size_t)1 << 20;
     int         per_octave = 2, c, rc, onen, passes_given = 0;
@@ -147,9 +146,9 @@ static int rg__bench_parse_args(int argc, char **argv, rg_bench_opts_t *opts)
     rg_err_t    err;
 
     memset(opts, 0, sizeof(*opts));
-    env = getenv("RG_TRANSPORT"); /* set by the launcher's --transport */
-    snprintf(opts->transport, sizeof(opts->transport), "%s",
-             (env != NULL && env[0] != '\0') ? env : "shm");
+    if (rg_xport_default_name(opts->transport, sizeof(opts->transport), &err) != RG_OK) {
+        return rg_bench_usage_error("%s", rg_err_message(&err));
+    }
     opts->n = 16;
     opts->target_rel = 0.01;
     opts->min_reps = 20;

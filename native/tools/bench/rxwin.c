@@ -323,13 +323,14 @@ static int rg__rxb_parse(int argc, char **argv, rg__rxb_t *x, char *transport, s
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}
     };
-    const char *env = getenv("RG_TRANSPORT");
     char       *end;
     rg_err_t    err;
     int         c, i, compute_given = 0;
     long        v;
 
-    snprintf(transport, tcap, "%s", env != NULL && env[0] != '\0' ? env : "shm");
+    if (rg_xport_default_name(transport, tcap, &err) != RG_OK) {
+        return rg__rxb_usage_error("%s", rg_err_message(&err));
+    }
     x->pattern    = -1;
     x->iters      = 50;
     x->msg_size   = 512;
