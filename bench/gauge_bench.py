@@ -395,23 +395,30 @@ def param_aliases(key: str) -> list[str]:
     return sorted(names, key=len, reverse=True)
 
 
-def bound_reason(rng: dict[str, Any], key: str) -> str | None:
-    """The reason the model states for the parameter at its bound: its entry in the
-    range's ``bounds`` list (docs/fit.md, section 4); for model files without that list,
-    the first warning or note of the range that names the parameter and says why (mentions
-    a bound, 0, zero, the resolution, "below" or "consistent with"), or None."""
-    if isinstance(rng.get("bounds"), list):
-        for b in rng["bounds"]:
-            if isinstance(b, dict) and b.get("parameter") == key and b.get("reason"):
-                return str(b["reason"])
-        return None
-    texts = [str(t) for t in (rng.get("notes") or []) + (rng.get("warnings") or [])]
+def _reason_in(texts: list[str], key: str) -> str | None:
+    """The first text that names the parameter and says why (a bound, 0, zero, the
+    resolution, "below" or "consistent with")."""
     for text in texts:
         named = any(re.search(rf"(?<![A-Za-z0-9_]){re.escape(a)}(?![A-Za-z0-9_])", text)
                     for a in param_aliases(key))
         if named and _REASON_WORDS.search(text):
             return text
     return None
+
+
+def bound_reason(rng: dict[str, Any], key: str) -> str | None:
+    """The reason the model states for the parameter at its bound: its entry in the
+    range's ``bounds`` list (docs/fit.md, section 4), or for an entry without one a
+    warning of the range that names it (a problem: the range is not reliable); for model
+    files without that list, the first warning or note of the range that names it."""
+    warnings = [str(t) for t in (rng.get("warnings") or [])]
+    if isinstance(rng.get("bounds"), list):
+        for b in rng["bounds"]:
+            if isinstance(b, dict) and b.get("parameter") == key and b.get("reason"):
+                return str(b["reason"])
+        warned = _reason_in(warnings, key)
+        return f"warning: {warned}" if warned else None
+    return _reason_in([str(t) for t in (rng.get("notes") or [])] + warnings, key)
 
 
 def is_param_key(key: str, value: Any) -> bool:
@@ -1142,8 +1149,8 @@ def section_md(summaries: dict[str, Summary], default_runs: list[Run], n_rounds:
         "the gauge measures with), is judged instead by its standard deviation against that "
         "resolution; for a per-byte parameter, mean and standard deviation times the bytes "
         "the range spans. A parameter at 0 has a stated reason when its entry in the range's "
-        "`bounds` list has one (older files: a note or warning of its range names it and "
-        "says why).",
+        "`bounds` list has one, or when a warning of its range names it and says why (a "
+        "problem: that range is not reliable; older files: a note or warning).",
         "- **Reliable**: a run counts when every range of its model has `reliable: true`.",
         "",
     ]

@@ -78,7 +78,6 @@ from railgauge.fit.model import (
 )
 from railgauge.fit.rangefit import (
     G_EXTRAPOLATION_REASON,
-    GLAT_OVERLAP_REASON,
     L_OVERLAP_REASON,
     _at_bound,
     _bound_entry,
@@ -361,21 +360,15 @@ def _fit_core(
     net_bounds: list[dict[str, Any]] = []
     for key, lf, intercept in net_checks:
         warn, note = _bound_messages(key, lf, first_from, span0, intercept=intercept, paper=paper0)
-        if warn is not None and key in ("L_us", "Glat_us_per_byte") and not paper0:
-            hint = _overlap_hint(ds, net_idx)
-            # L's line significantly below 0 (warn) where measured o_s + o_r exceed
-            # PRTT(1,0,s)/2 at some size (hint) is the same overlap in aggregate that one
-            # size significantly above shows alone; its slope falling with size is that
-            # overlap growing with size.
-            if _overlap_significant(ds, net_idx) or hint:
+        if warn is not None and key == "L_us" and not paper0:
+            if _overlap_significant(ds, net_idx):
                 # A bound with a physical reason (docs/fit.md, section 4): the receiver's
                 # work overlaps the sender's, so the time between them is not resolvable.
-                why = L_OVERLAP_REASON if key == "L_us" else GLAT_OVERLAP_REASON
-                note = warn + hint + why
-                net_bounds.append(_bound_entry(key, lf, intercept, why.strip("; ")))
+                note = warn + _overlap_hint(ds, net_idx) + L_OVERLAP_REASON
+                net_bounds.append(_bound_entry(key, lf, intercept, L_OVERLAP_REASON.strip("; ")))
                 warn = None
             else:
-                warn += hint
+                warn += _overlap_hint(ds, net_idx)
         if warn is not None:
             net_warnings.append(warn)
             net_reliable = False

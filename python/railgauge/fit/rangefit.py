@@ -117,13 +117,6 @@ L_OVERLAP_REASON = (
     "the end of the send and the start of the receive, L, is below what PRTT can resolve; "
     "the predictions come from the pieces' own lines"
 )
-#: The physical reason for the first range's latency slope at its bound.
-GLAT_OVERLAP_REASON = (
-    "; the latency slope is held at 0 with a reason: the receiver's work overlaps the "
-    "sender's, the more the larger the message (a copy pipelined through the transport's "
-    "buffer), so L(s) = PRTT(1,0,s)/2 - o_s(s) - o_r(s) falls with size; the predictions "
-    "come from the pieces' own lines"
-)
 #: The reason for g at its bound in a range far from s = 1.
 G_EXTRAPOLATION_REASON = (
     "; g is held at 0 with a reason: it is the range's gap line extrapolated to s = 1, far "
