@@ -941,6 +941,10 @@ class BlindRun:
     invented: list[int] | None = None
     #: a change of the default runs of the window lies near T too (found proves less)
     near_default: bool = False
+    #: the invented changes that every other moved run with the same T shows too: a
+    #: protocol change the move revealed (another threshold that only matters once the
+    #: moved one lies above it), not one made up by noise
+    revealed: list[int] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -981,6 +985,8 @@ class BlindSummary:
     invented_runs: int
     unjudged: int
     ok: bool | None
+    #: runs with an invented change that is not revealed (see BlindRun.revealed)
+    unexplained_runs: int = 0
 
 
 def summarize_blind(key: str, runs: list[BlindRun]) -> BlindSummary:
@@ -1009,16 +1015,23 @@ def summarize_blind(key: str, runs: list[BlindRun]) -> BlindSummary:
         r.invented = [c for c in changes if not found_near(c, r.t)
                       and not any(same_change(c, d) for d in known)]
         invented_runs += bool(r.invented)
+    unexplained = 0
+    for r in moved:
+        twins = [o for o in moved if o is not r and o.ok and o.t == r.t]
+        r.revealed = [c for c in (r.invented or []) if twins and all(
+            any(same_change(c, d) for d in (o.changes or [])) for o in twins)]
+        unexplained += bool(set(r.invented or []) - set(r.revealed))
     n = len(moved)
     if not n:
         ok: bool | None = None
-    elif found < need(n, BLIND_FOUND_SHARE) or invented_runs:
+    elif found < need(n, BLIND_FOUND_SHARE) or unexplained:
         ok = False
     else:
         ok = None if unjudged else True
     return BlindSummary(key=key, moved=moved, defaults=defaults,
                         default_changes=default_changes, found=found,
-                        invented_runs=invented_runs, unjudged=unjudged, ok=ok)
+                        invented_runs=invented_runs, unjudged=unjudged, ok=ok,
+                        unexplained_runs=unexplained)
 
 
 def fmt_changes(changes: list[int] | None) -> str:
@@ -1054,8 +1067,12 @@ def blind_md(summaries: list[BlindSummary], meta: dict[str, Any]) -> list[str]:
         "model-loggp.json) in (T / 2^(1/4), T · 2^(1/4) + 1], one step of the sweep. "
         "**Invented**: a change neither near T nor within one step of a change of the "
         "default runs of the same window (a default change that disappears because its "
-        "threshold was moved is not counted). Target: T found in >= 9 of 10 runs, none "
-        "invented; a failed run counts as not found. Bends (breaks the fit merged away for "
+        "threshold was moved is not counted). **Revealed**: an invented change that every "
+        "other run with the same T shows too (at least one other): another protocol change "
+        "that only shows once the moved threshold lies above it, which the default runs "
+        "cannot see; it is counted among the invented and shown, but does not fail the "
+        "target. Target: T found in >= 9 of 10 runs, none invented that is not revealed; "
+        "a failed run counts as not found. Bends (breaks the fit merged away for "
         "too little support, `bends` of model-loggp.json) are shown but are not changes.",
         "",
         "| stack | variable | runs | found | invented | values drawn | result |",
@@ -1065,8 +1082,11 @@ def blind_md(summaries: list[BlindSummary], meta: dict[str, Any]) -> list[str]:
         n = len(s.moved)
         stack = BLIND_STACKS[s.key]
         drawn = ", ".join(str(r.t) for r in s.moved) or "none"
-        inv = f"{s.invented_runs} of {n}" + (f" ({s.unjudged} not judged: no default run)"
-                                              if s.unjudged else "")
+        revealed_runs = s.invented_runs - s.unexplained_runs
+        inv = (f"{s.invented_runs} of {n}"
+               + (f" ({revealed_runs} revealed: the same change in every run with that T)"
+                  if revealed_runs else "")
+               + (f" ({s.unjudged} not judged: no default run)" if s.unjudged else ""))
         near = sum(1 for r in s.moved if r.near_default)
         found_txt = f"{s.found} of {n}" + (f" ({near} with a default change near T)"
                                            if near else "")
@@ -1099,6 +1119,8 @@ def blind_md(summaries: list[BlindSummary], meta: dict[str, Any]) -> list[str]:
                              f"failed | no | | | {fmt_s(r.wall_s)} |")
                 continue
             inv = "n/a" if r.invented is None else fmt_changes(r.invented)
+            if r.revealed:
+                inv += f" (revealed: {fmt_changes(r.revealed)})"
             found = ("**no**" if not r.found else
                      "yes (a default change is near T too)" if r.near_default else "yes")
             lines.append(f"| {r.number} | {r.t} B | {fmt_bytes_range(*r.window)} | "
