@@ -396,3 +396,33 @@ def test_null_iqm_falls_back_to_the_median(tmp_path: Path) -> None:
     recs = [HEADER, point(1, 0.0, 8, 10.0, iqm_us=None), FOOTER]
     meas = read_measurements(write(tmp_path / "m.jsonl", recs))
     assert meas.records[0].iqm_us is None and meas.records[0].value_us == 10.0
+
+
+def test_pass_means_read_kept_and_judged(tmp_path: Path) -> None:
+    """`pass_iqm_us` is read, written back, and a list of anything but positive numbers is
+    an error naming the line; host_states counts the points whose passes are more than 2x
+    apart (two states of the host), and the note appears from 5% of the points."""
+    from railgauge.fit.accuracy import host_state_note, host_states
+
+    recs: list[Any] = [HEADER]
+    for k, s in enumerate((1, 8, 64, 512, 4096, 32768)):
+        for r in triple(s):
+            # One size in six measured partly in a state 3.5x slower.
+            slow = 3.5 if k == 2 else 1.1
+            recs.append({**r, "pass_iqm_us": [r["median_us"], r["median_us"] * slow]})
+    meas = read_measurements(write(tmp_path / "m.jsonl", recs))
+    assert meas.records[0].pass_iqm_us == (10.0, 11.0)
+    assert meas.records[0].to_record()["pass_iqm_us"] == [10.0, 11.0]
+    hs = host_states(meas)
+    assert hs is not None and hs["points"] == 18 and hs["split"] == 3
+    assert hs["median_split_ratio"] == pytest.approx(3.5)
+    note = host_state_note(hs)
+    assert note is not None and "3 of 18 points" in note
+    assert host_state_note({**hs, "share": 0.01}) is None
+    plain = read_measurements(write(tmp_path / "p.jsonl", [HEADER, *triple(8)]))
+    assert host_states(plain) is None
+    for bad in ([], [1.0, -2.0], "x", [1.0, float("nan")]):
+        rec = {**triple(8)[0], "pass_iqm_us": bad}
+        with pytest.raises(MeasurementError, match="pass_iqm_us"):
+            read_measurements(write(tmp_path / "b.jsonl", [HEADER, json.dumps(rec)
+                                                           .replace("NaN", "null")]))

@@ -123,6 +123,8 @@ class PrttPoint:
     d_actual_us: float | None = None
     iqm_us: float | None = None
     delay_excess_us: float | None = None
+    #: The interquartile mean of each pass of a run in passes (None: one pass, older files).
+    pass_iqm_us: tuple[float, ...] | None = None
 
     @property
     def kind(self) -> PointKind:
@@ -189,6 +191,8 @@ class PrttPoint:
             list(self.ci95_median_us) if self.ci95_median_us is not None else None
         )
         rec["stable"] = self.stable
+        if self.pass_iqm_us is not None:
+            rec["pass_iqm_us"] = list(self.pass_iqm_us)
         return rec
 
 
@@ -366,6 +370,15 @@ def _parse_prtt(rec: dict[str, Any], path: str, line: int) -> PrttPoint:
 
     ci = record_ci95(rec, where, MeasurementError)
     stable = record_stable(rec, where, MeasurementError)
+    passes = rec.get("pass_iqm_us")
+    if passes is not None and (
+        not isinstance(passes, list)
+        or not passes
+        or not all(finite_number(v) and float(v) > 0.0 for v in passes)
+    ):
+        raise MeasurementError(
+            f"{where}: 'pass_iqm_us' must be a list of positive finite numbers, got {passes!r}"
+        )
 
     return PrttPoint(
         n=n,
@@ -380,6 +393,7 @@ def _parse_prtt(rec: dict[str, Any], path: str, line: int) -> PrttPoint:
         type=rtype,
         d_actual_us=d_actual,
         delay_excess_us=None if excess is None else float(excess),
+        pass_iqm_us=None if passes is None else tuple(float(v) for v in passes),
         **times,
     )
 

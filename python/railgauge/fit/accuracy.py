@@ -494,6 +494,9 @@ def attach_accuracy(
         return model
     acc["noise"] = noise(meas)
     model.accuracy = acc
+    state_note = host_state_note(acc["noise"]["host_states"])
+    if state_note is not None:
+        model.network.setdefault("notes", []).append(state_note)
     for rng, pr in zip(model.ranges, acc["per_range"], strict=True):
         rng.accuracy = {
             key: pr.get(key) for key in ("points", "median_rel", "p90_rel", "max_rel", "reliable")
@@ -526,6 +529,46 @@ def _plain(opts: Mapping[str, Any]) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------
 # The run's own noise
 # --------------------------------------------------------------------------------------
+
+
+#: Passes of one point further apart than this ratio (slowest / fastest) measured two
+#: states of the host, not noise (docs/fit.md, section 1: "The host's two states").
+HOST_STATE_RATIO = 2.0
+#: The share of such points above which the model says so.
+HOST_STATE_SHARE = 0.05
+
+
+def host_states(meas: Measurements) -> dict[str, Any] | None:
+    """How many records of a run in passes have passes more than HOST_STATE_RATIO apart
+    (the host changed speed while the run measured them): ``points`` (records with two
+    passes or more), ``split``, ``share``, ``max_ratio`` and the median ratio of the split
+    ones; None for a run without passes."""
+    ratios = [max(p.pass_iqm_us) / min(p.pass_iqm_us) for p in judged_records(meas)
+              if p.pass_iqm_us is not None and len(p.pass_iqm_us) >= 2]
+    if not ratios:
+        return None
+    split = [r for r in ratios if r > HOST_STATE_RATIO]
+    return {
+        "points": len(ratios),
+        "split": len(split),
+        "share": len(split) / len(ratios),
+        "ratio_threshold": HOST_STATE_RATIO,
+        "max_ratio": max(ratios),
+        "median_split_ratio": float(np.median(split)) if split else None,
+    }
+
+
+def host_state_note(states: Mapping[str, Any] | None) -> str | None:
+    """A sentence for the model where the host changed speed during the run."""
+    if states is None or states["share"] < HOST_STATE_SHARE:
+        return None
+    return (
+        f"the host changed speed during this run: at {states['split']} of {states['points']} "
+        f"points the passes differ by more than {HOST_STATE_RATIO:g}x (median "
+        f"{states['median_split_ratio']:.2f}x, up to {states['max_ratio']:.2f}x); each point "
+        "keeps its fastest passes, but a run made wholly in the slower state measures that "
+        "state, so compare runs made in the same one (docs/fit.md, section 1)"
+    )
 
 
 def noise(meas: Measurements) -> dict[str, Any]:
@@ -592,4 +635,5 @@ def noise(meas: Measurements) -> dict[str, Any]:
         **{name: med_p90(v) for name, v in measures.items() if name != "limit_rel"},
         "by_decade": decades,
         "measures": dict(NOISE_MEASURES),
+        "host_states": host_states(meas),
     }

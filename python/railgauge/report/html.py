@@ -126,6 +126,12 @@ def _num_txt(v: object) -> str:
     return f"{v:.3g}" if isinstance(v, float) else str(v)
 
 
+def _run_notes(fit: LoggpFit) -> list[str]:
+    """The notes of the whole run that no range repeats (the host's states)."""
+    own = {n for r in fit.ranges for n in r.notes}
+    return [str(n) for n in (fit.network or {}).get("notes", []) if str(n) not in own]
+
+
 def _network_sentence(fit: LoggpFit) -> str:
     """Where L and o come from: network-wide (a fitted model) or per range (older files)."""
     keys = ("L_us", "o_us")
@@ -210,7 +216,7 @@ def format_table(fit: LoggpFit) -> str:
     lines.append(fmt(header))
     lines.append("  ".join("-" * w for w in widths))
     lines.extend(fmt(row) for row in rows)
-    notes: list[str] = []
+    notes: list[str] = [f"run: note: {n}" for n in _run_notes(fit)]
     for i, r in enumerate(fit.ranges, start=1):
         notes.extend(f"range {i}: warning: {w}" for w in r.warnings)
         notes.extend(f"range {i}: note: {w}" for w in r.notes)
@@ -337,7 +343,7 @@ def _ranges_table(fit: LoggpFit) -> str:
             f"<td class='l'>{to}</td><td>{_e(sup)}</td><td>{r.points}</td>{cells}"
             f"<td>{rel}</td></tr>"
         )
-    notes: list[str] = []
+    notes: list[str] = [f"<li class='note'>run: {_e(n)}</li>" for n in _run_notes(fit)]
     for i, r in enumerate(fit.ranges, start=1):
         notes.extend(f"<li class='warn'>range {i}: {_e(w)}</li>" for w in r.warnings)
         notes.extend(f"<li class='note'>range {i}: {_e(w)}</li>" for w in r.notes)
