@@ -399,9 +399,13 @@ def test_namespaces_gone_after_failing_rank_and_exception(
 
 # The holder starts with the default action for SIGHUP: run under nohup (which ignores
 # it, and netns then keeps ignoring it after removing the testbed) it would not end.
+# The holder's signals start from their defaults whatever it inherits: a test run started
+# in the background of a non-interactive shell (nohup ... &) inherits SIGINT ignored, and
+# Python then installs no KeyboardInterrupt handler.
 _HOLDER = textwrap.dedent("""
     import signal, sys, time
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     from railgauge import netns
     {how}
     print(" ".join(tb.namespaces), flush=True)
