@@ -1200,24 +1200,22 @@ def section_md(summaries: dict[str, Summary], default_runs: list[Run], n_rounds:
 # --------------------------------------------------------------------------------------
 
 
-def parse_transports(text: str) -> list[str]:
+def parse_names(text: str, known: Sequence[str], what: str) -> list[str]:
+    """A comma-separated list of names from ``known``, without repeats, in order."""
     out = [t.strip() for t in text.split(",") if t.strip()]
-    bad = [t for t in out if t not in TRANSPORTS]
+    bad = [t for t in out if t not in known]
     if bad or not out:
         raise argparse.ArgumentTypeError(
-            f"unknown transport(s) {', '.join(bad) or '(none)'}; choose from "
-            + ",".join(TRANSPORTS))
+            f"unknown {what}(s) {', '.join(bad) or '(none)'}; choose from " + ",".join(known))
     return list(dict.fromkeys(out))
+
+
+def parse_transports(text: str) -> list[str]:
+    return parse_names(text, list(TRANSPORTS), "transport")
 
 
 def parse_blind_stacks(text: str) -> list[str]:
-    out = [t.strip() for t in text.split(",") if t.strip()]
-    bad = [t for t in out if t not in BLIND_STACKS]
-    if bad or not out:
-        raise argparse.ArgumentTypeError(
-            f"unknown stack(s) {', '.join(bad) or '(none)'}; choose from "
-            + ",".join(BLIND_STACKS))
-    return list(dict.fromkeys(out))
+    return parse_names(text, list(BLIND_STACKS), "stack")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

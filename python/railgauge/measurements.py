@@ -281,9 +281,6 @@ def finite_number(value: Any) -> bool:
     )
 
 
-_finite_number = finite_number
-
-
 def record_ci95(
     rec: dict[str, Any], where: str, error: type[ValueError]
 ) -> tuple[float, float] | None:
@@ -332,7 +329,7 @@ def _time_value(rec: dict[str, Any], key: str, where: str, *, required: bool) ->
         if required:
             raise MeasurementError(f"{where}: '{key}' is null; a finite time is required")
         return None
-    if not _finite_number(value):
+    if not finite_number(value):
         raise MeasurementError(f"{where}: '{key}' must be a finite number, got {value!r}")
     out = float(value)
     if out < 0.0:
@@ -362,7 +359,7 @@ def _parse_prtt(rec: dict[str, Any], path: str, line: int) -> PrttPoint:
     assert d_us is not None and median is not None
     d_actual = _time_value(rec, "d_actual_us", where, required=False)
     excess = rec.get("delay_excess_us")
-    if excess is not None and not _finite_number(excess):
+    if excess is not None and not finite_number(excess):
         raise MeasurementError(
             f"{where}: 'delay_excess_us' must be a finite number, got {excess!r}"
         )

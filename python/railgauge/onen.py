@@ -231,9 +231,6 @@ def _series_order(key: SeriesKey) -> tuple[int, int, int]:
 # --------------------------------------------------------------------------------------
 
 
-_finite_number = finite_number
-
-
 def _int_value(value: Any, key: str, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise OnenError(f"{where}: '{key}' must be an integer, got {value!r}")
@@ -245,7 +242,7 @@ def _int_value(value: Any, key: str, where: str) -> int:
 def _time_value(value: Any, key: str, where: str) -> float | None:
     if value is None:
         return None
-    if not _finite_number(value):
+    if not finite_number(value):
         raise OnenError(f"{where}: '{key}' must be a finite number or null, got {value!r}")
     out = float(value)
     if out < 0.0:

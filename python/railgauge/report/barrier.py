@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from html import escape
+from typing import Any
 
 from railgauge.parts import BarrierPart
 
-__all__ = ["barrier_html", "barrier_text"]
+__all__ = ["barrier_html", "barrier_text", "num_cell"]
 
 
 def barrier_text(part: BarrierPart) -> str:
@@ -15,8 +16,8 @@ def barrier_text(part: BarrierPart) -> str:
         return "\n".join(lines)
     lines.append(f"{'barrier':>10} {'median':>10} {'p99':>10} {'simulated':>10} {'sim/meas':>9}")
     for r in part.rows:
-        lines.append(f"{r.algorithm:>10} {_n(r.measured_us)} {_n(r.p99_us)} "
-                     f"{_n(r.predicted_us)} {_n(r.ratio, 9)}"
+        lines.append(f"{r.algorithm:>10} {num_cell(r.measured_us)} {num_cell(r.p99_us)} "
+                     f"{num_cell(r.predicted_us)} {num_cell(r.ratio, 9)}"
                      + (f"   ({r.note})" if r.note else ""))
     lines += [f"  note: {n}" for n in part.notes]
     return "\n".join(lines)
@@ -36,8 +37,9 @@ def barrier_html(part: BarrierPart) -> str:
             "</table>" + (f"<ul class='muted'>{notes}</ul>" if notes else ""))
 
 
-def _n(v: float | None, width: int = 10) -> str:
-    return f"{v:>{width}.4g}" if v is not None else f"{'-':>{width}}"
+def num_cell(v: Any, width: int = 10) -> str:
+    """A number right-aligned in ``width`` columns (4 significant digits), '-' for none."""
+    return f"{v:>{width}.4g}" if isinstance(v, int | float) else f"{'-':>{width}}"
 
 
 def _h(v: float | None) -> str:

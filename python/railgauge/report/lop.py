@@ -21,6 +21,7 @@ from matplotlib.ticker import MaxNLocator
 
 from railgauge.fit.lop import CurveFit, rtt_function
 from railgauge.parts import MIN_P, LopPart
+from railgauge.report.barrier import num_cell
 
 __all__ = ["comparison_html", "lop_html", "lop_text", "plot_gauge_lop"]
 
@@ -515,8 +516,8 @@ def lop_text(part: Any) -> str:
         lines.append(f"{'P':>4} {'RTT(P)/P':>10} {'LoP':>10} {'LogP':>10} {'L(P)':>10}   "
                      f"({part.stat}; LogP from {logp_from}; L(P) from the measured points)")
         for r in rows[:16]:
-            lines.append(f"{r['P']:>4} {_num10(r['measured_us'])} {_num10(r.get('lop_us'))} "
-                         f"{_num10(r['logp_us'])} {_num10(lmap.get(r['P']))}")
+            lines.append(f"{r['P']:>4} {num_cell(r['measured_us'])} {num_cell(r.get('lop_us'))} "
+                         f"{num_cell(r['logp_us'])} {num_cell(lmap.get(r['P']))}")
         if len(rows) > 16:
             lines.append(f"  ... {len(rows) - 16} more in the report")
     if part.comparison is not None:
@@ -526,7 +527,3 @@ def lop_text(part: Any) -> str:
     elif part.compare_error:
         lines.append(f"no model comparison: {part.compare_error}")
     return "\n".join(lines)
-
-
-def _num10(v: Any) -> str:
-    return f"{v:>10.4g}" if isinstance(v, int | float) else f"{'-':>10}"
