@@ -26,100 +26,33 @@
 #include "base/timer.h"
 #include "boot/boot.h"
 #include "proto/proto.h"
+#include "common/testkit.h"
 
 #define RG_PT_TIMEOUT_NS   (60ull * 1000000000ull)
 #define RG_PT_PEER_DEAD_RC 42
 
 typedef struct rg_pt {
+    rg_tk_t     tk;      /* tool, transport, test, rank, size, failures, and
+                            --seconds: the duration of "rate" and "bw" */
     rg_boot_t  *boot;
     rg_proto_t *p;
-    const char *transport;
-    const char *test;
-    int         rank, size, failures;
     size_t      eager;   /* the runtime's eager limit */
     size_t      big;     /* largest message of "sizes" */
-    double      seconds; /* duration of "rate" and "bw" */
     size_t      bw_size; /* message size of "bw" */
 } rg_pt_t;
 
 typedef void (*rg_pt_fn_t)(rg_pt_t *t);
 
-static void rg_pt_fail(rg_pt_t *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void rg_pt_fail(rg_pt_t *t, const char *fmt, ...)
-{
-    va_list ap;
-
-    fprintf(stdout, "FAIL test=%s rank=%d transport=%s: ", t->test, t->rank, t->transport);
-    va_start(ap, fmt);
-    vfprintf(stdout, fmt, ap);
-    va_end(ap);
-    fputc('\n', stdout);
-    fflush(stdout);
-    t->failures++;
-}
-
 static void rg_pt_fatal(rg_pt_t *t, rg_status_t status, const char *what)
 {
-    rg_pt_fail(t, "%s: %s: %s", what, rg_status_name(status), rg_proto_strerror(t->p));
+    rg_tk_fail(&t->tk, "%s: %s: %s", what, rg_status_name(status), rg_proto_strerror(t->p));
     exit(1);
-}
-
-static void *rg_pt_alloc(rg_pt_t *t, size_t n)
-{
-    void *q = malloc(n > 0 ? n : 1);
-
-    if (q == NULL) {
-        rg_pt_fail(t, "cannot allocate %zu bytes", n);
-        exit(1);
-    }
-    return q;
 }
 
 static uint32_t rg_pt_seed(int src, int dst, int tag, size_t index)
 {
     return (uint32_t)src * 1000003u + (uint32_t)dst * 7919u + (uint32_t)tag * 104729u +
            (uint32_t)index * 31u + 17u;
-}
-
-/* Fills 8 bytes at a time: 64 MiB messages are checked in the test too. */
-static void rg_pt_fill(unsigned char *b, size_t n, uint32_t seed)
-{
-    uint64_t x = (uint64_t)seed * 0x9e3779b97f4a7c15ull + 1;
-    size_t   i;
-
-    for (i = 0; i + 8 <= n; i += 8) {
-        x = x * 6364136223846793005ull + 1442695040888963407ull;
-        memcpy(b + i, &x, 8);
-    }
-    x = x * 6364136223846793005ull + 1442695040888963407ull;
-    for (; i < n; i++) {
-        b[i] = (unsigned char)(x >> (8 * (i & 7)));
-    }
-}
-
-/* Index of the first wrong byte of the first n of a message filled with
- * seed, or n. */
-static size_t rg_pt_check(const unsigned char *b, size_t n, uint32_t seed)
-{
-    uint64_t x = (uint64_t)seed * 0x9e3779b97f4a7c15ull + 1;
-    size_t   i, k;
-
-    for (i = 0; i + 8 <= n; i += 8) {
-        x = x * 6364136223846793005ull + 1442695040888963407ull;
-        if (memcmp(b + i, &x, 8) != 0) {
-            for (k = 0; k < 8 && b[i + k] == ((unsigned char *)&x)[k]; k++) {
-            }
-            return i + k;
-        }
-    }
-    x = x * 6364136223846793005ull + 1442695040888963407ull;
-    for (; i < n; i++) {
-        if (b[i] != (unsigned char)(x >> (8 * (i & 7)))) {
-            return i;
-        }
-    }
-    return n;
 }
 
 static void rg_pt_isend(rg_pt_t *t, int peer, int tag, const void *buf, size_t len,
@@ -159,17 +92,17 @@ static void rg_pt_expect(rg_pt_t *t, const rg_preq_t *req, rg_status_t status, i
     size_t bad;
 
     if (status != RG_OK) {
-        rg_pt_fail(t, "%s: status %s, expected RG_OK", what, rg_status_name(status));
+        rg_tk_fail(&t->tk, "%s: status %s, expected RG_OK", what, rg_status_name(status));
         return;
     }
     if (req->msg_len != len || req->source != src || req->msg_tag != tag) {
-        rg_pt_fail(t, "%s: got %zu bytes from rank %d tag %d, expected %zu from rank %d tag %d",
+        rg_tk_fail(&t->tk, "%s: got %zu bytes from rank %d tag %d, expected %zu from rank %d tag %d",
                    what, req->msg_len, req->source, req->msg_tag, len, src, tag);
         return;
     }
-    bad = rg_pt_check(req->buf, len, seed);
+    bad = rg_tk_check(req->buf, len, seed);
     if (bad != len) {
-        rg_pt_fail(t, "%s: byte %zu of %zu is wrong", what, bad, len);
+        rg_tk_fail(&t->tk, "%s: byte %zu of %zu is wrong", what, bad, len);
     }
 }
 
@@ -179,7 +112,7 @@ static void rg_pt_barrier(rg_pt_t *t)
 
     rg_err_clear(&err);
     if (rg_boot_barrier(t->boot, &err) != RG_OK) {
-        rg_pt_fail(t, "barrier: %s", rg_err_message(&err));
+        rg_tk_fail(&t->tk, "barrier: %s", rg_err_message(&err));
         exit(1);
     }
 }
@@ -205,36 +138,36 @@ static void rg_pt_test_api(rg_pt_t *t)
         st = bad[i].recv ? rg_proto_irecv(t->p, bad[i].peer, bad[i].tag, small, 16, &r)
                          : rg_proto_isend(t->p, bad[i].peer, bad[i].tag, small, 16, &s);
         if (st != RG_ERR_RANGE) {
-            rg_pt_fail(t, "%s to rank %d tag %d gave %s, expected RG_ERR_RANGE",
+            rg_tk_fail(&t->tk, "%s to rank %d tag %d gave %s, expected RG_ERR_RANGE",
                        bad[i].recv ? "irecv" : "isend", bad[i].peer, bad[i].tag,
                        rg_status_name(st));
         }
     }
-    st = rg_proto_isend(t->p, t->size, 0, small, 16, &s);
+    st = rg_proto_isend(t->p, t->tk.size, 0, small, 16, &s);
     if (st != RG_ERR_RANGE) {
-        rg_pt_fail(t, "isend to rank %d (= size) gave %s", t->size, rg_status_name(st));
+        rg_tk_fail(&t->tk, "isend to rank %d (= size) gave %s", t->tk.size, rg_status_name(st));
     }
     if ((st = rg_proto_isend(t->p, 0, 0, NULL, 16, &s)) != RG_ERR_INVALID ||
         rg_proto_irecv(t->p, 0, 0, NULL, 16, &r) != RG_ERR_INVALID) {
-        rg_pt_fail(t, "a NULL buffer of 16 bytes was not refused with RG_ERR_INVALID");
+        rg_tk_fail(&t->tk, "a NULL buffer of 16 bytes was not refused with RG_ERR_INVALID");
     }
     /* Self, eager: the send completes before any receive. */
-    rg_pt_fill(small, sizeof(small), rg_pt_seed(t->rank, t->rank, 5, 0));
-    rg_pt_isend(t, t->rank, 5, small, sizeof(small), &s);
+    rg_tk_fill(small, sizeof(small), rg_pt_seed(t->tk.rank, t->tk.rank, 5, 0));
+    rg_pt_isend(t, t->tk.rank, 5, small, sizeof(small), &s);
     if (s.status != RG_OK) {
-        rg_pt_fail(t, "an eager send to self is not complete at post");
+        rg_tk_fail(&t->tk, "an eager send to self is not complete at post");
     }
-    got = rg_pt_alloc(t, n);
+    got = rg_tk_alloc(&t->tk, n);
     rg_pt_irecv(t, RG_PROTO_ANY_SOURCE, 5, got, n, &r);
-    rg_pt_expect(t, &r, rg_pt_wait(t, &r), t->rank, 5, sizeof(small),
-                 rg_pt_seed(t->rank, t->rank, 5, 0), "self eager");
+    rg_pt_expect(t, &r, rg_pt_wait(t, &r), t->tk.rank, 5, sizeof(small),
+                 rg_pt_seed(t->tk.rank, t->tk.rank, 5, 0), "self eager");
     /* Self, rendezvous: completes when the receive comes. */
-    big = rg_pt_alloc(t, n);
-    rg_pt_fill(big, n, rg_pt_seed(t->rank, t->rank, 6, 1));
-    rg_pt_isend(t, t->rank, 6, big, n, &s);
-    rg_pt_irecv(t, t->rank, RG_PROTO_ANY_TAG, got, n, &r);
+    big = rg_tk_alloc(&t->tk, n);
+    rg_tk_fill(big, n, rg_pt_seed(t->tk.rank, t->tk.rank, 6, 1));
+    rg_pt_isend(t, t->tk.rank, 6, big, n, &s);
+    rg_pt_irecv(t, t->tk.rank, RG_PROTO_ANY_TAG, got, n, &r);
     rg_pt_wait(t, &s);
-    rg_pt_expect(t, &r, rg_pt_wait(t, &r), t->rank, 6, n, rg_pt_seed(t->rank, t->rank, 6, 1),
+    rg_pt_expect(t, &r, rg_pt_wait(t, &r), t->tk.rank, 6, n, rg_pt_seed(t->tk.rank, t->tk.rank, 6, 1),
                  "self rendezvous");
     free(big);
     free(got);
@@ -259,7 +192,7 @@ static size_t rg_pt_ord_size(const rg_pt_t *t, int k)
 static void rg_pt_test_ordering(rg_pt_t *t)
 {
     int             nmsg = RG_PT_ORD_TAGS * RG_PT_ORD_MSGS, peer, tag, k, i;
-    int             npeers = t->size - 1, late;
+    int             npeers = t->tk.size - 1, late;
     size_t          cap = t->eager + 1 + RG_PT_ORD_MSGS * 977 + 16;
     rg_preq_t      *sr = calloc((size_t)(npeers * nmsg), sizeof(rg_preq_t));
     rg_preq_t      *rr = calloc((size_t)(npeers * nmsg), sizeof(rg_preq_t));
@@ -268,7 +201,7 @@ static void rg_pt_test_ordering(rg_pt_t *t)
     char            what[96];
 
     if (sr == NULL || rr == NULL || sb == NULL || rb == NULL) {
-        rg_pt_fail(t, "out of memory");
+        rg_tk_fail(&t->tk, "out of memory");
         exit(1);
     }
     /* Early receives: tags in reverse order; the rest after a barrier. */
@@ -276,8 +209,8 @@ static void rg_pt_test_ordering(rg_pt_t *t)
         if (late) {
             rg_pt_barrier(t);
         }
-        for (i = 0, peer = 0; peer < t->size; peer++) {
-            if (peer == t->rank) {
+        for (i = 0, peer = 0; peer < t->tk.size; peer++) {
+            if (peer == t->tk.rank) {
                 continue;
             }
             for (tag = RG_PT_ORD_TAGS - 1; tag >= 0; tag--) {
@@ -286,23 +219,23 @@ static void rg_pt_test_ordering(rg_pt_t *t)
                     continue;
                 }
                 for (k = 0; k < RG_PT_ORD_MSGS; k++, i++) {
-                    rb[i] = rg_pt_alloc(t, cap);
+                    rb[i] = rg_tk_alloc(&t->tk, cap);
                     rg_pt_irecv(t, peer, tag, rb[i], cap, &rr[i]);
                 }
             }
         }
         if (!late) {
             /* All sends: interleaved over tags. */
-            for (i = 0, peer = 0; peer < t->size; peer++) {
-                if (peer == t->rank) {
+            for (i = 0, peer = 0; peer < t->tk.size; peer++) {
+                if (peer == t->tk.rank) {
                     continue;
                 }
                 for (k = 0; k < RG_PT_ORD_MSGS; k++) {
                     for (tag = 0; tag < RG_PT_ORD_TAGS; tag++, i++) {
                         size_t n = rg_pt_ord_size(t, k);
 
-                        sb[i] = rg_pt_alloc(t, n);
-                        rg_pt_fill(sb[i], n, rg_pt_seed(t->rank, peer, tag, (size_t)k));
+                        sb[i] = rg_tk_alloc(&t->tk, n);
+                        rg_tk_fill(sb[i], n, rg_pt_seed(t->tk.rank, peer, tag, (size_t)k));
                         rg_pt_isend(t, peer, tag, sb[i], n, &sr[i]);
                     }
                 }
@@ -312,15 +245,15 @@ static void rg_pt_test_ordering(rg_pt_t *t)
     for (i = 0; i < npeers * nmsg; i++) {
         rg_pt_wait(t, &sr[i]);
     }
-    for (i = 0, peer = 0; peer < t->size; peer++) {
-        if (peer == t->rank) {
+    for (i = 0, peer = 0; peer < t->tk.size; peer++) {
+        if (peer == t->tk.rank) {
             continue;
         }
         for (tag = RG_PT_ORD_TAGS - 1; tag >= 0; tag--) {
             for (k = 0; k < RG_PT_ORD_MSGS; k++, i++) {
                 snprintf(what, sizeof(what), "message %d of rank %d tag %d", k, peer, tag);
                 rg_pt_expect(t, &rr[i], rg_pt_wait(t, &rr[i]), peer, tag, rg_pt_ord_size(t, k),
-                             rg_pt_seed(peer, t->rank, tag, (size_t)k), what);
+                             rg_pt_seed(peer, t->tk.rank, tag, (size_t)k), what);
                 free(rb[i]);
             }
         }
@@ -341,28 +274,28 @@ static void rg_pt_test_ordering(rg_pt_t *t)
 
 static void rg_pt_test_wildcards(rg_pt_t *t)
 {
-    int            npeers = t->size - 1, n = npeers * RG_PT_WILD_MSGS, i, k, peer, src;
+    int            npeers = t->tk.size - 1, n = npeers * RG_PT_WILD_MSGS, i, k, peer, src;
     size_t         cap = t->eager + 512, len;
     rg_preq_t     *sr = calloc((size_t)n, sizeof(rg_preq_t));
     rg_preq_t      r;
     unsigned char **sb = calloc((size_t)n, sizeof(*sb));
-    unsigned char *rb = rg_pt_alloc(t, cap);
-    int           *next = calloc((size_t)t->size, sizeof(int));
+    unsigned char *rb = rg_tk_alloc(&t->tk, cap);
+    int           *next = calloc((size_t)t->tk.size, sizeof(int));
     char           what[96];
 
     if (sr == NULL || sb == NULL || next == NULL) {
-        rg_pt_fail(t, "out of memory");
+        rg_tk_fail(&t->tk, "out of memory");
         exit(1);
     }
     /* Round 1: ANY/ANY; message k of a sender has tag 10 + k. */
-    for (i = 0, peer = 0; peer < t->size; peer++) {
-        if (peer == t->rank) {
+    for (i = 0, peer = 0; peer < t->tk.size; peer++) {
+        if (peer == t->tk.rank) {
             continue;
         }
         for (k = 0; k < RG_PT_WILD_MSGS; k++, i++) {
             len   = (k == 5) ? t->eager + 333 : (size_t)(k * 13);
-            sb[i] = rg_pt_alloc(t, len);
-            rg_pt_fill(sb[i], len, rg_pt_seed(t->rank, peer, 10 + k, (size_t)k));
+            sb[i] = rg_tk_alloc(&t->tk, len);
+            rg_tk_fill(sb[i], len, rg_pt_seed(t->tk.rank, peer, 10 + k, (size_t)k));
             rg_pt_isend(t, peer, 10 + k, sb[i], len, &sr[i]);
         }
     }
@@ -370,15 +303,15 @@ static void rg_pt_test_wildcards(rg_pt_t *t)
         rg_pt_irecv(t, RG_PROTO_ANY_SOURCE, RG_PROTO_ANY_TAG, rb, cap, &r);
         rg_pt_wait(t, &r);
         src = r.source;
-        if (src < 0 || src >= t->size || src == t->rank) {
-            rg_pt_fail(t, "ANY/ANY receive reports source %d", src);
+        if (src < 0 || src >= t->tk.size || src == t->tk.rank) {
+            rg_tk_fail(&t->tk, "ANY/ANY receive reports source %d", src);
             break;
         }
         k = next[src]++;
         len = (k == 5) ? t->eager + 333 : (size_t)(k * 13);
         snprintf(what, sizeof(what), "ANY/ANY receive %d (from rank %d, its message %d)", i,
                  src, k);
-        rg_pt_expect(t, &r, r.status, src, 10 + k, len, rg_pt_seed(src, t->rank, 10 + k,
+        rg_pt_expect(t, &r, r.status, src, 10 + k, len, rg_pt_seed(src, t->tk.rank, 10 + k,
                      (size_t)k), what);
     }
     for (i = 0; i < n; i++) {
@@ -391,20 +324,20 @@ static void rg_pt_test_wildcards(rg_pt_t *t)
      * receiver asks for tag 2 from ANY first, then tag 1 from the sender
      * with ANY_TAG... which must be tag 1 (the only one left). */
     {
-        int           right = (t->rank + 1) % t->size, left = (t->rank + t->size - 1) % t->size;
+        int           right = (t->tk.rank + 1) % t->tk.size, left = (t->tk.rank + t->tk.size - 1) % t->tk.size;
         unsigned char a[32], b[32];
         rg_preq_t     s1, s2, r1, r2;
 
-        rg_pt_fill(a, sizeof(a), rg_pt_seed(t->rank, left, 1, 0));
-        rg_pt_fill(b, sizeof(b), rg_pt_seed(t->rank, left, 2, 0));
+        rg_tk_fill(a, sizeof(a), rg_pt_seed(t->tk.rank, left, 1, 0));
+        rg_tk_fill(b, sizeof(b), rg_pt_seed(t->tk.rank, left, 2, 0));
         rg_pt_isend(t, left, 1, a, sizeof(a), &s1);
         rg_pt_isend(t, left, 2, b, sizeof(b), &s2);
         rg_pt_irecv(t, RG_PROTO_ANY_SOURCE, 2, rb, cap, &r2);
         rg_pt_expect(t, &r2, rg_pt_wait(t, &r2), right, 2, sizeof(b),
-                     rg_pt_seed(right, t->rank, 2, 0), "ANY_SOURCE tag 2");
+                     rg_pt_seed(right, t->tk.rank, 2, 0), "ANY_SOURCE tag 2");
         rg_pt_irecv(t, right, RG_PROTO_ANY_TAG, rb, cap, &r1);
         rg_pt_expect(t, &r1, rg_pt_wait(t, &r1), right, 1, sizeof(a),
-                     rg_pt_seed(right, t->rank, 1, 0), "rank's ANY_TAG after tag 2");
+                     rg_pt_seed(right, t->tk.rank, 1, 0), "rank's ANY_TAG after tag 2");
         rg_pt_wait(t, &s1);
         rg_pt_wait(t, &s2);
     }
@@ -419,7 +352,7 @@ static void rg_pt_test_wildcards(rg_pt_t *t)
  * message is fine. Eager and rendezvous. */
 static void rg_pt_test_truncate(rg_pt_t *t)
 {
-    int           right = (t->rank + 1) % t->size, left = (t->rank + t->size - 1) % t->size;
+    int           right = (t->tk.rank + 1) % t->tk.size, left = (t->tk.rank + t->tk.size - 1) % t->tk.size;
     size_t        lens[3] = {100, t->eager * 3 + 5, ((size_t)1 << 20) + 5}, cap, i;
     unsigned char *sb, *rb;
     rg_preq_t     s, r;
@@ -427,27 +360,27 @@ static void rg_pt_test_truncate(rg_pt_t *t)
 
     for (i = 0; i < 3; i++) {
         cap = lens[i] / 2;
-        sb  = rg_pt_alloc(t, lens[i]);
-        rb  = rg_pt_alloc(t, lens[i]);
+        sb  = rg_tk_alloc(&t->tk, lens[i]);
+        rb  = rg_tk_alloc(&t->tk, lens[i]);
         memset(rb, 0xee, lens[i]);
-        rg_pt_fill(sb, lens[i], rg_pt_seed(t->rank, right, 7, i));
+        rg_tk_fill(sb, lens[i], rg_pt_seed(t->tk.rank, right, 7, i));
         rg_pt_isend(t, right, 7, sb, lens[i], &s);
         rg_pt_irecv(t, left, 7, rb, cap, &r);
         st = rg_pt_wait(t, &r);
         rg_pt_wait(t, &s);
         if (st != RG_ERR_TRUNCATED || r.msg_len != lens[i]) {
-            rg_pt_fail(t, "%zu bytes into %zu: %s, msg_len %zu; expected RG_ERR_TRUNCATED and "
+            rg_tk_fail(&t->tk, "%zu bytes into %zu: %s, msg_len %zu; expected RG_ERR_TRUNCATED and "
                        "%zu", lens[i], cap, rg_status_name(st), r.msg_len, lens[i]);
-        } else if (rg_pt_check(rb, cap, rg_pt_seed(left, t->rank, 7, i)) != cap) {
-            rg_pt_fail(t, "truncated receive of %zu bytes: kept bytes are wrong", lens[i]);
+        } else if (rg_tk_check(rb, cap, rg_pt_seed(left, t->tk.rank, 7, i)) != cap) {
+            rg_tk_fail(&t->tk, "truncated receive of %zu bytes: kept bytes are wrong", lens[i]);
         } else if (rb[cap] != 0xee) {
-            rg_pt_fail(t, "truncated receive of %zu bytes wrote past its buffer", lens[i]);
+            rg_tk_fail(&t->tk, "truncated receive of %zu bytes wrote past its buffer", lens[i]);
         }
         /* The runtime goes on. */
         rg_pt_isend(t, right, 8, sb, lens[i], &s);
         rg_pt_irecv(t, left, 8, rb, lens[i], &r);
         rg_pt_expect(t, &r, rg_pt_wait(t, &r), left, 8, lens[i],
-                     rg_pt_seed(left, t->rank, 7, i), "message after a truncation");
+                     rg_pt_seed(left, t->tk.rank, 7, i), "message after a truncation");
         rg_pt_wait(t, &s);
         free(sb);
         free(rb);
@@ -457,7 +390,7 @@ static void rg_pt_test_truncate(rg_pt_t *t)
 /* Sizes 0 B to t->big in a ring (to the right, from the left). */
 static void rg_pt_test_sizes(rg_pt_t *t)
 {
-    int           right = (t->rank + 1) % t->size, left = (t->rank + t->size - 1) % t->size;
+    int           right = (t->tk.rank + 1) % t->tk.size, left = (t->tk.rank + t->tk.size - 1) % t->tk.size;
     size_t        sizes[32], n = 0, i;
     size_t        fixed[] = {0, 1, 7, 8, 63, 4096};
     unsigned char *sb, *rb;
@@ -476,15 +409,15 @@ static void rg_pt_test_sizes(rg_pt_t *t)
     if (sizes[n - 1] < t->big) {
         sizes[n++] = t->big;
     }
-    sb = rg_pt_alloc(t, t->big + 8);
-    rb = rg_pt_alloc(t, t->big + 8);
+    sb = rg_tk_alloc(&t->tk, t->big + 8);
+    rb = rg_tk_alloc(&t->tk, t->big + 8);
     for (i = 0; i < n; i++) {
-        rg_pt_fill(sb, sizes[i], rg_pt_seed(t->rank, right, 3, i));
+        rg_tk_fill(sb, sizes[i], rg_pt_seed(t->tk.rank, right, 3, i));
         rg_pt_irecv(t, left, 3, rb, t->big + 8, &r);
         rg_pt_isend(t, right, 3, sb, sizes[i], &s);
         snprintf(what, sizeof(what), "%zu bytes", sizes[i]);
         rg_pt_expect(t, &r, rg_pt_wait(t, &r), left, 3, sizes[i],
-                     rg_pt_seed(left, t->rank, 3, i), what);
+                     rg_pt_seed(left, t->tk.rank, 3, i), what);
         rg_pt_wait(t, &s);
     }
     free(sb);
@@ -498,21 +431,21 @@ static void rg_pt_test_sizes(rg_pt_t *t)
 
 static void rg_pt_test_unexpected(rg_pt_t *t)
 {
-    int            npeers = t->size - 1, n = npeers * RG_PT_UX_MSGS, i, k, peer;
+    int            npeers = t->tk.size - 1, n = npeers * RG_PT_UX_MSGS, i, k, peer;
     size_t         cap = t->eager + 1024, len;
     rg_preq_t     *sr = calloc((size_t)n, sizeof(rg_preq_t)), r;
-    unsigned char *sb = rg_pt_alloc(t, cap), *rb = rg_pt_alloc(t, cap);
+    unsigned char *sb = rg_tk_alloc(&t->tk, cap), *rb = rg_tk_alloc(&t->tk, cap);
     rg_proto_stats_t st0, st1;
     char           what[96];
 
     if (sr == NULL) {
-        rg_pt_fail(t, "out of memory");
+        rg_tk_fail(&t->tk, "out of memory");
         exit(1);
     }
-    rg_pt_fill(sb, cap, 99);
+    rg_tk_fill(sb, cap, 99);
     rg_proto_get_stats(t->p, &st0);
-    for (i = 0, peer = 0; peer < t->size; peer++) {
-        if (peer == t->rank) {
+    for (i = 0, peer = 0; peer < t->tk.size; peer++) {
+        if (peer == t->tk.rank) {
             continue;
         }
         for (k = 0; k < RG_PT_UX_MSGS; k++, i++) {
@@ -529,8 +462,8 @@ static void rg_pt_test_unexpected(rg_pt_t *t)
     for (k = 0; k < 20; k++) {
         rg_proto_progress(t->p);
     }
-    for (peer = 0; peer < t->size; peer++) {
-        if (peer == t->rank) {
+    for (peer = 0; peer < t->tk.size; peer++) {
+        if (peer == t->tk.rank) {
             continue;
         }
         for (k = 0; k < RG_PT_UX_MSGS; k++) {
@@ -545,14 +478,14 @@ static void rg_pt_test_unexpected(rg_pt_t *t)
     }
     rg_proto_get_stats(t->p, &st1);
     if (st1.unexpected == st0.unexpected) {
-        rg_pt_fail(t, "no message was counted unexpected");
+        rg_tk_fail(&t->tk, "no message was counted unexpected");
     }
     if (st1.mem.unexpected != 0) {
-        rg_pt_fail(t, "%zu bytes of unexpected messages still held", st1.mem.unexpected);
+        rg_tk_fail(&t->tk, "%zu bytes of unexpected messages still held", st1.mem.unexpected);
     }
     if (st1.mem.total != st1.mem.pool + st1.mem.unexpected + st1.mem.control ||
         st1.mem.high_water < st1.mem.total) {
-        rg_pt_fail(t, "memory accounting is inconsistent");
+        rg_tk_fail(&t->tk, "memory accounting is inconsistent");
     }
     free(sr);
     free(sb);
@@ -562,45 +495,45 @@ static void rg_pt_test_unexpected(rg_pt_t *t)
 /* All to all with mixed sizes and tags, receives from ANY_SOURCE per tag. */
 static void rg_pt_test_alltoall(rg_pt_t *t)
 {
-    int            peer, i = 0, n = t->size - 1;
+    int            peer, i = 0, n = t->tk.size - 1;
     size_t         len = t->eager + 4000;
     rg_preq_t     *sr = calloc((size_t)n, sizeof(rg_preq_t));
     rg_preq_t     *rr = calloc((size_t)n, sizeof(rg_preq_t));
-    unsigned char *sb = rg_pt_alloc(t, len * (size_t)t->size);
-    unsigned char *rb = rg_pt_alloc(t, len * (size_t)t->size);
-    int           *seen = calloc((size_t)t->size, sizeof(int));
+    unsigned char *sb = rg_tk_alloc(&t->tk, len * (size_t)t->tk.size);
+    unsigned char *rb = rg_tk_alloc(&t->tk, len * (size_t)t->tk.size);
+    int           *seen = calloc((size_t)t->tk.size, sizeof(int));
 
     if (sr == NULL || rr == NULL || seen == NULL) {
-        rg_pt_fail(t, "out of memory");
+        rg_tk_fail(&t->tk, "out of memory");
         exit(1);
     }
     for (i = 0; i < n; i++) {
         rg_pt_irecv(t, RG_PROTO_ANY_SOURCE, 9, rb + len * (size_t)i, len, &rr[i]);
     }
-    for (i = 0, peer = 0; peer < t->size; peer++) {
-        if (peer == t->rank) {
+    for (i = 0, peer = 0; peer < t->tk.size; peer++) {
+        if (peer == t->tk.rank) {
             continue;
         }
-        rg_pt_fill(sb + len * (size_t)peer, ((t->rank + peer) % 2) ? len : 24,
-                   rg_pt_seed(t->rank, peer, 9, 0));
-        rg_pt_isend(t, peer, 9, sb + len * (size_t)peer, ((t->rank + peer) % 2) ? len : 24,
+        rg_tk_fill(sb + len * (size_t)peer, ((t->tk.rank + peer) % 2) ? len : 24,
+                   rg_pt_seed(t->tk.rank, peer, 9, 0));
+        rg_pt_isend(t, peer, 9, sb + len * (size_t)peer, ((t->tk.rank + peer) % 2) ? len : 24,
                     &sr[i++]);
     }
     if (rg_proto_waitall(t->p, (size_t)n, rr, RG_PT_TIMEOUT_NS) != RG_OK) {
-        rg_pt_fail(t, "waitall of the receives failed: %s", rg_proto_strerror(t->p));
+        rg_tk_fail(&t->tk, "waitall of the receives failed: %s", rg_proto_strerror(t->p));
     }
     for (i = 0; i < n; i++) {
         int src = rr[i].source;
 
-        if (src < 0 || src >= t->size || src == t->rank || seen[src]++) {
-            rg_pt_fail(t, "receive %d reports source %d (duplicate or invalid)", i, src);
+        if (src < 0 || src >= t->tk.size || src == t->tk.rank || seen[src]++) {
+            rg_tk_fail(&t->tk, "receive %d reports source %d (duplicate or invalid)", i, src);
             continue;
         }
-        rg_pt_expect(t, &rr[i], rr[i].status, src, 9, ((t->rank + src) % 2) ? len : 24,
-                     rg_pt_seed(src, t->rank, 9, 0), "all-to-all");
+        rg_pt_expect(t, &rr[i], rr[i].status, src, 9, ((t->tk.rank + src) % 2) ? len : 24,
+                     rg_pt_seed(src, t->tk.rank, 9, 0), "all-to-all");
     }
     if (rg_proto_waitall(t->p, (size_t)n, sr, RG_PT_TIMEOUT_NS) != RG_OK) {
-        rg_pt_fail(t, "waitall of the sends failed: %s", rg_proto_strerror(t->p));
+        rg_tk_fail(&t->tk, "waitall of the sends failed: %s", rg_proto_strerror(t->p));
     }
     free(sr);
     free(rr);
@@ -621,7 +554,7 @@ static void rg_pt_test_rate(rg_pt_t *t)
     int           w, stop = 0;
     double        secs;
 
-    if (t->rank > 1) {
+    if (t->tk.rank > 1) {
         return;
     }
     memset(buf, 1, sizeof(buf));
@@ -629,7 +562,7 @@ static void rg_pt_test_rate(rg_pt_t *t)
         if (i == 100) {
             t0 = rg_time_mono_ns();  /* after a warm-up */
         }
-        if (t->rank == 0) {
+        if (t->tk.rank == 0) {
             for (w = 0; w < RG_PT_WINDOW; w++) {
                 rg_pt_isend(t, 1, 1, buf[w], 8, &reqs[w]);
             }
@@ -642,7 +575,7 @@ static void rg_pt_test_rate(rg_pt_t *t)
                 rg_pt_irecv(t, 0, 1, buf[w], 8, &reqs[w]);
             }
             rg_proto_waitall(t->p, RG_PT_WINDOW, reqs, RG_PT_TIMEOUT_NS);
-            a = (i >= 100 && (double)(rg_time_mono_ns() - t0) * 1e-9 >= t->seconds) ? 1 : 0;
+            a = (i >= 100 && (double)(rg_time_mono_ns() - t0) * 1e-9 >= t->tk.seconds) ? 1 : 0;
             rg_pt_isend(t, 0, 2, &a, 1, &ack);
             rg_pt_wait(t, &ack);
             stop = a;
@@ -655,9 +588,9 @@ static void rg_pt_test_rate(rg_pt_t *t)
         }
     }
     secs = (double)(rg_time_mono_ns() - t0) * 1e-9;
-    if (t->rank == 0) {
+    if (t->tk.rank == 0) {
         printf("rate transport=%s size=8 window=%d messages_per_s=%.0f windows=%llu\n",
-               t->transport, RG_PT_WINDOW, (double)(windows * RG_PT_WINDOW) / secs,
+               t->tk.transport, RG_PT_WINDOW, (double)(windows * RG_PT_WINDOW) / secs,
                (unsigned long long)windows);
         fflush(stdout);
     }
@@ -671,13 +604,6 @@ static void rg_pt_test_rate(rg_pt_t *t)
  * same run. Prints both in MB/s (1e6 bytes). */
 #define RG_PT_BW_WINDOW 16
 
-static int rg_pt_cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-
-    return (x > y) - (x < y);
-}
-
 static void rg_pt_test_bw(rg_pt_t *t)
 {
     rg_preq_t      reqs[RG_PT_BW_WINDOW], ack;
@@ -687,15 +613,15 @@ static void rg_pt_test_bw(rg_pt_t *t)
     double         secs, copies[9], memcpy_mbps = 0;
     int            w, stop = 0, k;
 
-    if (t->rank > 1) {
+    if (t->tk.rank > 1) {
         return;
     }
     for (w = 0; w < RG_PT_BW_WINDOW; w++) {
-        buf[w]   = rg_pt_alloc(t, n);
-        other[w] = t->rank == 0 ? rg_pt_alloc(t, n) : NULL;
+        buf[w]   = rg_tk_alloc(&t->tk, n);
+        other[w] = t->tk.rank == 0 ? rg_tk_alloc(&t->tk, n) : NULL;
         memset(buf[w], 3, n);
     }
-    if (t->rank == 0) {
+    if (t->tk.rank == 0) {
         for (w = 0; w < RG_PT_BW_WINDOW; w++) {
             memset(other[w], 4, n);
         }
@@ -706,7 +632,7 @@ static void rg_pt_test_bw(rg_pt_t *t)
             }
             copies[k] = (double)(rg_time_mono_ns() - c0) * 1e-9;
         }
-        qsort(copies + 1, 8, sizeof(double), rg_pt_cmp_double);
+        qsort(copies + 1, 8, sizeof(double), rg_tk_cmp_double);
         memcpy_mbps = (double)n * RG_PT_BW_WINDOW / ((copies[4] + copies[5]) / 2) * 1e-6;
     }
     for (i = 0;; i++) {
@@ -714,7 +640,7 @@ static void rg_pt_test_bw(rg_pt_t *t)
             t0 = rg_time_mono_ns();  /* after a warm-up */
         }
         for (w = 0; w < RG_PT_BW_WINDOW; w++) {
-            if (t->rank == 0) {
+            if (t->tk.rank == 0) {
                 rg_pt_isend(t, 1, 1, buf[w], n, &reqs[w]);
             } else {
                 rg_pt_irecv(t, 0, 1, buf[w], n, &reqs[w]);
@@ -723,10 +649,10 @@ static void rg_pt_test_bw(rg_pt_t *t)
         if (rg_proto_waitall(t->p, RG_PT_BW_WINDOW, reqs, RG_PT_TIMEOUT_NS) != RG_OK) {
             rg_pt_fatal(t, RG_ERR_IO, "waitall");
         }
-        if (t->rank == 0) {
+        if (t->tk.rank == 0) {
             rg_pt_irecv(t, 1, 2, &a, 1, &ack);
         } else {
-            a = (i >= 2 && (double)(rg_time_mono_ns() - t0) * 1e-9 >= t->seconds) ? 1 : 0;
+            a = (i >= 2 && (double)(rg_time_mono_ns() - t0) * 1e-9 >= t->tk.seconds) ? 1 : 0;
             rg_pt_isend(t, 0, 2, &a, 1, &ack);
         }
         rg_pt_wait(t, &ack);
@@ -737,9 +663,9 @@ static void rg_pt_test_bw(rg_pt_t *t)
         }
     }
     secs = (double)(rg_time_mono_ns() - t0) * 1e-9;
-    if (t->rank == 0) {
+    if (t->tk.rank == 0) {
         printf("bw transport=%s size=%zu window=%d MBps=%.1f memcpy_MBps=%.1f windows=%llu\n",
-               t->transport, n, RG_PT_BW_WINDOW,
+               t->tk.transport, n, RG_PT_BW_WINDOW,
                (double)(windows * RG_PT_BW_WINDOW) * (double)n / secs * 1e-6, memcpy_mbps,
                (unsigned long long)windows);
         fflush(stdout);
@@ -759,11 +685,11 @@ static void rg_pt_test_peer_dies(rg_pt_t *t)
     rg_status_t     st;
     struct timespec nap = {0, 100 * 1000 * 1000};
 
-    if (t->rank == 1) {
+    if (t->tk.rank == 1) {
         nanosleep(&nap, NULL);
         raise(SIGKILL);
     }
-    if (t->rank != 0) {
+    if (t->tk.rank != 0) {
         /* The others stay (without closing their connections) while rank 0
          * finds out, so that only rank 1 is gone. */
         sleep(2);
@@ -772,34 +698,32 @@ static void rg_pt_test_peer_dies(rg_pt_t *t)
     rg_pt_irecv(t, 1, 0, b, sizeof(b), &r);
     st = rg_proto_wait(t->p, &r, 10ull * 1000000000ull);
     if (st < 0 && st != RG_ERR_TIMEOUT) {
-        printf("rank 0: %s: wait returned %s: %s\n", t->test, rg_status_name(st),
+        printf("rank 0: %s: wait returned %s: %s\n", t->tk.test, rg_status_name(st),
                rg_proto_strerror(t->p));
         fflush(stdout);
         usleep(300 * 1000);
         exit(RG_PT_PEER_DEAD_RC);
     }
-    rg_pt_fail(t, "wait returned %s, expected an error naming the dead peer",
+    rg_tk_fail(&t->tk, "wait returned %s, expected an error naming the dead peer",
                rg_status_name(st));
 }
 
 static const struct {
-    const char *name;
-    rg_pt_fn_t  fn;
-    int         by_default;
-    int         collective;
+    rg_tk_case_t c;  /* first: the kit reads the names */
+    rg_pt_fn_t   fn;
 } rg_pt_tests[] = {
-    {"api",        rg_pt_test_api,        1, 1},
-    {"ordering",   rg_pt_test_ordering,   1, 1},
-    {"wildcards",  rg_pt_test_wildcards,  1, 1},
-    {"truncate",   rg_pt_test_truncate,   1, 1},
-    {"sizes",      rg_pt_test_sizes,      1, 1},
-    {"unexpected", rg_pt_test_unexpected, 1, 1},
-    {"alltoall",   rg_pt_test_alltoall,   1, 1},
-    {"rate",       rg_pt_test_rate,       0, 1},
-    {"bw",         rg_pt_test_bw,         0, 1},
-    {"peer-dies",  rg_pt_test_peer_dies,  0, 0},
+    {{"api", 1, 1}, rg_pt_test_api},
+    {{"ordering", 1, 1}, rg_pt_test_ordering},
+    {{"wildcards", 1, 1}, rg_pt_test_wildcards},
+    {{"truncate", 1, 1}, rg_pt_test_truncate},
+    {{"sizes", 1, 1}, rg_pt_test_sizes},
+    {{"unexpected", 1, 1}, rg_pt_test_unexpected},
+    {{"alltoall", 1, 1}, rg_pt_test_alltoall},
+    {{"rate", 0, 1}, rg_pt_test_rate},
+    {{"bw", 0, 1}, rg_pt_test_bw},
+    {{"peer-dies", 0, 0}, rg_pt_test_peer_dies},
 };
-#define RG_PT_NTESTS (sizeof(rg_pt_tests) / sizeof(rg_pt_tests[0]))
+#define RG_PT_SUITE RG_TK_SUITE(rg_pt_tests)
 
 /* Every setting of the runtime and the transports, as loaded now. */
 static int rg_pt_print_config(void)
@@ -827,148 +751,86 @@ static int rg_pt_print_config(void)
 
 static void rg_pt_usage(FILE *f)
 {
-    size_t i;
-
     fprintf(f, "usage: railgauge-proto-test [--transport NAME] [--test NAME]... "
                "[--max-size BYTES] [--bw-size BYTES] [--seconds S] [--tag TEXT] "
                "[--print-config]\n"
                "Run under a launcher: railgauge run -n 4 -- railgauge-proto-test, or "
-               "mpirun -n 4 railgauge-proto-test\ntests:");
-    for (i = 0; i < RG_PT_NTESTS; i++) {
-        fprintf(f, " %s%s", rg_pt_tests[i].name, rg_pt_tests[i].by_default ? "" : "*");
-    }
-    fprintf(f, "\n(* = not run by default)\n");
+               "mpirun -n 4 railgauge-proto-test\n");
+    rg_tk_list(f, RG_PT_SUITE);
 }
 
-int main(int argc, char **argv)
+/* The options of this suite alone (--max-size, --bw-size, --print-config):
+ * 1 read, 0 not one of them, 2 done (--print-config ran: *rc its status),
+ * -1 after an error. */
+static int rg_pt_own_arg(void *ctx, int argc, char **argv, int *a, int *rc)
 {
-    rg_pt_t          t;
-    rg_err_t         err;
-    rg_status_t      status;
-    rg_proto_stats_t st;
-    int              selected[RG_PT_NTESTS] = {0};
-    int              any_selected = 0;
-    size_t           i;
-    int              a;
-    uint64_t         t0;
-    char            *end;
-    char             env_transport[RG_CONFIG_STRING_MAX];
+    rg_pt_t *t = ctx;
+    rg_err_t err;
 
-    memset(&t, 0, sizeof(t));
-    if (rg_xport_default_name(env_transport, sizeof(env_transport), &err) != RG_OK) {
-        fprintf(stderr, "railgauge-proto-test: %s\n", rg_err_message(&err));
+    if (strcmp(argv[*a], "--print-config") == 0) {
+        *rc = rg_pt_print_config();
         return 2;
     }
-    t.transport = env_transport;
-    t.big       = (size_t)64 << 20;
-    t.seconds   = 2.0;
-    t.bw_size   = (size_t)4 << 20;
-    t.test      = "setup";
-    for (a = 1; a < argc; a++) {
-        if (strcmp(argv[a], "--transport") == 0 && a + 1 < argc) {
-            t.transport = argv[++a];
-        } else if (strcmp(argv[a], "--test") == 0 && a + 1 < argc) {
-            a++;
-            for (i = 0; i < RG_PT_NTESTS; i++) {
-                if (strcmp(argv[a], rg_pt_tests[i].name) == 0) {
-                    selected[i]  = 1;
-                    any_selected = 1;
-                    break;
-                }
-            }
-            if (i == RG_PT_NTESTS) {
-                fprintf(stderr, "railgauge-proto-test: unknown test '%s'\n", argv[a]);
-                rg_pt_usage(stderr);
-                return 2;
-            }
-        } else if (strcmp(argv[a], "--max-size") == 0 && a + 1 < argc) {
-            if (rg_parse_size(argv[++a], &t.big, &err) != RG_OK || t.big < 65536) {
-                fprintf(stderr, "railgauge-proto-test: --max-size '%s': a size of at least "
-                        "64KiB\n", argv[a]);
-                return 2;
-            }
-        } else if (strcmp(argv[a], "--bw-size") == 0 && a + 1 < argc) {
-            if (rg_parse_size(argv[++a], &t.bw_size, &err) != RG_OK || t.bw_size == 0 ||
-                t.bw_size > ((size_t)1 << 30)) {
-                fprintf(stderr, "railgauge-proto-test: --bw-size '%s': a size from 1 byte to "
-                        "1GiB\n", argv[a]);
-                return 2;
-            }
-        } else if (strcmp(argv[a], "--seconds") == 0 && a + 1 < argc) {
-            t.seconds = strtod(argv[++a], &end);
-            if (*end != '\0' || !(t.seconds > 0)) {
-                fprintf(stderr, "railgauge-proto-test: --seconds '%s': a positive number\n",
-                        argv[a]);
-                return 2;
-            }
-        } else if (strcmp(argv[a], "--tag") == 0 && a + 1 < argc) {
-            a++;
-        } else if (strcmp(argv[a], "--print-config") == 0) {
-            return rg_pt_print_config();
-        } else if (strcmp(argv[a], "--help") == 0 || strcmp(argv[a], "-h") == 0) {
-            rg_pt_usage(stdout);
-            return 0;
-        } else {
-            fprintf(stderr, "railgauge-proto-test: bad argument '%s'\n", argv[a]);
-            rg_pt_usage(stderr);
-            return 2;
+    if (*a + 1 >= argc) {
+        return 0;
+    }
+    if (strcmp(argv[*a], "--max-size") == 0) {
+        if (rg_parse_size(argv[++*a], &t->big, &err) != RG_OK || t->big < 65536) {
+            fprintf(stderr, "railgauge-proto-test: --max-size '%s': a size of at least "
+                    "64KiB\n", argv[*a]);
+            return -1;
         }
+        return 1;
     }
-    if (t.transport == NULL || t.transport[0] == '\0') {
-        t.transport = "shm";
+    if (strcmp(argv[*a], "--bw-size") == 0) {
+        if (rg_parse_size(argv[++*a], &t->bw_size, &err) != RG_OK || t->bw_size == 0 ||
+            t->bw_size > ((size_t)1 << 30)) {
+            fprintf(stderr, "railgauge-proto-test: --bw-size '%s': a size from 1 byte to "
+                    "1GiB\n", argv[*a]);
+            return -1;
+        }
+        return 1;
     }
-    for (i = 0; i < RG_PT_NTESTS && !any_selected; i++) {
-        selected[i] = rg_pt_tests[i].by_default;
+    return 0;
+}
+
+/* Opens the runtime over the bootstrap; 0, or the exit status. */
+static int rg_pt_open(rg_pt_t *t)
+{
+    rg_err_t    err;
+    rg_status_t status;
+    int         rc;
+
+    if (rg_tk_boot(&t->tk, &t->boot) != 0) {
+        return 1;
     }
     rg_err_clear(&err);
-    status = rg_boot_init(&t.boot, &err);
-    if (status != RG_OK) {
-        fprintf(stderr, "railgauge-proto-test: bootstrap: %s\n", rg_err_message(&err));
+    status = rg_proto_open(t->tk.transport, t->boot, NULL, &t->p, &err);
+    rc = rg_tk_opened(&t->tk, status, &err, 16);
+    if (rc == 2) {
+        rg_proto_close(t->p);
+    }
+    if (rc != 0) {
+        rg_boot_fini(t->boot);
         return 1;
     }
-    t.rank = rg_boot_rank(t.boot);
-    t.size = rg_boot_size(t.boot);
-    status = rg_proto_open(t.transport, t.boot, NULL, &t.p, &err);
-    if (status != RG_OK) {
-        fprintf(stdout, "FAIL test=open rank=%d transport=%s: %s\n", t.rank, t.transport,
-                rg_err_message(&err));
-        rg_boot_fini(t.boot);
-        return 1;
-    }
-    if (t.size < 2) {
-        fprintf(stdout, "FAIL test=setup rank=0 transport=%s: run under a launcher with 2 "
-                "to 16 ranks\n", t.transport);
-        rg_proto_close(t.p);
-        rg_boot_fini(t.boot);
-        return 1;
-    }
-    t.eager = rg_proto_eager_limit(t.p);
-    if (t.rank == 0) {
+    t->eager = rg_proto_eager_limit(t->p);
+    if (t->tk.rank == 0) {
         char info[512];
 
-        rg_proto_info_json(t.p, info, sizeof(info));
-        printf("proto transport=%s ranks=%d %s\n", t.transport, t.size, info);
+        rg_proto_info_json(t->p, info, sizeof(info));
+        printf("proto transport=%s ranks=%d %s\n", t->tk.transport, t->tk.size, info);
         fflush(stdout);
     }
-    for (i = 0; i < RG_PT_NTESTS; i++) {
-        if (!selected[i]) {
-            continue;
-        }
-        t.test = rg_pt_tests[i].name;
-        t0     = rg_time_mono_ns();
-        rg_pt_tests[i].fn(&t);
-        if (rg_pt_tests[i].collective) {
-            rg_pt_barrier(&t);
-        }
-        if (t.rank == 0) {
-            printf("%s test=%s transport=%s ranks=%d %.2f s\n",
-                   t.failures == 0 ? "ok" : "FAILED", t.test, t.transport, t.size,
-                   (double)(rg_time_mono_ns() - t0) * 1e-9);
-            fflush(stdout);
-        }
-    }
-    rg_proto_get_stats(t.p, &st);
-    if (t.rank == 0) {
+    return 0;
+}
+
+static void rg_pt_print_stats(rg_pt_t *t)
+{
+    rg_proto_stats_t st;
+
+    rg_proto_get_stats(t->p, &st);
+    if (t->tk.rank == 0) {
         printf("stats rank=0 eager_sent=%llu rndv_sent=%llu rndv_get=%llu unexpected=%llu "
                "out_of_order=%llu mem_high_water=%zu window=%d limit_events=%llu "
                "rnr_sent=%llu rnr_recv=%llu retries=%llu\n",
@@ -978,7 +840,48 @@ int main(int argc, char **argv)
                (unsigned long long)st.limit_events, (unsigned long long)st.rnr_sent,
                (unsigned long long)st.rnr_recv, (unsigned long long)st.retries);
     }
+}
+
+int main(int argc, char **argv)
+{
+    rg_pt_t  t;
+    int      selected[RG_TK_MAX_TESTS] = {0};
+    int      rc = 0;
+    size_t   i;
+    uint64_t t0;
+    char     env_transport[RG_CONFIG_STRING_MAX];
+
+    _Static_assert(sizeof(rg_pt_tests) / sizeof(rg_pt_tests[0]) <= RG_TK_MAX_TESTS,
+                   "RG_TK_MAX_TESTS");
+    memset(&t, 0, sizeof(t));
+    rc = rg_tk_init(&t.tk, "railgauge-proto-test", 2.0, env_transport, sizeof(env_transport));
+    if (rc != 0) {
+        return rc;
+    }
+    t.big          = (size_t)64 << 20;
+    t.bw_size      = (size_t)4 << 20;
+    if (!rg_tk_parse_args(&t.tk, RG_PT_SUITE, argc, argv, selected, rg_pt_own_arg, &t,
+                          rg_pt_usage, &rc)) {
+        return rc;
+    }
+    rc = rg_pt_open(&t);
+    if (rc != 0) {
+        return rc;
+    }
+    for (i = 0; i < RG_PT_SUITE.n; i++) {
+        if (!selected[i]) {
+            continue;
+        }
+        t.tk.test = rg_pt_tests[i].c.name;
+        t0        = rg_time_mono_ns();
+        rg_pt_tests[i].fn(&t);
+        if (rg_pt_tests[i].c.collective) {
+            rg_pt_barrier(&t);
+        }
+        rg_tk_report(&t.tk, t0);
+    }
+    rg_pt_print_stats(&t);
     rg_proto_close(t.p);
     rg_boot_fini(t.boot);
-    return t.failures == 0 ? 0 : 1;
+    return t.tk.failures == 0 ? 0 : 1;
 }

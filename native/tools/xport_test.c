@@ -28,54 +28,25 @@
 #include "base/timer.h"
 #include "boot/boot.h"
 #include "xport/xport.h"
+#include "common/testkit.h"
 
 #define RG_XT_TIMEOUT_NS   (30ull * 1000000000ull)
 #define RG_XT_PEER_DEAD_RC 42
 
 typedef struct rg_xt {
+    rg_tk_t     tk;        /* tool, transport, test, rank, size, failures, and
+                              --seconds: the duration of "soak" */
     rg_boot_t  *boot;
     rg_xport_t *xp;
-    const char *transport;
-    const char *test;      /* the test running, for messages */
-    int         rank;
-    int         size;
-    int         failures;
-    double      seconds;   /* duration of "soak" */
 } rg_xt_t;
 
 typedef void (*rg_xt_fn_t)(rg_xt_t *t);
 
-static void rg_xt_fail(rg_xt_t *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void rg_xt_fail(rg_xt_t *t, const char *fmt, ...)
-{
-    va_list ap;
-
-    fprintf(stdout, "FAIL test=%s rank=%d transport=%s: ", t->test, t->rank, t->transport);
-    va_start(ap, fmt);
-    vfprintf(stdout, fmt, ap);
-    va_end(ap);
-    fputc('\n', stdout);
-    fflush(stdout);
-    t->failures++;
-}
-
 /* A transport that stops working leaves nothing to test: report and leave. */
 static void rg_xt_fatal(rg_xt_t *t, rg_status_t status, const char *what)
 {
-    rg_xt_fail(t, "%s: %s: %s", what, rg_status_name(status), rg_xport_strerror(t->xp));
+    rg_tk_fail(&t->tk, "%s: %s: %s", what, rg_status_name(status), rg_xport_strerror(t->xp));
     exit(1);
-}
-
-static void *rg_xt_alloc(rg_xt_t *t, size_t n)
-{
-    void *p = calloc(1, n > 0 ? n : 1);
-
-    if (p == NULL) {
-        rg_xt_fail(t, "cannot allocate %zu bytes", n);
-        exit(1);
-    }
-    return p;
 }
 
 /* Deterministic content: every (sender, receiver, message) has its own bytes,
@@ -83,32 +54,6 @@ static void *rg_xt_alloc(rg_xt_t *t, size_t n)
 static uint32_t rg_xt_seed(int src, int dst, size_t index)
 {
     return (uint32_t)src * 1000003u + (uint32_t)dst * 7919u + (uint32_t)index * 31u + 17u;
-}
-
-static void rg_xt_fill(unsigned char *b, size_t n, uint32_t seed)
-{
-    uint32_t x = seed * 2654435761u + 0x9e3779b9u;
-    size_t   i;
-
-    for (i = 0; i < n; i++) {
-        x    = x * 1664525u + 1013904223u;
-        b[i] = (unsigned char)(x >> 24);
-    }
-}
-
-/* Returns the index of the first wrong byte, or n. */
-static size_t rg_xt_check(const unsigned char *b, size_t n, uint32_t seed)
-{
-    uint32_t x = seed * 2654435761u + 0x9e3779b9u;
-    size_t   i;
-
-    for (i = 0; i < n; i++) {
-        x = x * 1664525u + 1013904223u;
-        if (b[i] != (unsigned char)(x >> 24)) {
-            return i;
-        }
-    }
-    return n;
 }
 
 static void rg_xt_isend(rg_xt_t *t, int peer, const void *buf, size_t len, rg_xreq_t *req)
@@ -148,28 +93,28 @@ static void rg_xt_expect(rg_xt_t *t, rg_xreq_t *req, rg_status_t status, int src
     size_t bad;
 
     if (status != RG_OK) {
-        rg_xt_fail(t, "%s: status %s, expected RG_OK", what, rg_status_name(status));
+        rg_tk_fail(&t->tk, "%s: status %s, expected RG_OK", what, rg_status_name(status));
         return;
     }
     if (req->msg_len != len || req->source != src) {
-        rg_xt_fail(t, "%s: got %zu bytes from rank %d, expected %zu bytes from rank %d",
+        rg_tk_fail(&t->tk, "%s: got %zu bytes from rank %d, expected %zu bytes from rank %d",
                    what, req->msg_len, req->source, len, src);
         return;
     }
-    bad = rg_xt_check(req->buf, len, seed);
+    bad = rg_tk_check(req->buf, len, seed);
     if (bad != len) {
-        rg_xt_fail(t, "%s: byte %zu of %zu is wrong", what, bad, len);
+        rg_tk_fail(&t->tk, "%s: byte %zu of %zu is wrong", what, bad, len);
     }
 }
 
 static int rg_xt_right(const rg_xt_t *t)
 {
-    return (t->rank + 1) % t->size;
+    return (t->tk.rank + 1) % t->tk.size;
 }
 
 static int rg_xt_left(const rg_xt_t *t)
 {
-    return (t->rank + t->size - 1) % t->size;
+    return (t->tk.rank + t->tk.size - 1) % t->tk.size;
 }
 
 /* ---- tests ------------------------------------------------------------ */
@@ -181,33 +126,33 @@ static void rg_xt_test_api(rg_xt_t *t)
     rg_err_t    err;
     rg_xreq_t   req;
     char        info[16384];
-    int         bad[] = {t->rank, t->size, -1, -7};
+    int         bad[] = {t->tk.rank, t->tk.size, -1, -7};
     size_t      i;
 
     for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         if (rg_xport_isend(t->xp, bad[i], "x", 1, &req) != RG_ERR_RANGE ||
             req.status != RG_ERR_RANGE) {
-            rg_xt_fail(t, "isend to rank %d was not refused with RG_ERR_RANGE", bad[i]);
+            rg_tk_fail(&t->tk, "isend to rank %d was not refused with RG_ERR_RANGE", bad[i]);
         }
     }
-    if (rg_xport_irecv(t->xp, t->size, info, 1, &req) != RG_ERR_RANGE ||
-        rg_xport_irecv(t->xp, t->rank, info, 1, &req) != RG_ERR_RANGE) {
-        rg_xt_fail(t, "irecv from rank %d or itself was not refused with RG_ERR_RANGE",
-                   t->size);
+    if (rg_xport_irecv(t->xp, t->tk.size, info, 1, &req) != RG_ERR_RANGE ||
+        rg_xport_irecv(t->xp, t->tk.rank, info, 1, &req) != RG_ERR_RANGE) {
+        rg_tk_fail(&t->tk, "irecv from rank %d or itself was not refused with RG_ERR_RANGE",
+                   t->tk.size);
     }
     rg_err_clear(&err);
     if (rg_xport_open("no-such-transport", t->boot, &other, &err) != RG_ERR_NOT_FOUND ||
         strstr(err.msg, "shm") == NULL || strstr(err.msg, "tcp") == NULL) {
-        rg_xt_fail(t, "opening an unknown transport: '%s'", rg_err_message(&err));
+        rg_tk_fail(&t->tk, "opening an unknown transport: '%s'", rg_err_message(&err));
     }
-    if (rg_xport_find(t->transport) != t->xp->ops || rg_xport_find("nope") != NULL) {
-        rg_xt_fail(t, "rg_xport_find does not find '%s'", t->transport);
+    if (rg_xport_find(t->tk.transport) != t->xp->ops || rg_xport_find("nope") != NULL) {
+        rg_tk_fail(&t->tk, "rg_xport_find does not find '%s'", t->tk.transport);
     }
     if (t->xp->ops->info_json(t->xp, info, sizeof(info)) != RG_OK || info[0] != '{') {
-        rg_xt_fail(t, "info_json failed");
+        rg_tk_fail(&t->tk, "info_json failed");
     }
-    if (strcmp(t->xp->attr.name, t->transport) != 0) {
-        rg_xt_fail(t, "attr.name is '%s'", t->xp->attr.name);
+    if (strcmp(t->xp->attr.name, t->tk.transport) != 0) {
+        rg_tk_fail(&t->tk, "attr.name is '%s'", t->xp->attr.name);
     }
 }
 
@@ -216,19 +161,19 @@ static void rg_xt_test_api(rg_xt_t *t)
 static void rg_xt_test_ordering(rg_xt_t *t)
 {
     enum { K = 200 };
-    size_t     n = (size_t)t->size * K;
-    uint64_t (*out)[2] = rg_xt_alloc(t, n * sizeof(*out));
-    uint64_t (*in)[2]  = rg_xt_alloc(t, n * sizeof(*in));
-    rg_xreq_t *sreq    = rg_xt_alloc(t, n * sizeof(*sreq));
-    rg_xreq_t *rreq    = rg_xt_alloc(t, n * sizeof(*rreq));
+    size_t     n = (size_t)t->tk.size * K;
+    uint64_t (*out)[2] = rg_tk_alloc(&t->tk, n * sizeof(*out));
+    uint64_t (*in)[2]  = rg_tk_alloc(&t->tk, n * sizeof(*in));
+    rg_xreq_t *sreq    = rg_tk_alloc(&t->tk, n * sizeof(*sreq));
+    rg_xreq_t *rreq    = rg_tk_alloc(&t->tk, n * sizeof(*rreq));
     int        phase, peer, k;
     size_t     i;
 
     for (phase = 0; phase < 2; phase++) {
-        for (peer = 0; peer < t->size; peer++) {
-            for (k = 0; k < K && peer != t->rank; k++) {
+        for (peer = 0; peer < t->tk.size; peer++) {
+            for (k = 0; k < K && peer != t->tk.rank; k++) {
                 i         = (size_t)peer * K + (size_t)k;
-                out[i][0] = (uint64_t)t->rank;
+                out[i][0] = (uint64_t)t->tk.rank;
                 out[i][1] = (uint64_t)k + (uint64_t)phase * 1000000u;
                 if (phase == 0) {
                     rg_xt_irecv(t, peer, in[i], sizeof(in[i]), &rreq[i]);
@@ -236,25 +181,25 @@ static void rg_xt_test_ordering(rg_xt_t *t)
             }
         }
         for (i = 0; i < n; i++) {
-            if ((int)(i / K) != t->rank) {
+            if ((int)(i / K) != t->tk.rank) {
                 rg_xt_isend(t, (int)(i / K), out[i], sizeof(out[i]), &sreq[i]);
             }
         }
         if (phase == 1) {
             for (i = 0; i < n; i++) {
-                if ((int)(i / K) != t->rank) {
+                if ((int)(i / K) != t->tk.rank) {
                     rg_xt_irecv(t, (int)(i / K), in[i], sizeof(in[i]), &rreq[i]);
                 }
             }
         }
         for (i = 0; i < n; i++) {
-            if ((int)(i / K) == t->rank) {
+            if ((int)(i / K) == t->tk.rank) {
                 continue;
             }
             rg_xt_wait(t, &sreq[i]);
             if (rg_xt_wait(t, &rreq[i]) != RG_OK || rreq[i].msg_len != sizeof(in[i]) ||
                 in[i][0] != i / K || in[i][1] != i % K + (uint64_t)phase * 1000000u) {
-                rg_xt_fail(t, "phase %d: message %zu from rank %zu carried (%llu, %llu)",
+                rg_tk_fail(&t->tk, "phase %d: message %zu from rank %zu carried (%llu, %llu)",
                            phase, i % K, i / K, (unsigned long long)in[i][0],
                            (unsigned long long)in[i][1]);
                 break;
@@ -283,18 +228,18 @@ static size_t rg_xt_boundary_size(int src, int dst, int k)
  * program's next call into the library would. */
 static void rg_xt_settle(rg_xt_t *t)
 {
-    rg_xreq_t *req = rg_xt_alloc(t, 2 * (size_t)t->size * sizeof(*req));
+    rg_xreq_t *req = rg_tk_alloc(&t->tk, 2 * (size_t)t->tk.size * sizeof(*req));
     char       one[1];
     int        peer;
 
-    for (peer = 0; peer < t->size; peer++) {
-        if (peer != t->rank) {
+    for (peer = 0; peer < t->tk.size; peer++) {
+        if (peer != t->tk.rank) {
             rg_xt_irecv(t, peer, one, sizeof(one), &req[2 * peer]);
             rg_xt_isend(t, peer, one, 0, &req[2 * peer + 1]);
         }
     }
-    for (peer = 0; peer < t->size; peer++) {
-        if (peer != t->rank) {
+    for (peer = 0; peer < t->tk.size; peer++) {
+        if (peer != t->tk.rank) {
             (void)rg_xt_wait(t, &req[2 * peer + 1]);
             (void)rg_xt_wait(t, &req[2 * peer]);
         }
@@ -306,33 +251,33 @@ static void rg_xt_settle(rg_xt_t *t)
 static void rg_xt_test_boundaries(rg_xt_t *t)
 {
     enum { M = 150, CAP = 4096 };
-    size_t          n = (size_t)t->size * M;
-    unsigned char **sbuf = rg_xt_alloc(t, n * sizeof(*sbuf));
-    unsigned char  *rbuf = rg_xt_alloc(t, n * CAP);
-    rg_xreq_t      *sreq = rg_xt_alloc(t, n * sizeof(*sreq));
-    rg_xreq_t      *rreq = rg_xt_alloc(t, n * sizeof(*rreq));
+    size_t          n = (size_t)t->tk.size * M;
+    unsigned char **sbuf = rg_tk_alloc(&t->tk, n * sizeof(*sbuf));
+    unsigned char  *rbuf = rg_tk_alloc(&t->tk, n * CAP);
+    rg_xreq_t      *sreq = rg_tk_alloc(&t->tk, n * sizeof(*sreq));
+    rg_xreq_t      *rreq = rg_tk_alloc(&t->tk, n * sizeof(*rreq));
     char            what[96];
     size_t          i, len;
     int             peer, k;
 
-    for (peer = 0; peer < t->size; peer++) {
-        for (k = 0; k < M && peer != t->rank; k++) {
+    for (peer = 0; peer < t->tk.size; peer++) {
+        for (k = 0; k < M && peer != t->tk.rank; k++) {
             i = (size_t)peer * M + (size_t)k;
             rg_xt_irecv(t, peer, rbuf + i * CAP, CAP, &rreq[i]);
-            len     = rg_xt_boundary_size(t->rank, peer, k);
-            sbuf[i] = rg_xt_alloc(t, len);
-            rg_xt_fill(sbuf[i], len, rg_xt_seed(t->rank, peer, (size_t)k));
+            len     = rg_xt_boundary_size(t->tk.rank, peer, k);
+            sbuf[i] = rg_tk_alloc(&t->tk, len);
+            rg_tk_fill(sbuf[i], len, rg_xt_seed(t->tk.rank, peer, (size_t)k));
             rg_xt_isend(t, peer, sbuf[i], len, &sreq[i]);
         }
     }
-    for (peer = 0; peer < t->size; peer++) {
-        for (k = 0; k < M && peer != t->rank; k++) {
+    for (peer = 0; peer < t->tk.size; peer++) {
+        for (k = 0; k < M && peer != t->tk.rank; k++) {
             i = (size_t)peer * M + (size_t)k;
             rg_xt_wait(t, &sreq[i]);
             snprintf(what, sizeof(what), "message %d from rank %d", k, peer);
             rg_xt_expect(t, &rreq[i], rg_xt_wait(t, &rreq[i]), peer,
-                         rg_xt_boundary_size(peer, t->rank, k),
-                         rg_xt_seed(peer, t->rank, (size_t)k), what);
+                         rg_xt_boundary_size(peer, t->tk.rank, k),
+                         rg_xt_seed(peer, t->tk.rank, (size_t)k), what);
             free(sbuf[i]);
         }
     }
@@ -350,8 +295,8 @@ static void rg_xt_test_sizes(rg_xt_t *t)
         (size_t)1 << 20, ((size_t)8 << 20) - 1, (size_t)8 << 20
     };
     size_t         max = (size_t)8 << 20;
-    unsigned char *sbuf = rg_xt_alloc(t, max);
-    unsigned char *rbuf = rg_xt_alloc(t, max + 64);
+    unsigned char *sbuf = rg_tk_alloc(&t->tk, max);
+    unsigned char *rbuf = rg_tk_alloc(&t->tk, max + 64);
     rg_xreq_t      sreq, rreq;
     char           what[96];
     size_t         i, cap;
@@ -360,13 +305,13 @@ static void rg_xt_test_sizes(rg_xt_t *t)
         /* Every other receive has room to spare: msg_len, not the buffer's
          * size, must say how long the message was. */
         cap = sizes[i] + (i % 2 == 0 ? 0 : 64);
-        rg_xt_fill(sbuf, sizes[i], rg_xt_seed(t->rank, rg_xt_right(t), sizes[i]));
+        rg_tk_fill(sbuf, sizes[i], rg_xt_seed(t->tk.rank, rg_xt_right(t), sizes[i]));
         rg_xt_irecv(t, rg_xt_left(t), rbuf, cap, &rreq);
         rg_xt_isend(t, rg_xt_right(t), sbuf, sizes[i], &sreq);
         rg_xt_wait(t, &sreq);
         snprintf(what, sizeof(what), "%zu bytes (buffer %zu)", sizes[i], cap);
         rg_xt_expect(t, &rreq, rg_xt_wait(t, &rreq), rg_xt_left(t), sizes[i],
-                     rg_xt_seed(rg_xt_left(t), t->rank, sizes[i]), what);
+                     rg_xt_seed(rg_xt_left(t), t->tk.rank, sizes[i]), what);
     }
     free(rbuf);
     free(sbuf);
@@ -376,28 +321,28 @@ static void rg_xt_test_sizes(rg_xt_t *t)
 static void rg_xt_test_any(rg_xt_t *t)
 {
     enum { K = 64 };
-    size_t      n = (size_t)t->size * K;
-    uint64_t  (*msg)[2] = rg_xt_alloc(t, n * sizeof(*msg));
-    rg_xreq_t  *req     = rg_xt_alloc(t, n * sizeof(*req));
-    uint64_t   *next    = rg_xt_alloc(t, (size_t)t->size * sizeof(*next));
+    size_t      n = (size_t)t->tk.size * K;
+    uint64_t  (*msg)[2] = rg_tk_alloc(&t->tk, n * sizeof(*msg));
+    rg_xreq_t  *req     = rg_tk_alloc(&t->tk, n * sizeof(*req));
+    uint64_t   *next    = rg_tk_alloc(&t->tk, (size_t)t->tk.size * sizeof(*next));
     rg_status_t status;
     int         root, k, src;
     size_t      i, got;
 
-    for (root = 0; root < t->size; root++) {
-        if (t->rank == root) {
-            memset(next, 0, (size_t)t->size * sizeof(*next));
-            got = (size_t)(t->size - 1) * K;
+    for (root = 0; root < t->tk.size; root++) {
+        if (t->tk.rank == root) {
+            memset(next, 0, (size_t)t->tk.size * sizeof(*next));
+            got = (size_t)(t->tk.size - 1) * K;
             for (i = 0; i < got; i++) {
                 rg_xt_irecv(t, RG_XPORT_ANY_SOURCE, msg[i], sizeof(msg[i]), &req[i]);
             }
             for (i = 0; i < got; i++) {
                 status = rg_xt_wait(t, &req[i]);
                 src    = req[i].source;
-                if (status != RG_OK || src < 0 || src >= t->size || src == root ||
+                if (status != RG_OK || src < 0 || src >= t->tk.size || src == root ||
                     req[i].msg_len != sizeof(msg[i]) || msg[i][0] != (uint64_t)src ||
                     msg[i][1] != next[src]) {
-                    rg_xt_fail(t, "root %d: receive %zu: source %d, %zu bytes, (%llu, %llu)",
+                    rg_tk_fail(&t->tk, "root %d: receive %zu: source %d, %zu bytes, (%llu, %llu)",
                                root, i, src, req[i].msg_len, (unsigned long long)msg[i][0],
                                (unsigned long long)msg[i][1]);
                     break;
@@ -406,7 +351,7 @@ static void rg_xt_test_any(rg_xt_t *t)
             }
         } else {
             for (k = 0; k < K; k++) {
-                msg[k][0] = (uint64_t)t->rank;
+                msg[k][0] = (uint64_t)t->tk.rank;
                 msg[k][1] = (uint64_t)k;
                 rg_xt_isend(t, root, msg[k], sizeof(msg[k]), &req[k]);
             }
@@ -433,26 +378,26 @@ static void rg_xt_test_truncate(rg_xt_t *t)
     };
     enum { N = sizeof(cases) / sizeof(cases[0]) };
     unsigned char *sbuf[N];
-    unsigned char *rbuf = rg_xt_alloc(t, 65536);
+    unsigned char *rbuf = rg_tk_alloc(&t->tk, 65536);
     rg_xreq_t      sreq[N], rreq;
     rg_status_t    status;
     size_t         i, keep, bad;
     uint32_t       seed;
 
     for (i = 0; i < N; i++) {
-        sbuf[i] = rg_xt_alloc(t, cases[i].len);
-        rg_xt_fill(sbuf[i], cases[i].len, rg_xt_seed(t->rank, rg_xt_right(t), i));
+        sbuf[i] = rg_tk_alloc(&t->tk, cases[i].len);
+        rg_tk_fill(sbuf[i], cases[i].len, rg_xt_seed(t->tk.rank, rg_xt_right(t), i));
         rg_xt_isend(t, rg_xt_right(t), sbuf[i], cases[i].len, &sreq[i]);
     }
     for (i = 0; i < N; i++) {
         rg_xt_irecv(t, rg_xt_left(t), rbuf, cases[i].cap, &rreq);
         status = rg_xt_wait(t, &rreq);
         keep   = cases[i].len < cases[i].cap ? cases[i].len : cases[i].cap;
-        seed   = rg_xt_seed(rg_xt_left(t), t->rank, i);
-        bad    = rg_xt_check(rbuf, keep, seed);
+        seed   = rg_xt_seed(rg_xt_left(t), t->tk.rank, i);
+        bad    = rg_tk_check(rbuf, keep, seed);
         if (status != (cases[i].len > cases[i].cap ? RG_ERR_TRUNCATED : RG_OK) ||
             rreq.msg_len != cases[i].len || rreq.done != keep || bad != keep) {
-            rg_xt_fail(t, "%zu bytes into %zu: status %s, msg_len %zu, done %zu, first "
+            rg_tk_fail(&t->tk, "%zu bytes into %zu: status %s, msg_len %zu, done %zu, first "
                        "bad byte %zu", cases[i].len, cases[i].cap, rg_status_name(status),
                        rreq.msg_len, rreq.done, bad);
         }
@@ -469,53 +414,53 @@ static void rg_xt_test_truncate(rg_xt_t *t)
 static void rg_xt_test_bidir(rg_xt_t *t)
 {
     size_t          big = (size_t)8 << 20, mid = (size_t)1 << 20;
-    int             partner = t->rank ^ 1;
+    int             partner = t->tk.rank ^ 1;
     unsigned char  *sbuf, *rbuf;
     unsigned char **sall, **rall;
     rg_xreq_t       sreq, rreq, *sreqs, *rreqs;
     int             peer;
 
-    if (partner < t->size) {
-        sbuf = rg_xt_alloc(t, big);
-        rbuf = rg_xt_alloc(t, big);
-        rg_xt_fill(sbuf, big, rg_xt_seed(t->rank, partner, 1));
+    if (partner < t->tk.size) {
+        sbuf = rg_tk_alloc(&t->tk, big);
+        rbuf = rg_tk_alloc(&t->tk, big);
+        rg_tk_fill(sbuf, big, rg_xt_seed(t->tk.rank, partner, 1));
         rg_xt_isend(t, partner, sbuf, big, &sreq);
         rg_xt_irecv(t, partner, rbuf, big, &rreq);
         /* Waiting for the send first needs the receive to progress too. */
         rg_xt_wait(t, &sreq);
         rg_xt_expect(t, &rreq, rg_xt_wait(t, &rreq), partner, big,
-                     rg_xt_seed(partner, t->rank, 1), "8 MiB exchange");
+                     rg_xt_seed(partner, t->tk.rank, 1), "8 MiB exchange");
         free(rbuf);
         free(sbuf);
     }
 
-    sall  = rg_xt_alloc(t, (size_t)t->size * sizeof(*sall));
-    rall  = rg_xt_alloc(t, (size_t)t->size * sizeof(*rall));
-    sreqs = rg_xt_alloc(t, (size_t)t->size * sizeof(*sreqs));
-    rreqs = rg_xt_alloc(t, (size_t)t->size * sizeof(*rreqs));
-    for (peer = 0; peer < t->size; peer++) {
-        if (peer == t->rank) {
+    sall  = rg_tk_alloc(&t->tk, (size_t)t->tk.size * sizeof(*sall));
+    rall  = rg_tk_alloc(&t->tk, (size_t)t->tk.size * sizeof(*rall));
+    sreqs = rg_tk_alloc(&t->tk, (size_t)t->tk.size * sizeof(*sreqs));
+    rreqs = rg_tk_alloc(&t->tk, (size_t)t->tk.size * sizeof(*rreqs));
+    for (peer = 0; peer < t->tk.size; peer++) {
+        if (peer == t->tk.rank) {
             continue;
         }
-        sall[peer] = rg_xt_alloc(t, mid);
-        rall[peer] = rg_xt_alloc(t, mid);
-        rg_xt_fill(sall[peer], mid, rg_xt_seed(t->rank, peer, 2));
+        sall[peer] = rg_tk_alloc(&t->tk, mid);
+        rall[peer] = rg_tk_alloc(&t->tk, mid);
+        rg_tk_fill(sall[peer], mid, rg_xt_seed(t->tk.rank, peer, 2));
         rg_xt_isend(t, peer, sall[peer], mid, &sreqs[peer]);
     }
-    for (peer = 0; peer < t->size; peer++) {
-        if (peer != t->rank) {
+    for (peer = 0; peer < t->tk.size; peer++) {
+        if (peer != t->tk.rank) {
             rg_xt_irecv(t, peer, rall[peer], mid, &rreqs[peer]);
         }
     }
-    for (peer = 0; peer < t->size; peer++) {
-        if (peer != t->rank) {
+    for (peer = 0; peer < t->tk.size; peer++) {
+        if (peer != t->tk.rank) {
             rg_xt_wait(t, &sreqs[peer]);
         }
     }
-    for (peer = 0; peer < t->size; peer++) {
-        if (peer != t->rank) {
+    for (peer = 0; peer < t->tk.size; peer++) {
+        if (peer != t->tk.rank) {
             rg_xt_expect(t, &rreqs[peer], rg_xt_wait(t, &rreqs[peer]), peer, mid,
-                         rg_xt_seed(peer, t->rank, 2), "1 MiB all-to-all");
+                         rg_xt_seed(peer, t->tk.rank, 2), "1 MiB all-to-all");
             free(sall[peer]);
             free(rall[peer]);
         }
@@ -533,44 +478,37 @@ static void rg_xt_test_large(rg_xt_t *t)
 {
     static const size_t sizes[] = {(size_t)64 << 20, ((size_t)64 << 20) + 3};
     size_t         max = ((size_t)64 << 20) + 5;
-    unsigned char *sbuf = rg_xt_alloc(t, max);
-    unsigned char *rbuf = rg_xt_alloc(t, max);
+    unsigned char *sbuf = rg_tk_alloc(&t->tk, max);
+    unsigned char *rbuf = rg_tk_alloc(&t->tk, max);
     rg_xreq_t      sreq, rreq;
     rg_status_t    status;
     char           what[96];
     size_t         i, bad, cap = (size_t)1 << 20;
 
     for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-        rg_xt_fill(sbuf, sizes[i], rg_xt_seed(t->rank, rg_xt_right(t), sizes[i]));
+        rg_tk_fill(sbuf, sizes[i], rg_xt_seed(t->tk.rank, rg_xt_right(t), sizes[i]));
         rg_xt_irecv(t, rg_xt_left(t), rbuf, max, &rreq);
         rg_xt_isend(t, rg_xt_right(t), sbuf, sizes[i], &sreq);
         rg_xt_wait(t, &sreq);
         snprintf(what, sizeof(what), "%zu bytes", sizes[i]);
         rg_xt_expect(t, &rreq, rg_xt_wait(t, &rreq), rg_xt_left(t), sizes[i],
-                     rg_xt_seed(rg_xt_left(t), t->rank, sizes[i]), what);
+                     rg_xt_seed(rg_xt_left(t), t->tk.rank, sizes[i]), what);
     }
-    rg_xt_fill(sbuf, max, rg_xt_seed(t->rank, rg_xt_right(t), 7));
+    rg_tk_fill(sbuf, max, rg_xt_seed(t->tk.rank, rg_xt_right(t), 7));
     memset(rbuf, 0, cap + 1);
     rg_xt_irecv(t, rg_xt_left(t), rbuf, cap, &rreq);
     rg_xt_isend(t, rg_xt_right(t), sbuf, max, &sreq);
     rg_xt_wait(t, &sreq);
     status = rg_xt_wait(t, &rreq);
-    bad    = rg_xt_check(rbuf, cap, rg_xt_seed(rg_xt_left(t), t->rank, 7));
+    bad    = rg_tk_check(rbuf, cap, rg_xt_seed(rg_xt_left(t), t->tk.rank, 7));
     if (status != RG_ERR_TRUNCATED || rreq.msg_len != max || rreq.done != cap || bad != cap ||
         rbuf[cap] != 0) {
-        rg_xt_fail(t, "%zu bytes into %zu: status %s, msg_len %zu, done %zu, first bad byte "
+        rg_tk_fail(&t->tk, "%zu bytes into %zu: status %s, msg_len %zu, done %zu, first bad byte "
                    "%zu, byte past the buffer %u", max, cap, rg_status_name(status),
                    rreq.msg_len, rreq.done, bad, rbuf[cap]);
     }
     free(rbuf);
     free(sbuf);
-}
-
-static int rg_xt_cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-
-    return (x > y) - (x < y);
 }
 
 /* Ping-pong between ranks 0 and 1; prints the median of RTT/2. */
@@ -582,16 +520,16 @@ static void rg_xt_test_latency(rg_xt_t *t)
     double             *rtt;
     uint64_t            t0;
     size_t              s;
-    int                 i, peer = 1 - t->rank;
+    int                 i, peer = 1 - t->tk.rank;
 
-    if (t->rank > 1) {
+    if (t->tk.rank > 1) {
         return;
     }
-    rtt = rg_xt_alloc(t, ITERS * sizeof(*rtt));
+    rtt = rg_tk_alloc(&t->tk, ITERS * sizeof(*rtt));
     for (s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
         for (i = -WARMUP; i < ITERS; i++) {
             t0 = rg_time_mono_ns();
-            if (t->rank == 0) {
+            if (t->tk.rank == 0) {
                 rg_status_t a = rg_xport_send(t->xp, peer, buf, sizes[s]);
                 rg_status_t b = a == RG_OK ? rg_xport_recv(t->xp, peer, buf, sizeof(buf), NULL) : a;
                 if (b != RG_OK) {
@@ -608,10 +546,10 @@ static void rg_xt_test_latency(rg_xt_t *t)
                 rtt[i] = (double)(rg_time_mono_ns() - t0);
             }
         }
-        if (t->rank == 0) {
-            qsort(rtt, ITERS, sizeof(*rtt), rg_xt_cmp_double);
+        if (t->tk.rank == 0) {
+            qsort(rtt, ITERS, sizeof(*rtt), rg_tk_cmp_double);
             printf("latency transport=%s size=%zu iters=%d oneway_median_ns=%.1f "
-                   "oneway_min_ns=%.1f oneway_p99_ns=%.1f\n", t->transport, sizes[s],
+                   "oneway_min_ns=%.1f oneway_p99_ns=%.1f\n", t->tk.transport, sizes[s],
                    ITERS, rtt[ITERS / 2] / 2, rtt[0] / 2, rtt[ITERS * 99 / 100] / 2);
             fflush(stdout);
         }
@@ -624,10 +562,10 @@ static void rg_xt_test_latency(rg_xt_t *t)
 static void rg_xt_test_soak(rg_xt_t *t)
 {
     size_t         max = (size_t)256 << 10;
-    unsigned char *sbuf = rg_xt_alloc(t, max);
-    unsigned char *rbuf = rg_xt_alloc(t, max);
+    unsigned char *sbuf = rg_tk_alloc(&t->tk, max);
+    unsigned char *rbuf = rg_tk_alloc(&t->tk, max);
     rg_xreq_t      sreq, rreq;
-    uint64_t       end = rg_time_mono_ns() + (uint64_t)(t->seconds * 1e9);
+    uint64_t       end = rg_time_mono_ns() + (uint64_t)(t->tk.seconds * 1e9);
     uint64_t       round;
     size_t         len;
     int            go = 1;
@@ -640,7 +578,7 @@ static void rg_xt_test_soak(rg_xt_t *t)
         rg_xt_wait(t, &sreq);
         if (rg_xt_wait(t, &rreq) != RG_OK || rreq.msg_len != len ||
             (len > 0 && (rbuf[0] != (unsigned char)round || rbuf[len - 1] != (unsigned char)round))) {
-            rg_xt_fail(t, "round %llu: %zu bytes", (unsigned long long)round, rreq.msg_len);
+            rg_tk_fail(&t->tk, "round %llu: %zu bytes", (unsigned long long)round, rreq.msg_len);
             break;
         }
         /* All ranks must run the same number of rounds, so rank 0's clock
@@ -648,9 +586,9 @@ static void rg_xt_test_soak(rg_xt_t *t)
         if (round % 64 == 63) {
             int32_t mine = rg_time_mono_ns() < end, *all;
 
-            all = rg_xt_alloc(t, (size_t)t->size * sizeof(*all));
+            all = rg_tk_alloc(&t->tk, (size_t)t->tk.size * sizeof(*all));
             if (rg_boot_allgather(t->boot, &mine, sizeof(mine), all, NULL) != RG_OK) {
-                rg_xt_fail(t, "bootstrap allgather failed");
+                rg_tk_fail(&t->tk, "bootstrap allgather failed");
                 free(all);
                 break;
             }
@@ -673,15 +611,15 @@ static void rg_xt_peer_death(rg_xt_t *t, int by_signal)
     rg_status_t    status;
     struct timespec nap = {0, 50 * 1000 * 1000};
 
-    if (t->size < 2) {
-        rg_xt_fail(t, "needs at least 2 ranks");
+    if (t->tk.size < 2) {
+        rg_tk_fail(&t->tk, "needs at least 2 ranks");
         return;
     }
-    if (t->rank > 1) {
+    if (t->tk.rank > 1) {
         return;
     }
-    buf = rg_xt_alloc(t, big);
-    if (t->rank == 1) {
+    buf = rg_tk_alloc(&t->tk, big);
+    if (t->tk.rank == 1) {
         rg_xt_isend(t, 0, buf, big, &req);
         nanosleep(&nap, NULL);
         fflush(stdout);
@@ -693,7 +631,7 @@ static void rg_xt_peer_death(rg_xt_t *t, int by_signal)
     rg_xt_irecv(t, 1, buf, big, &req);
     status = rg_xport_wait(t->xp, &req, 10ull * 1000000000ull);
     if (status == RG_ERR_PEER_DEAD && req.status == RG_ERR_PEER_DEAD) {
-        printf("rank 0: %s: wait returned %s after %zu bytes: %s\n", t->test,
+        printf("rank 0: %s: wait returned %s after %zu bytes: %s\n", t->tk.test,
                rg_status_name(status), req.done, rg_xport_strerror(t->xp));
         fflush(stdout);
         free(buf);
@@ -706,7 +644,7 @@ static void rg_xt_peer_death(rg_xt_t *t, int by_signal)
         usleep(300 * 1000);
         exit(RG_XT_PEER_DEAD_RC);
     }
-    rg_xt_fail(t, "wait returned %s (%s), expected RG_ERR_PEER_DEAD", rg_status_name(status),
+    rg_tk_fail(&t->tk, "wait returned %s (%s), expected RG_ERR_PEER_DEAD", rg_status_name(status),
                rg_xport_strerror(t->xp));
     free(buf);
 }
@@ -735,7 +673,7 @@ static void rg_xt_opt_list_burst(rg_xt_t *t)
     const size_t   mib = (size_t)2 << 20;
     rg_xsend_t     sends[NB];
     rg_xreq_t      sreqs[NB], rreqs[NB];
-    unsigned char *sbuf = rg_xt_alloc(t, NB * mib), *rbuf = rg_xt_alloc(t, NB * mib);
+    unsigned char *sbuf = rg_tk_alloc(&t->tk, NB * mib), *rbuf = rg_tk_alloc(&t->tk, NB * mib);
     rg_status_t    status;
     size_t         len;
     int            i;
@@ -745,7 +683,7 @@ static void rg_xt_opt_list_burst(rg_xt_t *t)
         sends[i].peer = rg_xt_right(t);
         sends[i].buf  = sbuf + (size_t)i * mib;
         sends[i].len  = len;
-        rg_xt_fill(sbuf + (size_t)i * mib, len, rg_xt_seed(t->rank, sends[i].peer, 100 + (size_t)i));
+        rg_tk_fill(sbuf + (size_t)i * mib, len, rg_xt_seed(t->tk.rank, sends[i].peer, 100 + (size_t)i));
         rg_xt_irecv(t, rg_xt_left(t), rbuf + (size_t)i * mib, mib, &rreqs[i]);
     }
     status = rg_xport_isend_list(t->xp, sends, NB, sreqs);
@@ -755,7 +693,7 @@ static void rg_xt_opt_list_burst(rg_xt_t *t)
     for (i = 0; i < NB; i++) {
         status = rg_xt_wait(t, &rreqs[i]);
         rg_xt_expect(t, &rreqs[i], status, rg_xt_left(t), i + 1 < NB ? mib : 24,
-                     rg_xt_seed(rg_xt_left(t), t->rank, 100 + (size_t)i), "burst list message");
+                     rg_xt_seed(rg_xt_left(t), t->tk.rank, 100 + (size_t)i), "burst list message");
     }
     for (i = 0; i < NB; i++) {
         rg_xt_wait(t, &sreqs[i]);
@@ -767,11 +705,11 @@ static void rg_xt_opt_list_burst(rg_xt_t *t)
 static void rg_xt_opt_list(rg_xt_t *t)
 {
     const size_t big = (size_t)192 << 10, small = 40;
-    int          n = t->size - 1 + 2, k = 0, peer, right = rg_xt_right(t), i;
-    rg_xsend_t  *sends = rg_xt_alloc(t, (size_t)n * sizeof(*sends));
-    rg_xreq_t   *sreqs = rg_xt_alloc(t, (size_t)n * sizeof(*sreqs));
-    rg_xreq_t   *rreqs = rg_xt_alloc(t, (size_t)n * sizeof(*rreqs));
-    unsigned char *sbuf = rg_xt_alloc(t, (size_t)n * big), *rbuf = rg_xt_alloc(t, (size_t)n * big);
+    int          n = t->tk.size - 1 + 2, k = 0, peer, right = rg_xt_right(t), i;
+    rg_xsend_t  *sends = rg_tk_alloc(&t->tk, (size_t)n * sizeof(*sends));
+    rg_xreq_t   *sreqs = rg_tk_alloc(&t->tk, (size_t)n * sizeof(*sreqs));
+    rg_xreq_t   *rreqs = rg_tk_alloc(&t->tk, (size_t)n * sizeof(*rreqs));
+    unsigned char *sbuf = rg_tk_alloc(&t->tk, (size_t)n * big), *rbuf = rg_tk_alloc(&t->tk, (size_t)n * big);
     const char  *why = NULL;
     rg_status_t  status;
     char         what[96];
@@ -783,28 +721,28 @@ static void rg_xt_opt_list(rg_xt_t *t)
         if (why == NULL || why[0] == '\0' ||
             rg_xport_isend_list(t->xp, sends, 1, sreqs) != RG_ERR_UNSUPPORTED ||
             sreqs[0].status != RG_ERR_UNSUPPORTED) {
-            rg_xt_fail(t, "a transport without list post must refuse one and say why");
+            rg_tk_fail(&t->tk, "a transport without list post must refuse one and say why");
         }
         goto out;
     }
     if (rg_xport_isend_list(t->xp, sends, 0, sreqs) != RG_OK) {
-        rg_xt_fail(t, "an empty list was refused");
+        rg_tk_fail(&t->tk, "an empty list was refused");
     }
     /* A bad peer: nothing is posted, every request ends with the error. */
     sends[0].peer = right;
     sends[0].buf  = sbuf;
     sends[0].len  = small;
-    sends[1].peer = t->rank;
+    sends[1].peer = t->tk.rank;
     sends[1].buf  = sbuf;
     sends[1].len  = small;
     if (rg_xport_isend_list(t->xp, sends, 2, sreqs) != RG_ERR_RANGE ||
         sreqs[0].status != RG_ERR_RANGE || sreqs[1].status != RG_ERR_RANGE) {
-        rg_xt_fail(t, "a list with a send to itself was not refused as a whole");
+        rg_tk_fail(&t->tk, "a list with a send to itself was not refused as a whole");
     }
     /* One message to every other rank, then a large and a small one more to
      * the right neighbour; receives from the left mirror it. */
-    for (peer = 0; peer < t->size; peer++) {
-        if (peer == t->rank) {
+    for (peer = 0; peer < t->tk.size; peer++) {
+        if (peer == t->tk.rank) {
             continue;
         }
         sends[k].peer = peer;
@@ -819,12 +757,12 @@ static void rg_xt_opt_list(rg_xt_t *t)
     k++;
     for (i = 0; i < k; i++) {
         sends[i].buf = sbuf + (size_t)i * big;
-        rg_xt_fill(sbuf + (size_t)i * big, sends[i].len, rg_xt_seed(t->rank, sends[i].peer,
+        rg_tk_fill(sbuf + (size_t)i * big, sends[i].len, rg_xt_seed(t->tk.rank, sends[i].peer,
                                                                      (size_t)i));
     }
     k = 0;
-    for (peer = 0; peer < t->size; peer++) {
-        if (peer != t->rank) {
+    for (peer = 0; peer < t->tk.size; peer++) {
+        if (peer != t->tk.rank) {
             rg_xt_irecv(t, peer, rbuf + (size_t)k * big, big, &rreqs[k]);
             k++;
         }
@@ -839,25 +777,25 @@ static void rg_xt_opt_list(rg_xt_t *t)
         rg_xt_wait(t, &sreqs[i]);
     }
     k = 0;
-    for (peer = 0; peer < t->size; peer++) {
-        if (peer == t->rank) {
+    for (peer = 0; peer < t->tk.size; peer++) {
+        if (peer == t->tk.rank) {
             continue;
         }
         /* Where peer's list put our message: its index among peer's others. */
         snprintf(what, sizeof(what), "list message from rank %d", peer);
         status = rg_xt_wait(t, &rreqs[k]);
-        rg_xt_expect(t, &rreqs[k], status, peer, small + (size_t)t->rank,
-                     rg_xt_seed(peer, t->rank, (size_t)(t->rank < peer ? t->rank
-                                                                      : t->rank - 1)),
+        rg_xt_expect(t, &rreqs[k], status, peer, small + (size_t)t->tk.rank,
+                     rg_xt_seed(peer, t->tk.rank, (size_t)(t->tk.rank < peer ? t->tk.rank
+                                                                      : t->tk.rank - 1)),
                      what);
         k++;
     }
     status = rg_xt_wait(t, &rreqs[k]);
     rg_xt_expect(t, &rreqs[k], status, rg_xt_left(t), big,
-                 rg_xt_seed(rg_xt_left(t), t->rank, (size_t)(t->size - 1)), "large list message");
+                 rg_xt_seed(rg_xt_left(t), t->tk.rank, (size_t)(t->tk.size - 1)), "large list message");
     status = rg_xt_wait(t, &rreqs[k + 1]);
     rg_xt_expect(t, &rreqs[k + 1], status, rg_xt_left(t), small,
-                 rg_xt_seed(rg_xt_left(t), t->rank, (size_t)t->size), "small message after it");
+                 rg_xt_seed(rg_xt_left(t), t->tk.rank, (size_t)t->tk.size), "small message after it");
     rg_xt_opt_list_burst(t);
 out:
     free(sends);
@@ -880,11 +818,11 @@ static void rg_xt_opt_inject(rg_xt_t *t)
     if (!rg_xport_has(t->xp, RG_XPORT_OPT_INJECT, &why)) {
         if (why == NULL || why[0] == '\0' ||
             rg_xport_inject(t->xp, right, "x", 1, NULL, 0) != RG_ERR_UNSUPPORTED) {
-            rg_xt_fail(t, "a transport without inject must refuse one and say why");
+            rg_tk_fail(&t->tk, "a transport without inject must refuse one and say why");
         }
         return;
     }
-    rg_xt_fill(msg, sizeof(msg), rg_xt_seed(t->rank, right, 1));
+    rg_tk_fill(msg, sizeof(msg), rg_xt_seed(t->tk.rank, right, 1));
     memcpy(hdr, msg, sizeof(hdr));
     memcpy(payload, msg + sizeof(hdr), sizeof(payload));
     rg_xt_irecv(t, left, got, sizeof(got), &rreq[0]);
@@ -900,10 +838,10 @@ static void rg_xt_opt_inject(rg_xt_t *t)
     }
     rg_xt_isend(t, right, msg, 16, &sreq);
     status = rg_xt_wait(t, &rreq[0]);
-    rg_xt_expect(t, &rreq[0], status, left, sizeof(msg), rg_xt_seed(left, t->rank, 1),
+    rg_xt_expect(t, &rreq[0], status, left, sizeof(msg), rg_xt_seed(left, t->tk.rank, 1),
                  "injected message");
     status = rg_xt_wait(t, &rreq[1]);
-    rg_xt_expect(t, &rreq[1], status, left, 16, rg_xt_seed(left, t->rank, 1),
+    rg_xt_expect(t, &rreq[1], status, left, 16, rg_xt_seed(left, t->tk.rank, 1),
                  "message sent after the inject");
     rg_xt_wait(t, &sreq);
 }
@@ -916,7 +854,7 @@ static void rg_xt_opt_inject(rg_xt_t *t)
 static void rg_xt_opt_win(rg_xt_t *t)
 {
     const size_t   slot = 64;
-    unsigned char *mem = rg_xt_alloc(t, (size_t)t->size * slot), src[64];
+    unsigned char *mem = rg_tk_alloc(&t->tk, (size_t)t->tk.size * slot), src[64];
     const char    *why = NULL;
     rg_xwin_t     *win = NULL;
     rg_xreq_t      req;
@@ -926,10 +864,10 @@ static void rg_xt_opt_win(rg_xt_t *t)
     int            right = rg_xt_right(t), left = rg_xt_left(t);
     size_t         bad;
 
-    status = rg_xport_win_create(t->xp, mem, (size_t)t->size * slot, &win);
+    status = rg_xport_win_create(t->xp, mem, (size_t)t->tk.size * slot, &win);
     if (!rg_xport_has(t->xp, RG_XPORT_OPT_WIN, &why)) {
         if (status != RG_ERR_UNSUPPORTED || win != NULL || why == NULL || why[0] == '\0') {
-            rg_xt_fail(t, "a transport without windows must refuse one and say why (%s)",
+            rg_tk_fail(&t->tk, "a transport without windows must refuse one and say why (%s)",
                        rg_status_name(status));
         }
         free(mem);
@@ -944,16 +882,16 @@ static void rg_xt_opt_win(rg_xt_t *t)
     if (status != RG_OK) {
         rg_xt_fatal(t, status, "win_create");
     }
-    rg_xt_fill(src, 56, rg_xt_seed(t->rank, right, 2));
+    rg_tk_fill(src, 56, rg_xt_seed(t->tk.rank, right, 2));
     want = flag + (uint64_t)left;
-    flag += (uint64_t)t->rank;
+    flag += (uint64_t)t->tk.rank;
     memcpy(src + 56, &flag, 8);
-    if (rg_xport_win_write(t->xp, win, right, (size_t)t->size * slot - 8, src, 16, &req) !=
+    if (rg_xport_win_write(t->xp, win, right, (size_t)t->tk.size * slot - 8, src, 16, &req) !=
             RG_ERR_RANGE ||
         req.status != RG_ERR_RANGE) {
-        rg_xt_fail(t, "a write past the end of a window was not refused");
+        rg_tk_fail(&t->tk, "a write past the end of a window was not refused");
     }
-    while ((status = rg_xport_win_write(t->xp, win, right, (size_t)t->rank * slot, src,
+    while ((status = rg_xport_win_write(t->xp, win, right, (size_t)t->tk.rank * slot, src,
                                         sizeof(src), &req)) == RG_ERR_AGAIN) {
         rg_xport_progress(t->xp);
     }
@@ -971,9 +909,9 @@ static void rg_xt_opt_win(rg_xt_t *t)
         }
         sched_yield();
     }
-    bad = rg_xt_check(mem + (size_t)left * slot, 56, rg_xt_seed(left, t->rank, 2));
+    bad = rg_tk_check(mem + (size_t)left * slot, 56, rg_xt_seed(left, t->tk.rank, 2));
     if (bad != 56) {
-        rg_xt_fail(t, "byte %zu of the left neighbour's write is wrong", bad);
+        rg_tk_fail(&t->tk, "byte %zu of the left neighbour's write is wrong", bad);
     }
     rg_xt_wait(t, &req);
     /* Every rank's writes are complete before any window goes. */
@@ -993,144 +931,99 @@ static void rg_xt_test_optional(rg_xt_t *t)
 }
 
 static const struct {
-    const char *name;
-    rg_xt_fn_t  fn;
-    int         by_default;
-    int         collective;  /* ends with a barrier */
+    rg_tk_case_t c;  /* first: the kit reads the names */
+    rg_xt_fn_t   fn;
 } rg_xt_tests[] = {
-    {"api",        rg_xt_test_api,        1, 1},
-    {"ordering",   rg_xt_test_ordering,   1, 1},
-    {"boundaries", rg_xt_test_boundaries, 1, 1},
-    {"sizes",      rg_xt_test_sizes,      1, 1},
-    {"any",        rg_xt_test_any,        1, 1},
-    {"truncate",   rg_xt_test_truncate,   1, 1},
-    {"bidir",      rg_xt_test_bidir,      1, 1},
-    {"optional",   rg_xt_test_optional,   1, 1},
-    {"large",      rg_xt_test_large,      0, 1},
-    {"latency",    rg_xt_test_latency,    0, 1},
-    {"soak",       rg_xt_test_soak,       0, 1},
-    {"peer-dies",  rg_xt_test_peer_dies,  0, 0},
-    {"peer-exits", rg_xt_test_peer_exits, 0, 0},
+    {{"api", 1, 1}, rg_xt_test_api},
+    {{"ordering", 1, 1}, rg_xt_test_ordering},
+    {{"boundaries", 1, 1}, rg_xt_test_boundaries},
+    {{"sizes", 1, 1}, rg_xt_test_sizes},
+    {{"any", 1, 1}, rg_xt_test_any},
+    {{"truncate", 1, 1}, rg_xt_test_truncate},
+    {{"bidir", 1, 1}, rg_xt_test_bidir},
+    {{"optional", 1, 1}, rg_xt_test_optional},
+    {{"large", 0, 1}, rg_xt_test_large},
+    {{"latency", 0, 1}, rg_xt_test_latency},
+    {{"soak", 0, 1}, rg_xt_test_soak},
+    {{"peer-dies", 0, 0}, rg_xt_test_peer_dies},
+    {{"peer-exits", 0, 0}, rg_xt_test_peer_exits},
 };
-#define RG_XT_NTESTS (sizeof(rg_xt_tests) / sizeof(rg_xt_tests[0]))
+#define RG_XT_SUITE RG_TK_SUITE(rg_xt_tests)
 
 static void rg_xt_usage(FILE *f)
 {
-    size_t i;
-
     fprintf(f, "usage: railgauge-xport-test [--transport NAME] [--test NAME]... "
                "[--seconds S] [--tag TEXT]\n"
-               "Run under the launcher: railgauge run -n 4 -- railgauge-xport-test\n"
-               "tests:");
-    for (i = 0; i < RG_XT_NTESTS; i++) {
-        fprintf(f, " %s%s", rg_xt_tests[i].name, rg_xt_tests[i].by_default ? "" : "*");
+               "Run under the launcher: railgauge run -n 4 -- railgauge-xport-test\n");
+    rg_tk_list(f, RG_XT_SUITE);
+}
+
+/* Opens the transport over the bootstrap; 0, or the exit status. */
+static int rg_xt_open(rg_xt_t *t)
+{
+    rg_err_t    err;
+    rg_status_t status;
+    int         rc;
+
+    if (rg_tk_boot(&t->tk, &t->boot) != 0) {
+        return 1;
     }
-    fprintf(f, "\n(* = not run by default)\n");
+    rg_err_clear(&err);
+    status = rg_xport_open(t->tk.transport, t->boot, &t->xp, &err);
+    rc = rg_tk_opened(&t->tk, status, &err, 8);
+    if (rc == 2) {
+        rg_xport_close(t->xp);
+    }
+    if (rc != 0) {
+        rg_boot_fini(t->boot);
+        return 1;
+    }
+    return 0;
 }
 
 int main(int argc, char **argv)
 {
     rg_xt_t     t;
     rg_err_t    err;
-    rg_status_t status;
-    int         selected[RG_XT_NTESTS] = {0};
-    int         any_selected = 0, collective_end = 1;
+    int         selected[RG_TK_MAX_TESTS] = {0};
+    int         rc;
     size_t      i;
-    int         a;
     uint64_t    t0;
     char        env_transport[RG_CONFIG_STRING_MAX];
 
+    _Static_assert(sizeof(rg_xt_tests) / sizeof(rg_xt_tests[0]) <= RG_TK_MAX_TESTS,
+                   "RG_TK_MAX_TESTS");
     memset(&t, 0, sizeof(t));
-    if (rg_xport_default_name(env_transport, sizeof(env_transport), &err) != RG_OK) {
-        fprintf(stderr, "railgauge-xport-test: %s\n", rg_err_message(&err));
-        return 2;
+    rc = rg_tk_init(&t.tk, "railgauge-xport-test", 30.0, env_transport, sizeof(env_transport));
+    if (rc != 0) {
+        return rc;
     }
-    t.transport = env_transport;
-    t.seconds   = 30.0;
-    t.test      = "setup";
-    for (a = 1; a < argc; a++) {
-        if (strcmp(argv[a], "--transport") == 0 && a + 1 < argc) {
-            t.transport = argv[++a];
-        } else if (strcmp(argv[a], "--test") == 0 && a + 1 < argc) {
-            a++;
-            for (i = 0; i < RG_XT_NTESTS; i++) {
-                if (strcmp(argv[a], rg_xt_tests[i].name) == 0) {
-                    selected[i]  = 1;
-                    any_selected = 1;
-                    break;
-                }
-            }
-            if (i == RG_XT_NTESTS) {
-                fprintf(stderr, "railgauge-xport-test: unknown test '%s'\n", argv[a]);
-                rg_xt_usage(stderr);
-                return 2;
-            }
-        } else if (strcmp(argv[a], "--seconds") == 0 && a + 1 < argc) {
-            t.seconds = atof(argv[++a]);
-        } else if (strcmp(argv[a], "--tag") == 0 && a + 1 < argc) {
-            a++;  /* A marker that lets tests find these processes. */
-        } else if (strcmp(argv[a], "--help") == 0 || strcmp(argv[a], "-h") == 0) {
-            rg_xt_usage(stdout);
-            return 0;
-        } else {
-            fprintf(stderr, "railgauge-xport-test: bad argument '%s'\n", argv[a]);
-            rg_xt_usage(stderr);
-            return 2;
-        }
+    if (!rg_tk_parse_args(&t.tk, RG_XT_SUITE, argc, argv, selected, NULL, &t,
+                          rg_xt_usage, &rc)) {
+        return rc;
     }
-    if (t.transport == NULL || t.transport[0] == '\0') {
-        t.transport = "shm";
+    rc = rg_xt_open(&t);
+    if (rc != 0) {
+        return rc;
     }
-    for (i = 0; i < RG_XT_NTESTS && !any_selected; i++) {
-        selected[i] = rg_xt_tests[i].by_default;
-    }
-
-    rg_err_clear(&err);
-    status = rg_boot_init(&t.boot, &err);
-    if (status != RG_OK) {
-        fprintf(stderr, "railgauge-xport-test: bootstrap: %s\n", rg_err_message(&err));
-        return 1;
-    }
-    t.rank = rg_boot_rank(t.boot);
-    t.size = rg_boot_size(t.boot);
-    status = rg_xport_open(t.transport, t.boot, &t.xp, &err);
-    if (status != RG_OK) {
-        fprintf(stdout, "FAIL test=open rank=%d transport=%s: %s\n", t.rank, t.transport,
-                rg_err_message(&err));
-        rg_boot_fini(t.boot);
-        return 1;
-    }
-    if (t.size < 2) {
-        fprintf(stdout, "FAIL test=setup rank=0 transport=%s: run under the launcher "
-                "with 2 to 8 ranks\n", t.transport);
-        rg_xport_close(t.xp);
-        rg_boot_fini(t.boot);
-        return 1;
-    }
-
-    for (i = 0; i < RG_XT_NTESTS; i++) {
+    for (i = 0; i < RG_XT_SUITE.n; i++) {
         if (!selected[i]) {
             continue;
         }
-        t.test = rg_xt_tests[i].name;
-        t0     = rg_time_mono_ns();
+        t.tk.test = rg_xt_tests[i].c.name;
+        t0        = rg_time_mono_ns();
         rg_xt_tests[i].fn(&t);
-        collective_end = rg_xt_tests[i].collective;
-        if (collective_end && strcmp(t.transport, "rails") == 0 && t.failures == 0) {
+        if (rg_xt_tests[i].c.collective && strcmp(t.tk.transport, "rails") == 0 &&
+            t.tk.failures == 0) {
             rg_xt_settle(&t);
         }
-        if (collective_end && rg_boot_barrier(t.boot, &err) != RG_OK) {
-            rg_xt_fail(&t, "barrier after the test: %s", rg_err_message(&err));
+        if (rg_xt_tests[i].c.collective && rg_boot_barrier(t.boot, &err) != RG_OK) {
+            rg_tk_fail(&t.tk, "barrier after the test: %s", rg_err_message(&err));
             break;
         }
-        if (t.rank == 0) {
-            printf("%s test=%s transport=%s ranks=%d %.2f s\n",
-                   t.failures == 0 ? "ok" : "FAILED", t.test, t.transport, t.size,
-                   (double)(rg_time_mono_ns() - t0) * 1e-9);
-            fflush(stdout);
-        }
+        rg_tk_report(&t.tk, t0);
     }
     rg_xport_close(t.xp);
     rg_boot_fini(t.boot);
-    return t.failures == 0 ? 0 : 1;
+    return t.tk.failures == 0 ? 0 : 1;
 }

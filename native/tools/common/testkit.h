@@ -1,0 +1,99 @@
+/*
+ * railgauge: what the two conformance suites share (railgauge-xport-test
+ * over the transports, railgauge-proto-test over the runtime): the failure
+ * line, checked allocation, deterministic message content, the table of
+ * named tests with its --test selection and listing, and the per-test
+ * result line.
+ *
+ * A suite's context struct embeds rg_tk_t as its member `tk`; a suite's
+ * table of tests is an array of structs whose FIRST member is an
+ * rg_tk_case_t (so the kit reads the names through RG_TK_SUITE(table))
+ * followed by the suite's own function pointer.
+ */
+#ifndef RG_TOOLS_TESTKIT_H
+#define RG_TOOLS_TESTKIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct rg_tk {
+    const char *tool;      /* program name, for messages */
+    const char *transport;
+    const char *test;      /* the test running, for messages */
+    int         rank, size;
+    int         failures;
+    double      seconds;   /* --seconds: the duration of timed tests */
+} rg_tk_t;
+
+typedef struct rg_tk_case {
+    const char *name;
+    int         by_default;
+    int         collective; /* ends with a barrier */
+} rg_tk_case_t;
+
+typedef struct rg_tk_suite {
+    const void *table;     /* array of structs beginning with rg_tk_case_t */
+    size_t      stride, n;
+} rg_tk_suite_t;
+
+#define RG_TK_SUITE(tbl) \
+    ((rg_tk_suite_t){(tbl), sizeof((tbl)[0]), sizeof(tbl) / sizeof((tbl)[0])})
+#define RG_TK_MAX_TESTS 32
+
+/* "FAIL test=<test> rank=<r> transport=<t>: <text>" on stdout; counts it. */
+void rg_tk_fail(rg_tk_t *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Zeroed memory, or a failure line and exit(1): nothing is left to test. */
+void *rg_tk_alloc(rg_tk_t *t, size_t n);
+
+/* Deterministic content, 8 bytes at a time (64 MiB messages are checked
+ * too): every seed its own bytes, so that a message delivered to the wrong
+ * receive or shifted is caught. rg_tk_check returns the index of the first
+ * wrong byte, or n. */
+void   rg_tk_fill(unsigned char *b, size_t n, uint32_t seed);
+size_t rg_tk_check(const unsigned char *b, size_t n, uint32_t seed);
+
+int rg_tk_cmp_double(const void *a, const void *b); /* for qsort */
+
+const rg_tk_case_t *rg_tk_case(rg_tk_suite_t s, size_t i);
+/* " name name* ..." (a * where not run by default) and the legend. */
+void rg_tk_list(FILE *f, rg_tk_suite_t s);
+
+/* Reads argv: the options both suites have (rg_tk_common_arg), then the
+ * suite's own through own (NULL: none; it returns as rg_tk_common_arg does,
+ * 2 meaning "done, exit with *rc"). Selects the default tests when no
+ * --test is given. Returns 1 to go on, 0 to exit with *rc (after --help,
+ * an error, or an option of the suite's that finished the run). An empty
+ * transport becomes shm. */
+typedef int (*rg_tk_own_arg_fn)(void *ctx, int argc, char **argv, int *a, int *rc);
+int rg_tk_parse_args(rg_tk_t *t, rg_tk_suite_t s, int argc, char **argv, int *selected,
+                     rg_tk_own_arg_fn own, void *ctx, void (*usage)(FILE *f), int *rc);
+
+/* Sets tool, seconds, test "setup" and the transport by default
+ * (RG_TRANSPORT, else shm) into buf. 0, or 2 after printing why. */
+int rg_tk_init(rg_tk_t *t, const char *tool, double seconds, char *buf, size_t cap);
+
+/* After opening the transport or runtime with status st: 0 when it opened
+ * and there are enough ranks; 1 when it did not open, 2 when it did but
+ * the job has fewer than 2 ranks (the caller closes it), after printing a
+ * FAIL line either way. */
+struct rg_err;
+int rg_tk_opened(const rg_tk_t *t, int st, const struct rg_err *err, int max_ranks);
+
+/* The bootstrap: rank and size into t. 0, or 1 after printing why. */
+struct rg_boot;
+int rg_tk_boot(rg_tk_t *t, struct rg_boot **boot);
+
+/* Reads the options both suites have (--transport, --test NAME, --seconds S,
+ * --tag TEXT, --help) at argv[*a]. selected has s.n entries. Returns 1 when
+ * the option was one of them (*a moves past its value), 0 when it is not
+ * (the suite reads it), 2 for --help, -1 after printing an error. */
+int rg_tk_common_arg(rg_tk_t *t, rg_tk_suite_t s, int argc, char **argv, int *a,
+                     int *selected, int *any_selected);
+/* Without any --test, the tests run by default. */
+void rg_tk_default_selection(rg_tk_suite_t s, int *selected, int any_selected);
+
+/* Rank 0 prints "ok|FAILED test=... transport=... ranks=N S s". */
+void rg_tk_report(const rg_tk_t *t, uint64_t t0_ns);
+
+#endif
