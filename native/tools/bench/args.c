@@ -5,6 +5,7 @@
  * main.c.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,5 +134,146 @@ int rg_bench_make_sweep(rg_bench_opts_t *opts, size_t lo, size_t hi, int per_oct
         opts->sizes[opts->nsizes++] = hi;
     }
     rg__bench_sizes_normalize(opts);
+    return 0;
+}
+
+/* ---- options from a table ------------------------------------------------ */
+
+/* Another rank than 0 by the launchers' variables: it keeps quiet. */
+static int rg__bench_quiet_rank(void)
+{
+    static const char *const vars[] = {"RG_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK"};
+    size_t                   i;
+
+    for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+        const char *v = getenv(vars[i]);
+        if (v != NULL && v[0] != '\0') {
+            return strcmp(v, "0") != 0;
+        }
+    }
+    return 0;
+}
+
+int rg_bench_rank_usage_error(const char *prefix, const char *fmt, const char *arg)
+{
+    if (!rg__bench_quiet_rank()) {
+        fprintf(stderr, "%s: ", prefix);
+        fprintf(stderr, fmt, arg);
+        fprintf(stderr, "\n");
+    }
+    return RG_BENCH_EXIT_USAGE;
+}
+
+/* "--NAME must be WHAT, not 'ARG'". */
+static int rg__bench_range_error(const rg_bench_optdef_t *d, const char *arg, const char *prefix)
+{
+    char what[160], fmt[320];
+
+    if (d->what != NULL) {
+        snprintf(what, sizeof(what), "%s", d->what);
+    } else {
+        snprintf(what, sizeof(what), "an integer in %.0f..%.0f", d->lo, d->hi);
+    }
+    snprintf(fmt, sizeof(fmt), "--%s must be %s, not '%%s'", d->name, what);
+    return rg_bench_rank_usage_error(prefix, fmt, arg);
+}
+
+/* One option's value into opts. */
+static int rg__bench_set(const rg_bench_optdef_t *d, const char *arg, void *opts,
+                         const char *prefix)
+{
+    char  *field = (char *)opts + d->offset;
+    long   lv;
+    double dv;
+    size_t i;
+
+    switch (d->kind) {
+    case RG_BOPT_FLAG:
+        *(int *)(void *)field = 1;
+        return 0;
+    case RG_BOPT_LONG:
+    case RG_BOPT_INT:
+    case RG_BOPT_UINT:
+        if (rg_bench_parse_long(arg, (long)d->lo, (long)d->hi, &lv) != 0) {
+            return rg__bench_range_error(d, arg, prefix);
+        }
+        if (d->kind == RG_BOPT_LONG) {
+            *(long *)(void *)field = lv;
+        } else if (d->kind == RG_BOPT_INT) {
+            *(int *)(void *)field = (int)lv;
+        } else {
+            *(unsigned *)(void *)field = (unsigned)lv;
+        }
+        return 0;
+    case RG_BOPT_DOUBLE:
+        errno = 0;
+        if (rg_bench_parse_double(arg, d->lo, d->hi, &dv) != 0 || errno != 0) {
+            return rg__bench_range_error(d, arg, prefix);
+        }
+        *(double *)(void *)field = dv;
+        return 0;
+    case RG_BOPT_STRING:
+        *(const char **)(void *)field = arg;
+        return 0;
+    case RG_BOPT_NAME:
+        if (strlen(arg) >= (size_t)d->hi) {
+            char fmt[96];
+
+            snprintf(fmt, sizeof(fmt), "--%s: name too long '%%s'", d->name);
+            return rg_bench_rank_usage_error(prefix, fmt, arg);
+        }
+        snprintf(field, (size_t)d->hi, "%s", arg);
+        return 0;
+    case RG_BOPT_CHOICE:
+        for (i = 0; d->choices[i] != NULL; i++) {
+            if (strcmp(arg, d->choices[i]) == 0) {
+                *(int *)(void *)field = (int)i;
+                return 0;
+            }
+        }
+        return rg__bench_range_error(d, arg, prefix);
+    case RG_BOPT_CALL:
+        return d->call(opts, arg, prefix);
+    }
+    return rg_bench_rank_usage_error(prefix, "option kind unknown (%s)", d->name);
+}
+
+int rg_bench_getopt(int argc, char **argv, const rg_bench_optdef_t *defs, size_t ndefs,
+                    void *opts, const char *prefix, void (*usage)(FILE *f))
+{
+    struct option longopts[48];
+    size_t        i;
+    int           c, rc;
+
+    if (ndefs + 2 > sizeof(longopts) / sizeof(longopts[0])) {
+        return rg_bench_rank_usage_error(prefix, "too many options in a table%s", "");
+    }
+    for (i = 0; i < ndefs; i++) {
+        longopts[i].name    = defs[i].name;
+        longopts[i].has_arg = defs[i].kind == RG_BOPT_FLAG ? no_argument : required_argument;
+        longopts[i].flag    = NULL;
+        longopts[i].val     = 256 + (int)i;
+    }
+    longopts[ndefs]     = (struct option){"help", no_argument, NULL, 'h'};
+    longopts[ndefs + 1] = (struct option){NULL, 0, NULL, 0};
+    optind = 2;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        if (c == 'h') {
+            usage(stdout);
+            return -1;
+        }
+        if (c < 256 || c >= 256 + (int)ndefs) {
+            return rg_bench_rank_usage_error(prefix, "unknown option or missing value '%s'",
+                                             argv[optind - 1]);
+        }
+        rc = rg__bench_set(&defs[c - 256], optarg, opts, prefix);
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    if (optind < argc) {
+        return rg_bench_rank_usage_error(prefix, "unexpected argument '%s'", argv[optind]);
+    }
     return 0;
 }

@@ -47,29 +47,9 @@ typedef struct rg__bopts {
     double                 timeout_s;
 } rg__bopts_t;
 
-/* Only one rank prints a usage error (all ranks parse the same line). */
-static int rg__quiet_rank(void)
-{
-    static const char *const vars[] = {"RG_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK"};
-    size_t                   i;
-
-    for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
-        const char *v = getenv(vars[i]);
-        if (v != NULL && v[0] != '\0') {
-            return strcmp(v, "0") != 0;
-        }
-    }
-    return 0;
-}
-
 static int rg__usage_error(const char *fmt, const char *arg)
 {
-    if (!rg__quiet_rank()) {
-        fprintf(stderr, "railgauge-bench barrier: ");
-        fprintf(stderr, fmt, arg);
-        fprintf(stderr, "\n");
-    }
-    return RG__EXIT_USAGE;
+    return rg_bench_rank_usage_error("railgauge-bench barrier", fmt, arg);
 }
 
 static void rg__usage(FILE *f)
@@ -99,30 +79,44 @@ static void rg__usage(FILE *f)
         "                    the ranks span hosts)\n");
 }
 
+/* --skew-us X: also remembers that it was given (--check's default is 100). */
+static int rg__set_skew(void *opts, const char *arg, const char *prefix)
+{
+    rg__bopts_t *o = opts;
+
+    errno = 0;
+    if (rg_bench_parse_double(arg, 0, 1e6, &o->skew_us) != 0 || errno != 0) {
+        return rg_bench_rank_usage_error(prefix, "--skew-us must be microseconds in "
+                                         "[0, 1000000], not '%s'", arg);
+    }
+    o->skew_given = 1;
+    return 0;
+}
+
+static const char *const rg__impls[] = {"auto", "messages", "shm", NULL};
+
+static const rg_bench_optdef_t rg__bopts[] = {
+    RG_BOPT("algorithm", STRING, rg__bopts_t, alg_text, 0, 0, NULL),
+    RG_BOPT("n", INT, rg__bopts_t, n, 1, RG_COLL_NWAY_MAX, NULL),
+    RG_BOPT("transport", NAME, rg__bopts_t, transport, 0, sizeof(((rg__bopts_t *)0)->transport),
+            NULL),
+    RG_BOPT("iterations", LONG, rg__bopts_t, iters, 1, 1000000, NULL),
+    RG_BOPT("warmup", LONG, rg__bopts_t, warmup, 0, 1000000, NULL),
+    {"skew-us", RG_BOPT_CALL, 0, 0, 0, NULL, NULL, rg__set_skew},
+    RG_BOPT("check", FLAG, rg__bopts_t, check, 0, 0, NULL),
+    RG_BOPT("seed", UINT, rg__bopts_t, seed, 0, 0x7fffffff, "a non-negative integer"),
+    RG_BOPT("timeout", DOUBLE, rg__bopts_t, timeout_s, 0, 86400, "seconds in [0, 86400]"),
+    RG_BOPT("drop-rounds", INT, rg__bopts_t, drop_rounds, 0, 1000, NULL),
+    RG_BOPT("json", FLAG, rg__bopts_t, json, 0, 0, NULL),
+    RG_BOPT("out", STRING, rg__bopts_t, out_path, 0, 0, NULL),
+    {"impl", RG_BOPT_CHOICE, offsetof(rg__bopts_t, impl), 0, 0, "auto, messages or shm",
+     rg__impls, NULL},
+};
+
 static int rg__parse_args(int argc, char **argv, rg__bopts_t *o)
 {
-    enum { O_ALG = 256, O_N, O_TRANSPORT, O_ITERS, O_WARMUP, O_SKEW, O_CHECK, O_SEED,
-           O_TIMEOUT, O_DROP, O_JSON, O_OUT, O_IMPL };
-    static const struct option longopts[] = {
-        {"algorithm", required_argument, NULL, O_ALG},
-        {"n", required_argument, NULL, O_N},
-        {"transport", required_argument, NULL, O_TRANSPORT},
-        {"iterations", required_argument, NULL, O_ITERS},
-        {"warmup", required_argument, NULL, O_WARMUP},
-        {"skew-us", required_argument, NULL, O_SKEW},
-        {"check", no_argument, NULL, O_CHECK},
-        {"seed", required_argument, NULL, O_SEED},
-        {"timeout", required_argument, NULL, O_TIMEOUT},
-        {"drop-rounds", required_argument, NULL, O_DROP},
-        {"json", no_argument, NULL, O_JSON},
-        {"out", required_argument, NULL, O_OUT},
-        {"impl", required_argument, NULL, O_IMPL},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
-    rg_err_t    err;
-    long        v;
-    char       *end;
-    int         c;
+    rg_err_t err;
+    int      rc;
 
     memset(o, 0, sizeof(*o));
     if (rg_xport_default_name(o->transport, sizeof(o->transport), &err) != RG_OK) {
@@ -132,100 +126,13 @@ static int rg__parse_args(int argc, char **argv, rg__bopts_t *o)
     o->warmup = 100;
     o->seed = 1;
     o->timeout_s = 60;
-    optind = 2;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        switch (c) {
-        case O_ALG:
-            o->alg_text = optarg;
-            break;
-        case O_N:
-            if (rg_bench_parse_long(optarg, 1, RG_COLL_NWAY_MAX, &v) != 0) {
-                return rg__usage_error("--n must be an integer in 1..1024, not '%s'", optarg);
-            }
-            o->n = (int)v;
-            break;
-        case O_TRANSPORT:
-            if (strlen(optarg) >= sizeof(o->transport)) {
-                return rg__usage_error("--transport: name too long '%s'", optarg);
-            }
-            snprintf(o->transport, sizeof(o->transport), "%s", optarg);
-            break;
-        case O_ITERS:
-            if (rg_bench_parse_long(optarg, 1, 1000000, &o->iters) != 0) {
-                return rg__usage_error("--iterations must be an integer in 1..1000000, not "
-                                       "'%s'", optarg);
-            }
-            break;
-        case O_WARMUP:
-            if (rg_bench_parse_long(optarg, 0, 1000000, &o->warmup) != 0) {
-                return rg__usage_error("--warmup must be an integer in 0..1000000, not '%s'",
-                                       optarg);
-            }
-            break;
-        case O_SKEW:
-            errno = 0;
-            o->skew_us = strtod(optarg, &end);
-            if (end == optarg || *end != '\0' || errno != 0 || !isfinite(o->skew_us) ||
-                o->skew_us < 0 || o->skew_us > 1e6) {
-                return rg__usage_error("--skew-us must be microseconds in [0, 1000000], not "
-                                       "'%s'", optarg);
-            }
-            o->skew_given = 1;
-            break;
-        case O_CHECK:
-            o->check = 1;
-            break;
-        case O_SEED:
-            if (rg_bench_parse_long(optarg, 0, 0x7fffffff, &v) != 0) {
-                return rg__usage_error("--seed must be a non-negative integer, not '%s'", optarg);
-            }
-            o->seed = (unsigned)v;
-            break;
-        case O_TIMEOUT:
-            errno = 0;
-            o->timeout_s = strtod(optarg, &end);
-            if (end == optarg || *end != '\0' || errno != 0 || !isfinite(o->timeout_s) ||
-                o->timeout_s < 0 || o->timeout_s > 86400) {
-                return rg__usage_error("--timeout must be seconds in [0, 86400], not '%s'",
-                                       optarg);
-            }
-            break;
-        case O_DROP:
-            if (rg_bench_parse_long(optarg, 0, 1000, &v) != 0) {
-                return rg__usage_error("--drop-rounds must be an integer in 0..1000, not '%s'",
-                                       optarg);
-            }
-            o->drop_rounds = (int)v;
-            break;
-        case O_JSON:
-            o->json = 1;
-            break;
-        case O_OUT:
-            o->out_path = optarg;
-            o->json     = 1;
-            break;
-        case O_IMPL:
-            if (strcmp(optarg, "auto") == 0) {
-                o->impl = 0;
-            } else if (strcmp(optarg, "messages") == 0) {
-                o->impl = 1;
-            } else if (strcmp(optarg, "shm") == 0) {
-                o->impl = 2;
-            } else {
-                return rg__usage_error("--impl must be auto, messages or shm, not '%s'",
-                                       optarg);
-            }
-            break;
-        case 'h':
-            rg__usage(stdout);
-            return -1;
-        default:
-            return rg__usage_error("unknown option or missing value '%s'", argv[optind - 1]);
-        }
+    rc = rg_bench_getopt(argc, argv, rg__bopts, sizeof(rg__bopts) / sizeof(rg__bopts[0]), o,
+                         "railgauge-bench barrier", rg__usage);
+    if (rc != 0) {
+        return rc;
     }
-    if (optind < argc) {
-        return rg__usage_error("unexpected argument '%s'", argv[optind]);
+    if (o->out_path != NULL) {
+        o->json = 1;
     }
     if (o->alg_text == NULL) {
         return rg__usage_error("--algorithm is required (linear, binomial, recdbl, dissem, "

@@ -135,6 +135,41 @@ int rg_bench_parse_int(const char *text, long lo, long hi, int *out);
 int rg_bench_parse_double(const char *text, double lo, double hi, double *out);
 int rg_bench_usage_error(const char *fmt, const char *arg);
 
+/* A pattern's options as a table (args.c), read by one getopt_long loop.
+ * Each entry names an option, its kind and where its value goes (offset
+ * into the pattern's options struct):
+ *   FLAG    int = 1                      LONG   long in lo..hi
+ *   INT     int in lo..hi                UINT   unsigned in lo..hi
+ *   DOUBLE  double in [lo, hi]           STRING const char * (argv's)
+ *   NAME    char[hi] (a copy)            CHOICE int = index in choices
+ *   CALL    call(opts, arg, err_prefix): 0, or the usage exit code
+ * A value out of range gives "--NAME must be WHAT, not 'ARG'", WHAT being
+ * `what`, else "an integer in LO..HI". Errors are printed by rank 0 alone
+ * (all ranks parse the same line) after "<prefix>: ". Returns 0, -1 after
+ * --help (usage on stdout), or the usage exit code. */
+typedef enum rg_bench_optkind {
+    RG_BOPT_FLAG, RG_BOPT_LONG, RG_BOPT_INT, RG_BOPT_UINT, RG_BOPT_DOUBLE, RG_BOPT_STRING,
+    RG_BOPT_NAME, RG_BOPT_CHOICE, RG_BOPT_CALL
+} rg_bench_optkind_t;
+
+typedef struct rg_bench_optdef {
+    const char          *name;
+    rg_bench_optkind_t   kind;
+    size_t               offset;
+    double               lo, hi;
+    const char          *what;
+    const char *const   *choices;  /* CHOICE: NULL-terminated */
+    int                (*call)(void *opts, const char *arg, const char *prefix);
+} rg_bench_optdef_t;
+
+#define RG_BOPT(name, kind, type, field, lo, hi, what) \
+    {(name), RG_BOPT_##kind, offsetof(type, field), (lo), (hi), (what), NULL, NULL}
+
+int rg_bench_getopt(int argc, char **argv, const rg_bench_optdef_t *defs, size_t ndefs,
+                    void *opts, const char *prefix, void (*usage)(FILE *f));
+/* The usage error of a pattern run by several ranks: rank 0 prints it. */
+int rg_bench_rank_usage_error(const char *prefix, const char *fmt, const char *arg);
+
 /* The message-rate and collective patterns (coll_patterns.c): msgrate,
  * bcast and alltoall, each with its own options; argv[1] names it. */
 int rg_bench_coll_main(int argc, char **argv);

@@ -76,23 +76,6 @@ typedef struct rg__fpoint {
     int             laid_out;
 } rg__fpoint_t;
 
-static int rg__quiet_rank(void)
-{
-    const char *v = getenv("RG_RANK");
-
-    return v != NULL && v[0] != '\0' && strcmp(v, "0") != 0;
-}
-
-static int rg__usage_error(const char *fmt, const char *arg)
-{
-    if (!rg__quiet_rank()) {
-        fprintf(stderr, "railgauge-bench flagprtt: ");
-        fprintf(stderr, fmt, arg);
-        fprintf(stderr, "\n");
-    }
-    return RG__EXIT_USAGE;
-}
-
 static void rg__usage(FILE *f)
 {
     fprintf(f,
@@ -110,72 +93,29 @@ static void rg__usage(FILE *f)
         "  --out FILE       write them to FILE instead of standard output\n");
 }
 
+static const rg_bench_optdef_t rg__fopts[] = {
+    RG_BOPT("n", INT, rg__fopts_t, n, 2, 64, NULL),
+    RG_BOPT("iterations", LONG, rg__fopts_t, iters, 1, 10000000, NULL),
+    RG_BOPT("warmup", LONG, rg__fopts_t, warmup, 0, 10000000, NULL),
+    RG_BOPT("max-k", INT, rg__fopts_t, max_k, 1, 4095, NULL),
+    RG_BOPT("json", FLAG, rg__fopts_t, json, 0, 0, NULL),
+    RG_BOPT("out", STRING, rg__fopts_t, out_path, 0, 0, NULL),
+};
+
 static int rg__parse_args(int argc, char **argv, rg__fopts_t *o)
 {
-    enum { O_N = 256, O_ITERS, O_WARMUP, O_MAXK, O_JSON, O_OUT };
-    static const struct option longopts[] = {
-        {"n", required_argument, NULL, O_N},
-        {"iterations", required_argument, NULL, O_ITERS},
-        {"warmup", required_argument, NULL, O_WARMUP},
-        {"max-k", required_argument, NULL, O_MAXK},
-        {"json", no_argument, NULL, O_JSON},
-        {"out", required_argument, NULL, O_OUT},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
-    long v;
-    int  c;
+    int rc;
 
     memset(o, 0, sizeof(*o));
     o->n = 8;
     o->iters = 5000;
     o->warmup = 200;
-    optind = 2;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        switch (c) {
-        case O_N:
-            if (rg_bench_parse_long(optarg, 2, 64, &v) != 0) {
-                return rg__usage_error("--n must be an integer in 2..64, not '%s'", optarg);
-            }
-            o->n = (int)v;
-            break;
-        case O_ITERS:
-            if (rg_bench_parse_long(optarg, 1, 10000000, &o->iters) != 0) {
-                return rg__usage_error("--iterations must be an integer in 1..10000000, not "
-                                       "'%s'", optarg);
-            }
-            break;
-        case O_WARMUP:
-            if (rg_bench_parse_long(optarg, 0, 10000000, &o->warmup) != 0) {
-                return rg__usage_error("--warmup must be an integer in 0..10000000, not '%s'",
-                                       optarg);
-            }
-            break;
-        case O_MAXK:
-            if (rg_bench_parse_long(optarg, 1, 4095, &v) != 0) {
-                return rg__usage_error("--max-k must be an integer in 1..4095, not '%s'",
-                                       optarg);
-            }
-            o->max_k = (int)v;
-            break;
-        case O_JSON:
-            o->json = 1;
-            break;
-        case O_OUT:
-            o->out_path = optarg;
-            o->json     = 1;
-            break;
-        case 'h':
-            rg__usage(stdout);
-            return -1;
-        default:
-            return rg__usage_error("unknown option or missing value '%s'", argv[optind - 1]);
-        }
+    rc = rg_bench_getopt(argc, argv, rg__fopts, sizeof(rg__fopts) / sizeof(rg__fopts[0]), o,
+                         "railgauge-bench flagprtt", rg__usage);
+    if (rc == 0 && o->out_path != NULL) {
+        o->json = 1;
     }
-    if (optind < argc) {
-        return rg__usage_error("unexpected argument '%s'", argv[optind]);
-    }
-    return 0;
+    return rc;
 }
 
 /* ---- plans -------------------------------------------------------------- */
