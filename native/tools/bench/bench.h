@@ -170,6 +170,16 @@ int rg_bench_getopt(int argc, char **argv, const rg_bench_optdef_t *defs, size_t
 /* The usage error of a pattern run by several ranks: rank 0 prints it. */
 int rg_bench_rank_usage_error(const char *prefix, const char *fmt, const char *arg);
 
+/* The loop of the ranks that follow rank 0 (follow.c): receive a control
+ * message of ctl_len bytes into ctl through recv (which reports its own
+ * failure into err), then hand it to on: 1 it was the end, 0 go on, < 0
+ * it failed (err says why). A message of another length is a parse error.
+ * Returns RG_BENCH_EXIT_OK at the end, else RG_BENCH_EXIT_FAIL. */
+typedef rg_status_t (*rg_bench_recv_ctl_fn)(void *ctx, void *ctl, size_t cap, size_t *len);
+typedef int (*rg_bench_on_ctl_fn)(void *ctx, const void *ctl);
+int rg_bench_follow(rg_err_t *err, void *ctl, size_t ctl_len, rg_bench_recv_ctl_fn recv,
+                    rg_bench_on_ctl_fn on, void *ctx);
+
 /* The message-rate and collective patterns (coll_patterns.c): msgrate,
  * bcast and alltoall, each with its own options; argv[1] names it. */
 int rg_bench_coll_main(int argc, char **argv);

@@ -967,44 +967,50 @@ static rg_status_t rg__onen_follow_batch(rg_onen_t *on, const rg_onen_ctl_t *ctl
     return RG_OK;
 }
 
+static rg_status_t rg__onen_recv_ctl(void *ctx, void *ctl, size_t cap, size_t *len)
+{
+    rg_onen_t  *on = ctx;
+    rg_xreq_t   req;
+    rg_status_t st;
+
+    st = rg_xport_irecv(on->xp, 0, ctl, cap, &req);
+    if (st != RG_OK) {
+        return rg__onen_fail(on, st, "posting a receive");
+    }
+    st = rg__onen_idle_wait(on, &req, "receiving a control message");
+    *len = req.msg_len;
+    return st;
+}
+
+/* One control message: 1 the end, 0 a batch followed, -1 failed. */
+static int rg__onen_on_ctl(void *ctx, const void *msg)
+{
+    rg_onen_t           *on  = ctx;
+    const rg_onen_ctl_t *ctl = msg;
+
+    if (ctl->cmd == RG_ONEN_CMD_END) {
+        return 1;
+    }
+    if (ctl->cmd != RG_ONEN_CMD_BATCH || ctl->dir >= RG_ONEN_NDIRS ||
+        ctl->mode >= RG_ONEN_NMODES || !(on->modes & (1u << ctl->mode)) || ctl->p < 1 ||
+        ctl->p > (uint32_t)(on->size - 1) || (uint32_t)on->rank > ctl->p ||
+        ctl->size > on->smax || ctl->reps > on->cap) {
+        rg_err_set(&on->bench->err, RG_ERR_PARSE,
+                   "bad control message (cmd %#x, direction %u, mode %u, p %u, size %llu, "
+                   "rounds %llu)", ctl->cmd, ctl->dir, ctl->mode, ctl->p,
+                   (unsigned long long)ctl->size, (unsigned long long)ctl->reps);
+        return -1;
+    }
+    return rg__onen_follow_batch(on, ctl) == RG_OK ? 0 : -1;
+}
+
 /* The ranks 1 .. P: follow control messages until the end. */
 static int rg__onen_follow(rg_onen_t *on)
 {
     rg_onen_ctl_t ctl;
-    rg_xreq_t     req;
-    rg_status_t   st;
 
-    for (;;) {
-        st = rg_xport_irecv(on->xp, 0, &ctl, sizeof(ctl), &req);
-        if (st != RG_OK) {
-            rg__onen_fail(on, st, "posting a receive");
-            return RG_BENCH_EXIT_FAIL;
-        }
-        if (rg__onen_idle_wait(on, &req, "receiving a control message") != RG_OK) {
-            return RG_BENCH_EXIT_FAIL;
-        }
-        if (req.msg_len != sizeof(ctl)) {
-            rg_err_set(&on->bench->err, RG_ERR_PARSE, "control message of %zu bytes, expected %zu",
-                       req.msg_len, sizeof(ctl));
-            return RG_BENCH_EXIT_FAIL;
-        }
-        if (ctl.cmd == RG_ONEN_CMD_END) {
-            return RG_BENCH_EXIT_OK;
-        }
-        if (ctl.cmd != RG_ONEN_CMD_BATCH || ctl.dir >= RG_ONEN_NDIRS ||
-            ctl.mode >= RG_ONEN_NMODES || !(on->modes & (1u << ctl.mode)) || ctl.p < 1 ||
-            ctl.p > (uint32_t)(on->size - 1) || (uint32_t)on->rank > ctl.p ||
-            ctl.size > on->smax || ctl.reps > on->cap) {
-            rg_err_set(&on->bench->err, RG_ERR_PARSE,
-                       "bad control message (cmd %#x, direction %u, mode %u, p %u, size %llu, "
-                       "rounds %llu)", ctl.cmd, ctl.dir, ctl.mode, ctl.p,
-                       (unsigned long long)ctl.size, (unsigned long long)ctl.reps);
-            return RG_BENCH_EXIT_FAIL;
-        }
-        if (rg__onen_follow_batch(on, &ctl) != RG_OK) {
-            return RG_BENCH_EXIT_FAIL;
-        }
-    }
+    return rg_bench_follow(&on->bench->err, &ctl, sizeof(ctl), rg__onen_recv_ctl,
+                           rg__onen_on_ctl, on);
 }
 
 /* ---- points ---------------------------------------------------------------- */

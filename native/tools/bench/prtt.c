@@ -536,40 +536,48 @@ static rg_status_t rg__bench_follow_rep(rg_bench_t *bench, const rg_bench_ctl_t 
     return RG_OK;
 }
 
+static rg_status_t rg__bench_recv_ctl(void *ctx, void *ctl, size_t cap, size_t *len)
+{
+    rg_bench_t *bench = ctx;
+    rg_status_t st    = rg_xport_recv(bench->xp, 0, ctl, cap, len);
+
+    if (st != RG_OK) {
+        rg__bench_xport_fail(bench, st, "receiving a control message");
+    }
+    return st;
+}
+
+/* One control message: 1 the end, 0 its repetitions answered, -1 failed. */
+static int rg__bench_on_ctl(void *ctx, const void *msg)
+{
+    rg_bench_t           *bench = ctx;
+    const rg_bench_ctl_t *ctl   = msg;
+    uint64_t              r;
+
+    if (ctl->cmd == RG_BENCH_CMD_END) {
+        return 1;
+    }
+    if ((ctl->cmd != RG_BENCH_CMD_PRTT && ctl->cmd != RG_BENCH_CMD_ORECV) ||
+        ctl->size > bench->buf_size || ctl->n == 0 || !(ctl->d_us >= 0 && ctl->d_us < 1e7)) {
+        rg_err_set(&bench->err, RG_ERR_PARSE, "bad control message (cmd %u, n %u, size %llu)",
+                   ctl->cmd, ctl->n, (unsigned long long)ctl->size);
+        return -1;
+    }
+    for (r = 0; r < ctl->reps; r++) {
+        if (rg__bench_follow_rep(bench, ctl) != RG_OK) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* Followers: rank 1 answers; other ranks wait for the end. */
 static int rg__bench_follow(rg_bench_t *bench)
 {
     rg_bench_ctl_t ctl;
-    rg_status_t    st;
-    size_t         len;
-    uint64_t       r;
 
-    for (;;) {
-        st = rg_xport_recv(bench->xp, 0, &ctl, sizeof(ctl), &len);
-        if (st != RG_OK) {
-            rg__bench_xport_fail(bench, st, "receiving a control message");
-            return RG_BENCH_EXIT_FAIL;
-        }
-        if (len != sizeof(ctl)) {
-            rg_err_set(&bench->err, RG_ERR_PARSE, "control message of %zu bytes, expected %zu",
-                       len, sizeof(ctl));
-            return RG_BENCH_EXIT_FAIL;
-        }
-        if (ctl.cmd == RG_BENCH_CMD_END) {
-            return RG_BENCH_EXIT_OK;
-        }
-        if ((ctl.cmd != RG_BENCH_CMD_PRTT && ctl.cmd != RG_BENCH_CMD_ORECV) ||
-            ctl.size > bench->buf_size || ctl.n == 0 || !(ctl.d_us >= 0 && ctl.d_us < 1e7)) {
-            rg_err_set(&bench->err, RG_ERR_PARSE, "bad control message (cmd %u, n %u, size %llu)",
-                       ctl.cmd, ctl.n, (unsigned long long)ctl.size);
-            return RG_BENCH_EXIT_FAIL;
-        }
-        for (r = 0; r < ctl.reps; r++) {
-            if (rg__bench_follow_rep(bench, &ctl) != RG_OK) {
-                return RG_BENCH_EXIT_FAIL;
-            }
-        }
-    }
+    return rg_bench_follow(&bench->err, &ctl, sizeof(ctl), rg__bench_recv_ctl,
+                           rg__bench_on_ctl, bench);
 }
 
 static int rg__bench_end(rg_bench_t *bench, size_t points, const char *status)
