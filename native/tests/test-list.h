@@ -38,6 +38,9 @@ TEST_DECLARE(json_depth)
 TEST_DECLARE(json_misuse)
 TEST_DECLARE(json_write_line)
 
+TEST_DECLARE(wire_layout)
+TEST_DECLARE(wire_roundtrip)
+
 TEST_DECLARE(config_parse_size)
 TEST_DECLARE(config_parse_time)
 TEST_DECLARE(config_parse_types)
@@ -117,6 +120,8 @@ TASK_LIST_START
   TEST_ENTRY(json_depth)
   TEST_ENTRY(json_misuse)
   TEST_ENTRY(json_write_line)
+  TEST_ENTRY(wire_layout)
+  TEST_ENTRY(wire_roundtrip)
 
   TEST_ENTRY(config_parse_size)
   TEST_ENTRY(config_parse_time)

@@ -70,6 +70,7 @@
 
 #include "base/json.h"
 #include "base/timer.h"
+#include "base/wire.h"
 #include "xport/ofi.h"
 #include "xport/xreq_queue.h"
 
@@ -1005,8 +1006,8 @@ static rg_status_t rg__ofi_win_create(rg_xport_t *xp, void *base, size_t len,
 {
     rg__ofi_t     *ofi = rg__ofi(xp);
     rg_xwin_t     *win;
-    unsigned char  own[RG__OFI_WIN_REC], *all = NULL;
-    uint64_t       q, addr = 0, key = 0;
+    unsigned char  own[RG__OFI_WIN_REC], *all = NULL, *rec;
+    uint64_t       addr = 0, key = 0;
     int32_t        code = RG_OK, other;
     rg_status_t    status;
     size_t         size = (size_t)xp->size;
@@ -1032,35 +1033,27 @@ static rg_status_t rg__ofi_win_create(rg_xport_t *xp, void *base, size_t len,
     }
     /* Every rank joins the exchange, with its status, so that a failure on
      * one fails the creation on all instead of leaving them waiting. */
-    memset(own, 0, sizeof(own));
-    q = htole64((uint64_t)(int64_t)code);
-    memcpy(own, &q, 8);
-    q = htole64(addr);
-    memcpy(own + 8, &q, 8);
-    q = htole64(key);
-    memcpy(own + 16, &q, 8);
-    q = htole64((uint64_t)len);
-    memcpy(own + 24, &q, 8);
+    rg_wire_put_uint(own, (uint64_t)(int64_t)code, 8);
+    rg_wire_put_uint(own + 8, addr, 8);
+    rg_wire_put_uint(own + 16, key, 8);
+    rg_wire_put_uint(own + 24, (uint64_t)len, 8);
     if (all == NULL) {
         rg__ofi_win_release(win);
         return (rg_status_t)code;
     }
     status = rg_boot_allgather(xp->boot, own, sizeof(own), all, &xp->err);
     for (i = 0; i < xp->size && status == RG_OK && code == RG_OK; i++) {
-        memcpy(&q, all + (size_t)i * RG__OFI_WIN_REC, 8);
-        other = (int32_t)(int64_t)le64toh(q);
+        rec   = all + (size_t)i * RG__OFI_WIN_REC;
+        other = (int32_t)(int64_t)rg_wire_get_uint(rec, 8);
         if (other != RG_OK) {
             status = rg_err_set(&xp->err, RG_ERR_BOOTSTRAP,
                                 "rank %d could not register its memory window (%s)", i,
                                 rg_status_name((rg_status_t)other));
             break;
         }
-        memcpy(&q, all + (size_t)i * RG__OFI_WIN_REC + 8, 8);
-        win->addr[i] = le64toh(q);
-        memcpy(&q, all + (size_t)i * RG__OFI_WIN_REC + 16, 8);
-        win->key[i] = le64toh(q);
-        memcpy(&q, all + (size_t)i * RG__OFI_WIN_REC + 24, 8);
-        win->len[i] = le64toh(q);
+        win->addr[i] = rg_wire_get_uint(rec + 8, 8);
+        win->key[i]  = rg_wire_get_uint(rec + 16, 8);
+        win->len[i]  = rg_wire_get_uint(rec + 24, 8);
     }
     free(all);
     if (status == RG_OK && code != RG_OK) {
@@ -1086,12 +1079,8 @@ static rg_status_t rg__ofi_win_write(rg_xport_t *xp, rg_xwin_t *win, int peer, s
         req->status = ofi->failed;
         return ofi->failed;
     }
-    if (off > win->len[peer] || req->len > win->len[peer] - off) {
-        req->status = RG_ERR_RANGE;
-        return rg_err_set(&xp->err, RG_ERR_RANGE,
-                          "one-sided write of %zu bytes at offset %zu into rank %d's window "
-                          "of %llu bytes", req->len, off, peer,
-                          (unsigned long long)win->len[peer]);
+    if (rg_xport_win_range(xp, win->len[peer], peer, off, req) != RG_OK) {
+        return RG_ERR_RANGE;
     }
     op = rg__ofi_op_get(ofi);
     if (op == NULL) {

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "base/timer.h"
+#include "base/wire.h"
 #include "xport/netaddr.h"
 #include "xport/ofi.h"
 
@@ -569,51 +570,24 @@ typedef struct rg__ofi_record {
     uint32_t flags;    /* RG__OFI_REC_* */
 } rg__ofi_record_t;
 
+/* Its layout in RG__OFI_RECORD_LEN bytes. */
+static const rg_wire_field_t rg__ofi_record_wire[] = {
+    RG_WIRE_INT(rg__ofi_record_t, status, 0),    RG_WIRE_INT(rg__ofi_record_t, name_len, 4),
+    RG_WIRE_INT(rg__ofi_record_t, frag, 8),      RG_WIRE_INT(rg__ofi_record_t, pid, 16),
+    RG_WIRE_INT(rg__ofi_record_t, tag_bits, 20), RG_WIRE_INT(rg__ofi_record_t, host, 24),
+    RG_WIRE_INT(rg__ofi_record_t, head, 32),     RG_WIRE_INT(rg__ofi_record_t, flags, 40),
+};
+#define RG__OFI_RECORD_NFIELDS (sizeof(rg__ofi_record_wire) / sizeof(rg__ofi_record_wire[0]))
+
 static void rg__ofi_record_put(unsigned char *b, const rg__ofi_record_t *r)
 {
-    uint32_t u;
-    uint64_t q;
-
     memset(b, 0, RG__OFI_RECORD_LEN);
-    u = htole32((uint32_t)r->status);
-    memcpy(b, &u, 4);
-    u = htole32(r->name_len);
-    memcpy(b + 4, &u, 4);
-    q = htole64(r->frag);
-    memcpy(b + 8, &q, 8);
-    u = htole32((uint32_t)r->pid);
-    memcpy(b + 16, &u, 4);
-    u = htole32(r->tag_bits);
-    memcpy(b + 20, &u, 4);
-    q = htole64(r->host);
-    memcpy(b + 24, &q, 8);
-    q = htole64(r->head);
-    memcpy(b + 32, &q, 8);
-    u = htole32(r->flags);
-    memcpy(b + 40, &u, 4);
+    rg_wire_pack(b, r, rg__ofi_record_wire, RG__OFI_RECORD_NFIELDS);
 }
 
 static void rg__ofi_record_get(const unsigned char *b, rg__ofi_record_t *r)
 {
-    uint32_t u;
-    uint64_t q;
-
-    memcpy(&u, b, 4);
-    r->status = (int32_t)le32toh(u);
-    memcpy(&u, b + 4, 4);
-    r->name_len = le32toh(u);
-    memcpy(&q, b + 8, 8);
-    r->frag = le64toh(q);
-    memcpy(&u, b + 16, 4);
-    r->pid = (int32_t)le32toh(u);
-    memcpy(&u, b + 20, 4);
-    r->tag_bits = le32toh(u);
-    memcpy(&q, b + 24, 8);
-    r->host = le64toh(q);
-    memcpy(&q, b + 32, 8);
-    r->head = le64toh(q);
-    memcpy(&u, b + 40, 4);
-    r->flags = le32toh(u);
+    rg_wire_unpack(b, r, rg__ofi_record_wire, RG__OFI_RECORD_NFIELDS);
 }
 
 /* The head and fragment sizes this rank proposes: the configured ones,

@@ -765,12 +765,8 @@ static rg_status_t rg__shm_win_write(rg_xport_t *xp, rg_xwin_t *win, int peer, s
         req->status = shm->failed;
         return shm->failed;
     }
-    if (off > win->len[peer] || req->len > win->len[peer] - off) {
-        req->status = RG_ERR_RANGE;
-        return rg_err_set(&xp->err, RG_ERR_RANGE,
-                          "one-sided write of %zu bytes at offset %zu into rank %d's window "
-                          "of %llu bytes", req->len, off, peer,
-                          (unsigned long long)win->len[peer]);
+    if (rg_xport_win_range(xp, win->len[peer], peer, off, req) != RG_OK) {
+        return RG_ERR_RANGE;
     }
     raddr = win->base[peer] + off;
     pid   = (pid_t)atomic_load(&shm->peers[peer].blk->pid);

@@ -36,6 +36,7 @@
 
 #include "base/json.h"
 #include "base/timer.h"
+#include "base/wire.h"
 #include "xport/netaddr.h"
 #include "xport/uring.h"
 #include "xport/xport.h"
@@ -854,38 +855,23 @@ static void rg__tcp_addr_text(const rg__tcp_addr_t *a, char *buf, size_t cap)
              (unsigned)a->port);
 }
 
+/* The address's layout in its blob (family and port: the low and high
+ * halves of one little-endian word). */
+static const rg_wire_field_t rg__tcp_addr_wire[] = {
+    RG_WIRE_INT(rg__tcp_addr_t, status, 0),  RG_WIRE_INT(rg__tcp_addr_t, pid, 4),
+    RG_WIRE_INT(rg__tcp_addr_t, family, 8),  RG_WIRE_INT(rg__tcp_addr_t, port, 10),
+    RG_WIRE_BYTES(rg__tcp_addr_t, ip, 12),   RG_WIRE_INT(rg__tcp_addr_t, netns, 28),
+};
+#define RG__TCP_ADDR_NFIELDS (sizeof(rg__tcp_addr_wire) / sizeof(rg__tcp_addr_wire[0]))
+
 static void rg__tcp_blob_put(unsigned char *b, const rg__tcp_addr_t *a)
 {
-    uint32_t u;
-    uint64_t q;
-
-    u = htole32((uint32_t)a->status);
-    memcpy(b, &u, 4);
-    u = htole32((uint32_t)a->pid);
-    memcpy(b + 4, &u, 4);
-    u = htole32((uint32_t)a->family | ((uint32_t)a->port << 16));
-    memcpy(b + 8, &u, 4);
-    memcpy(b + 12, a->ip, 16);
-    q = htole64(a->netns);
-    memcpy(b + 28, &q, 8);
+    rg_wire_pack(b, a, rg__tcp_addr_wire, RG__TCP_ADDR_NFIELDS);
 }
 
 static void rg__tcp_blob_get(const unsigned char *b, rg__tcp_addr_t *a)
 {
-    uint32_t u;
-    uint64_t q;
-
-    memcpy(&u, b, 4);
-    a->status = (int32_t)le32toh(u);
-    memcpy(&u, b + 4, 4);
-    a->pid = (int32_t)le32toh(u);
-    memcpy(&u, b + 8, 4);
-    u         = le32toh(u);
-    a->family = (uint16_t)(u & 0xffffu);
-    a->port   = (uint16_t)(u >> 16);
-    memcpy(a->ip, b + 12, 16);
-    memcpy(&q, b + 28, 8);
-    a->netns = le64toh(q);
+    rg_wire_unpack(b, a, rg__tcp_addr_wire, RG__TCP_ADDR_NFIELDS);
 }
 
 static rg_status_t rg__tcp_set_bufs(const rg__tcp_config_t *cfg, int fd, rg_err_t *err)

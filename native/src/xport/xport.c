@@ -628,6 +628,18 @@ void rg_xport_win_free(rg_xport_t *xp, rg_xwin_t *win)
 }
 
 /* A pid is dead when it is gone or a zombie (exited, not yet reaped). */
+rg_status_t rg_xport_win_range(rg_xport_t *xp, uint64_t win_len, int peer, size_t off,
+                               rg_xreq_t *req)
+{
+    if (off <= win_len && req->len <= win_len - off) {
+        return RG_OK;
+    }
+    req->status = RG_ERR_RANGE;
+    return rg_err_set(&xp->err, RG_ERR_RANGE,
+                      "one-sided write of %zu bytes at offset %zu into rank %d's window of %llu "
+                      "bytes", req->len, off, peer, (unsigned long long)win_len);
+}
+
 int rg_xport_pid_dead(pid_t pid)
 {
     char  path[64], buf[512];

@@ -285,6 +285,12 @@ const rg_config_table_t *const *rg_xport_config_tables(void);
 /* The last error's message. */
 const char *rg_xport_strerror(const rg_xport_t *xp);
 
+/* For transports: a one-sided write of req->len bytes at off into peer's
+ * window of win_len bytes must lie inside it. RG_OK, else RG_ERR_RANGE in
+ * req->status and xp's error. */
+rg_status_t rg_xport_win_range(rg_xport_t *xp, uint64_t win_len, int peer, size_t off,
+                               rg_xreq_t *req);
+
 /* For transports: 1 when pid is gone or a zombie (exited, not yet reaped),
  * which is how peers on this host are found dead while a rank waits. */
 int rg_xport_pid_dead(pid_t pid);
