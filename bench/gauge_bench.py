@@ -59,7 +59,6 @@ import shlex
 import shutil
 import signal
 import statistics
-import subprocess
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -85,6 +84,7 @@ from harness import (
     run_proc,
     verdict,
 )
+from railgauge import blind
 from railgauge.fit.accuracy import (
     PointError,
     by_decade,
@@ -767,90 +767,8 @@ def details_md(s: Summary, label: str) -> list[str]:
 # Blind thresholds (issue 18, item 7)
 
 #: Sizes per octave of a blind run's sweep, and one step of it.
-BLIND_PER_OCTAVE = 4
-BLIND_STEP = 2.0 ** (1.0 / BLIND_PER_OCTAVE)
-#: A blind run's window around its threshold T: T / BELOW .. T * ABOVE.
-BLIND_WINDOW_BELOW = 4
-BLIND_WINDOW_ABOVE = 4
-#: Over ofi:tcp the window ends at 16 KiB: above RG_OFI_HEAD_SIZE (16 KiB by default) the
-#: ofi transport sends a head and a tail, and the tail crosses a moved rxm threshold T
-#: again at 16 KiB + T (and rxm's 16 KiB at T + 16 KiB when the head size is T).
-BLIND_OFI_WINDOW_MAX = 16384
 BLIND_FOUND_SHARE = 0.9
 BLIND_FOLDER = "blind"
-
-
-@dataclass(frozen=True)
-class BlindStack:
-    label: str
-    var: str
-    #: Values found in every calibration run on this machine (see the test's module).
-    candidates: tuple[int, ...]
-    gauge_args: tuple[str, ...]
-    window_max: int | None
-    #: What must be installed: a launcher on PATH, or "libfabric" (pkg-config).
-    needs: str
-
-
-#: Keep in step with STACKS of tests/test_blind_thresholds.py (the same variables,
-#: candidates and windows, so that a failure of the test is a run of this benchmark).
-BLIND_STACKS: dict[str, BlindStack] = {
-    "openmpi": BlindStack("Open MPI (vader)", "OMPI_MCA_btl_vader_eager_limit",
-                          (12288, 16384, 24576),
-                          ("--transport", "mpi", "--launcher", "mpirun"), None,
-                          "mpirun.openmpi"),
-    "mpich": BlindStack("MPICH (ch4:ucx)", "UCX_RNDV_THRESH",
-                        (4096, 32768, 65536),
-                        ("--transport", "mpi", "--launcher", "mpiexec"), None,
-                        "mpiexec.mpich"),
-    "libfabric": BlindStack("libfabric (ofi_rxm over tcp)", "FI_OFI_RXM_BUFFER_SIZE",
-                            (1024, 2048, 3072, 4096, 6144, 8192),
-                            ("--transport", "ofi:tcp"), BLIND_OFI_WINDOW_MAX, "libfabric"),
-    "railgauge": BlindStack("railgauge (ofi transport)", "RG_OFI_HEAD_SIZE",
-                            (1024, 2048, 3072), ("--transport", "ofi:tcp"),
-                            BLIND_OFI_WINDOW_MAX, "libfabric"),
-}
-
-
-def blind_window(stack: BlindStack, t: int) -> tuple[int, int]:
-    hi = t * BLIND_WINDOW_ABOVE
-    if stack.window_max is not None:
-        hi = min(hi, stack.window_max)
-    return max(1, t // BLIND_WINDOW_BELOW), hi
-
-
-def found_near(c: int, t: int) -> bool:
-    """Change c lies within one step of the sweep of threshold t (t the last size of
-    the lower protocol or the first of the upper one)."""
-    return t / BLIND_STEP < c <= t * BLIND_STEP + 1
-
-
-def same_change(a: int, b: int) -> bool:
-    """Two changes within one step of the sweep of each other."""
-    lo, hi = min(a, b), max(a, b)
-    return hi <= lo * BLIND_STEP + 1
-
-
-def blind_draws(seed: int, key: str, n: int) -> list[int]:
-    """The stack's n thresholds for the seed (the first is the test's draw)."""
-    rng = random.Random(f"{seed}:{key}")
-    return [rng.choice(BLIND_STACKS[key].candidates) for _ in range(n)]
-
-
-def blind_missing(key: str) -> str | None:
-    needs = BLIND_STACKS[key].needs
-    if needs == "libfabric":
-        ok = shutil.which("pkg-config") is not None and subprocess.run(
-            ["pkg-config", "--exists", "libfabric"], check=False).returncode == 0
-        return None if ok else "libfabric not found by pkg-config"
-    return None if shutil.which(needs) else f"{needs} not found"
-
-
-def blind_argv(railgauge: list[str], key: str, t: int, out_dir: Path) -> list[str]:
-    lo, hi = blind_window(BLIND_STACKS[key], t)
-    return [*railgauge, "gauge", *BLIND_STACKS[key].gauge_args, "--min-size", str(lo),
-            "--max-size", str(hi), "--per-octave", str(BLIND_PER_OCTAVE), "--no-onen",
-            "--no-barrier", "--out", str(out_dir), "--json"]
 
 
 def measure_blind(args: argparse.Namespace, railgauge: list[str], env: dict[str, str],
@@ -860,14 +778,14 @@ def measure_blind(args: argparse.Namespace, railgauge: list[str], env: dict[str,
     that rotates). Every run's entry is saved in raw/runs.json ("blind_runs") as it ends.
     Returns True when every run ended with exit status 0."""
     stacks = list(args.blind_stacks)
-    draws = {k: blind_draws(args.blind_seed, k, args.blind_runs) for k in stacks}
+    draws = {k: blind.draws(args.blind_seed, k, args.blind_runs) for k in stacks}
     index["blind"] = {"seed": args.blind_seed, "runs": args.blind_runs,
                       "default_runs": args.blind_default_runs, "stacks": stacks,
-                      "draws": draws, "per_octave": BLIND_PER_OCTAVE,
-                      "candidates": {k: list(BLIND_STACKS[k].candidates) for k in stacks}}
+                      "draws": draws, "per_octave": blind.PER_OCTAVE,
+                      "candidates": {k: list(blind.STACKS[k].candidates) for k in stacks}}
     index["blind_runs"] = []
     # Every run starts from the default settings of all stacks.
-    base = {k: v for k, v in env.items() if k not in {s.var for s in BLIND_STACKS.values()}}
+    base = {k: v for k, v in env.items() if k not in {s.var for s in blind.STACKS.values()}}
     plan: list[tuple[str, str, int, int]] = []  # (key, kind, number, t)
     for j in range(args.blind_default_runs):
         for key in stacks:
@@ -877,7 +795,7 @@ def measure_blind(args: argparse.Namespace, railgauge: list[str], env: dict[str,
         plan += [(key, "moved", i + 1, draws[key][i]) for key in order]
     all_ok = True
     for n, (key, kind, number, t) in enumerate(plan):
-        stack = BLIND_STACKS[key]
+        stack = blind.STACKS[key]
         name = (f"default-T{t}-{number:02d}" if kind == "default"
                 else f"run-{number:02d}-T{t}")
         out_dir = raw / BLIND_FOLDER / key / name
@@ -887,12 +805,12 @@ def measure_blind(args: argparse.Namespace, railgauge: list[str], env: dict[str,
         run_env = dict(base)
         if kind == "moved":
             run_env[stack.var] = str(t)
-        argv = blind_argv(railgauge, key, t, out_dir)
+        argv = [*blind.gauge_argv(railgauge, key, t, out_dir), "--json"]
         res, error = run_kept(argv, args.timeout, run_env, out_dir)
         all_ok &= error is None
         index["blind_runs"].append({
             "stack": key, "kind": kind, "number": number, "t": t, "var": stack.var,
-            "window": list(blind_window(stack, t)), "dir": rel_dir(out_dir, raw),
+            "window": list(blind.window(stack, t)), "dir": rel_dir(out_dir, raw),
             "argv": argv, "env": {stack.var: str(t)} if kind == "moved" else {},
             "wall_s": res.wall_s, "rc": res.rc, "timed_out": res.timed_out, "error": error,
         })
@@ -907,7 +825,7 @@ def measure_blind(args: argparse.Namespace, railgauge: list[str], env: dict[str,
 def blind_index_from_folders(raw: Path) -> list[dict[str, Any]]:
     """Entries for kept blind folders without runs.json (T from the folder's name)."""
     out: list[dict[str, Any]] = []
-    for key, stack in BLIND_STACKS.items():
+    for key, stack in blind.STACKS.items():
         for d in sorted((raw / BLIND_FOLDER / key).glob("*")):
             m = (re.fullmatch(r"default-T(\d+)-(\d+)", d.name)
                  or re.fullmatch(r"run-(\d+)-T(\d+)", d.name))
@@ -918,7 +836,7 @@ def blind_index_from_folders(raw: Path) -> list[dict[str, Any]]:
                          else (int(m.group(2)), int(m.group(1))))
             out.append({"stack": key, "kind": "default" if default else "moved",
                         "number": number, "t": t, "var": stack.var,
-                        "window": list(blind_window(stack, t)), "dir": rel_dir(d, raw),
+                        "window": list(blind.window(stack, t)), "dir": rel_dir(d, raw),
                         "wall_s": None, "error": None})
     return out
 
@@ -1005,21 +923,21 @@ def summarize_blind(key: str, runs: list[BlindRun]) -> BlindSummary:
             r.found = False  # a failed run found nothing
             continue
         changes = r.changes or []
-        r.found = any(found_near(c, r.t) for c in changes)
+        r.found = any(blind.within_one_step(c, r.t) for c in changes)
         found += r.found
         known = default_changes.get(r.window)
         if known is None:
             unjudged += 1
             continue
-        r.near_default = any(found_near(d, r.t) for d in known)
-        r.invented = [c for c in changes if not found_near(c, r.t)
-                      and not any(same_change(c, d) for d in known)]
+        r.near_default = any(blind.within_one_step(d, r.t) for d in known)
+        r.invented = [c for c in changes if not blind.within_one_step(c, r.t)
+                      and not any(blind.same_change(c, d) for d in known)]
         invented_runs += bool(r.invented)
     unexplained = 0
     for r in moved:
         twins = [o for o in moved if o is not r and o.ok and o.t == r.t]
         r.revealed = [c for c in (r.invented or []) if twins and all(
-            any(same_change(c, d) for d in (o.changes or [])) for o in twins)]
+            any(blind.same_change(c, d) for d in (o.changes or [])) for o in twins)]
         unexplained += bool(set(r.invented or []) - set(r.revealed))
     n = len(moved)
     if not n:
@@ -1058,9 +976,9 @@ def blind_md(summaries: list[BlindSummary], meta: dict[str, Any]) -> list[str]:
         "Written by `bench/gauge_bench.py --blind`. Per stack one protocol threshold is "
         "moved by its environment variable to a value T drawn from the stack's calibrated "
         f"candidates by a seeded generator ({seed_txt}), and `railgauge gauge` is not told: "
-        f"`railgauge gauge <transport> --min-size T/{BLIND_WINDOW_BELOW} --max-size "
-        f"T*{BLIND_WINDOW_ABOVE} --per-octave {BLIND_PER_OCTAVE} --no-onen --no-barrier` "
-        f"(over ofi:tcp the window ends at {BLIND_OFI_WINDOW_MAX} B: above it railgauge's "
+        f"`railgauge gauge <transport> --min-size T/{blind.WINDOW_BELOW} --max-size "
+        f"T*{blind.WINDOW_ABOVE} --per-octave {blind.PER_OCTAVE} --no-onen --no-barrier` "
+        f"(over ofi:tcp the window ends at {blind.OFI_WINDOW_MAX} B: above it railgauge's "
         "ofi transport sends a head and a tail, and the tail crosses the threshold again). "
         "Each window is first run at the default settings (none of the stacks' variables "
         "set). **Found**: a protocol change (from_bytes of a range 1.. of "
@@ -1080,7 +998,7 @@ def blind_md(summaries: list[BlindSummary], meta: dict[str, Any]) -> list[str]:
     ]
     for s in summaries:
         n = len(s.moved)
-        stack = BLIND_STACKS[s.key]
+        stack = blind.STACKS[s.key]
         drawn = ", ".join(str(r.t) for r in s.moved) or "none"
         revealed_runs = s.invented_runs - s.unexplained_runs
         inv = (f"{s.invented_runs} of {n}"
@@ -1093,7 +1011,7 @@ def blind_md(summaries: list[BlindSummary], meta: dict[str, Any]) -> list[str]:
         lines.append(f"| {stack.label} | `{stack.var}` | {n} | {found_txt} | {inv} | "
                      f"{drawn} | {verdict(s.ok)} |")
     for s in summaries:
-        stack = BLIND_STACKS[s.key]
+        stack = blind.STACKS[s.key]
         cands = (meta.get("candidates") or {}).get(s.key, stack.candidates)
         lines += ["", f"#### {stack.label}: `{stack.var}`", "",
                   f"Candidates: {', '.join(str(c) for c in cands)}; gauge arguments "
@@ -1136,7 +1054,7 @@ def blind_md(summaries: list[BlindSummary], meta: dict[str, Any]) -> list[str]:
 
 def section_md(summaries: dict[str, Summary], default_runs: list[Run], n_rounds: int,
                extra: list[str], facts: dict[str, Any], command: str, raw: Path,
-               blind: list[str] | None = None) -> str:
+               blind_lines: list[str] | None = None) -> str:
     cmds = "; ".join(f"{TRANSPORTS[e][1]}: `{display_argv(e, extra)}`" for e in summaries)
     lines = [
         f"## railgauge gauge: the LogGP model across runs ({n_rounds} rounds)",
@@ -1191,8 +1109,8 @@ def section_md(summaries: dict[str, Summary], default_runs: list[Run], n_rounds:
             lines += ["Failed default runs (left out of the target):", ""]
             lines += [f"- round {r.round}: {(r.error or '')[:600]}" for r in bad]
             lines.append("")
-    if blind:
-        lines += [*blind, ""]
+    if blind_lines:
+        lines += [*blind_lines, ""]
     lines += facts_md(facts, command, raw)
     return "\n".join(lines)
 
@@ -1215,7 +1133,7 @@ def parse_transports(text: str) -> list[str]:
 
 
 def parse_blind_stacks(text: str) -> list[str]:
-    return parse_names(text, list(BLIND_STACKS), "stack")
+    return parse_names(text, list(blind.STACKS), "stack")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -1263,7 +1181,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--blind-runs", type=int, default=10,
                    help="moved runs per stack with --blind (default 10)")
     p.add_argument("--blind-stacks", type=parse_blind_stacks, default=None,
-                   help="comma-separated, from " + ",".join(BLIND_STACKS)
+                   help="comma-separated, from " + ",".join(blind.STACKS)
                    + " (default: all four; with --from, those of the kept runs)")
     p.add_argument("--blind-seed", type=int, default=None,
                    help="seed of the drawn thresholds (default: a random one, printed and "
@@ -1355,12 +1273,12 @@ def main(argv: list[str] | None = None) -> int:
                     "--from ROUNDS_DIR --from THIS_DIR")
                 args.no_write = True
         args.transports = transports
-        args.blind_stacks = args.blind_stacks or list(BLIND_STACKS)
+        args.blind_stacks = args.blind_stacks or list(blind.STACKS)
         missing = [f"{t}: {NEEDS[t]} not found" for t in transports
                    if t in NEEDS and shutil.which(NEEDS[t]) is None]
         if args.blind:
             missing += [f"blind stack {k}: {why} (leave it out with --blind-stacks)"
-                        for k in args.blind_stacks if (why := blind_missing(k)) is not None]
+                        for k in args.blind_stacks if (why := blind.missing(k)) is not None]
         try:
             cmd, env = railgauge_command(args)
             if missing:
@@ -1405,18 +1323,18 @@ def main(argv: list[str] | None = None) -> int:
     default_runs = sorted((r for r in runs if r.entry == DEFAULT_SHM and "shm" in transports),
                           key=lambda r: r.round)
     n_rounds = max((r.round for r in runs), default=0)
-    blind = None
+    blind_lines = None
     if index.get("blind_runs"):
         meta = dict(index.get("blind") or {})
-        stacks = [k for k in (args.blind_stacks or meta.get("stacks") or BLIND_STACKS)
-                  if k in BLIND_STACKS and any(e["stack"] == k for e in index["blind_runs"])]
+        stacks = [k for k in (args.blind_stacks or meta.get("stacks") or blind.STACKS)
+                  if k in blind.STACKS and any(e["stack"] == k for e in index["blind_runs"])]
         bruns = [load_blind_run(e, blind_raw or raw) for e in index["blind_runs"]
                  if e["stack"] in stacks]
         failed |= any(r.error is not None for r in bruns)
-        blind = blind_md([summarize_blind(k, [r for r in bruns if r.stack == k])
+        blind_lines = blind_md([summarize_blind(k, [r for r in bruns if r.stack == k])
                           for k in stacks], meta)
     md = section_md(summaries, default_runs, n_rounds, shlex.split(args.gauge_args), facts,
-                    command, raw, blind)
+                    command, raw, blind_lines)
     emit_section(out_path, args.section, md, args.no_write, log)
     return 1 if failed else 0
 

@@ -14,7 +14,8 @@ One test per stack, each moving one threshold by its environment variable:
   sends a message as a head and a tail (two libfabric messages).
 
 The value is drawn from the stack's calibrated candidates (Stack.candidates: values the
-gauge found in every calibration run, and not at the default settings) by a seed:
+gauge found in every calibration run, and not at the default settings; the table is
+railgauge.blind, shared with the benchmark) by a seed:
 RG_BLIND_SEED when set, else a random one. The seed is printed (shown with ``-rA`` or
 ``-s``) and named in every assertion message, so that a failure is replayed with
 ``RG_BLIND_SEED=S pytest tests/test_blind_thresholds.py``. The sweep covers a window around
@@ -37,73 +38,24 @@ from __future__ import annotations
 import json
 import os
 import random
-import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from conftest import ROOT, find_native_tool
 from mpi_util import flavour_installed
-
-PER_OCTAVE = 4
-STEP = 2.0 ** (1.0 / PER_OCTAVE)
-#: The sweep's window around the threshold T: T / WINDOW_BELOW .. T * WINDOW_ABOVE.
-WINDOW_BELOW = 4
-WINDOW_ABOVE = 4
-#: Above RG_OFI_HEAD_SIZE (16 KiB by default) the ofi transport sends a head and a tail,
-#: and the tail crosses the threshold again at 16 KiB + T (rxm), or rxm's 16 KiB eager
-#: size at T + 16 KiB (head size T): over ofi the window ends at 16 KiB.
-OFI_WINDOW_MAX = 16384
-
-
-@dataclass(frozen=True)
-class Stack:
-    name: str
-    var: str
-    #: The values drawn from: each found in 6 of 6 calibration runs on a busy 2-core
-    #: machine, and not found in its window at the default settings (so that the test
-    #: fails when the variable does not reach the stack).
-    candidates: tuple[int, ...]
-    gauge_args: tuple[str, ...]
-    window_max: int | None = None
-
-
-#: Left out by the calibration: Open MPI 8192 and 32768 (5 of 6: a refinement pass
-#: measured at another level than the sweep) and 2048 (next to the defaults' changes);
-#: MPICH 16384 (1 of 3: bimodal times), 24576 (3 of 3, one change 0.2 B inside the step)
-#: and 2048 (its default sweep already shows a change at 2139 B); railgauge's
-#: RG_OFI_HEAD_SIZE 4096, 6144 (4 of 6 each) and 8192 (2 of 3): one small message more over
-#: tcp is a weak change.
-#: bench/gauge_bench.py has the same table (BLIND_STACKS): keep them in step.
-STACKS: dict[str, Stack] = {
-    "openmpi": Stack("Open MPI (vader)", "OMPI_MCA_btl_vader_eager_limit",
-                     (12288, 16384, 24576),
-                     ("--transport", "mpi", "--launcher", "mpirun")),
-    "mpich": Stack("MPICH (ch4:ucx)", "UCX_RNDV_THRESH",
-                   (4096, 32768, 65536),
-                   ("--transport", "mpi", "--launcher", "mpiexec")),
-    "libfabric": Stack("libfabric (ofi_rxm over tcp)", "FI_OFI_RXM_BUFFER_SIZE",
-                       (1024, 2048, 3072, 4096, 6144, 8192),
-                       ("--transport", "ofi:tcp"), OFI_WINDOW_MAX),
-    "railgauge": Stack("railgauge (ofi transport)", "RG_OFI_HEAD_SIZE",
-                       (1024, 2048, 3072),
-                       ("--transport", "ofi:tcp"), OFI_WINDOW_MAX),
-}
-
-
-def window(stack: Stack, t: int) -> tuple[int, int]:
-    """The sweep's smallest and largest size for threshold t."""
-    hi = t * WINDOW_ABOVE
-    if stack.window_max is not None:
-        hi = min(hi, stack.window_max)
-    return max(1, t // WINDOW_BELOW), hi
-
-
-def within_one_step(from_bytes: int, t: int) -> bool:
-    return t / STEP < from_bytes <= t * STEP + 1
+from railgauge.blind import (
+    PER_OCTAVE,
+    STACKS,
+    STEP,
+    draws,
+    gauge_argv,
+    missing,
+    window,
+    within_one_step,
+)
 
 
 def changes(model: dict[str, object]) -> list[int]:
@@ -123,18 +75,6 @@ def the_seed() -> int:
 SEED = the_seed()
 
 
-def draw(stack_key: str, seed: int) -> int:
-    """The stack's threshold for this seed (one draw per stack, independent of the
-    order the tests run in)."""
-    return random.Random(f"{seed}:{stack_key}").choice(STACKS[stack_key].candidates)
-
-
-def _libfabric_installed() -> bool:
-    if shutil.which("pkg-config") is None:
-        return False
-    return subprocess.run(["pkg-config", "--exists", "libfabric"], check=False).returncode == 0
-
-
 def _skip_reason(key: str) -> str | None:
     if key == "openmpi" and not flavour_installed("openmpi"):
         return "mpirun.openmpi or mpicc.openmpi not installed (apt-get install " \
@@ -142,8 +82,8 @@ def _skip_reason(key: str) -> str | None:
     if key == "mpich" and not flavour_installed("mpich"):
         return "mpiexec.mpich or mpicc.mpich not installed (apt-get install mpich " \
                "libmpich-dev)"
-    if key in ("libfabric", "railgauge") and not _libfabric_installed():
-        return "libfabric not installed (apt-get install libfabric-dev)"
+    if key in ("libfabric", "railgauge"):
+        return missing(key)
     return None
 
 
@@ -152,16 +92,13 @@ def run_blind(key: str, t: int, out: Path, *, move: bool = True,
     """`railgauge gauge` over the stack's transport in the window around t, with the
     stack's variable set to t (unless move is False: the default settings)."""
     stack = STACKS[key]
-    lo, hi = window(stack, t)
     env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
     env.setdefault("RG_NATIVE_DIR", str(Path(find_native_tool("railgauge-bench")).parent))
     for other in STACKS.values():  # every stack at its defaults but the moved threshold
         env.pop(other.var, None)
     if move:
         env[stack.var] = str(t)
-    argv = [sys.executable, "-m", "railgauge.cli.main", "gauge", *stack.gauge_args,
-            "--min-size", str(lo), "--max-size", str(hi), "--per-octave", str(PER_OCTAVE),
-            "--no-onen", "--no-barrier", "--out", str(out)]
+    argv = gauge_argv([sys.executable, "-m", "railgauge.cli.main"], key, t, out)
     return subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s,
                           stdin=subprocess.DEVNULL, env=env, check=False)
 
@@ -181,7 +118,7 @@ def test_blind_threshold_found(key: str, tmp_path: Path) -> None:
     if reason is not None:
         pytest.skip(reason)
     stack = STACKS[key]
-    t = draw(key, SEED)
+    t = draws(SEED, key, 1)[0]
     replay = (f"stack {key}, seed {SEED} -> {stack.var}={t} "
               f"(replay: RG_BLIND_SEED={SEED})")
     print(f"blind threshold: {replay}")
