@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -395,6 +395,24 @@ def _parse_prtt(rec: dict[str, Any], path: str, line: int) -> PrttPoint:
     )
 
 
+def json_records(path: Path | str, text: str,
+                 error: type[Exception]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The JSON Lines records of text with their line numbers; blank lines skipped, a line
+    that is not a JSON object raises error naming path and line."""
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            rec = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise error(
+                f"{path}:{lineno}: invalid JSON ({exc.msg} at column {exc.colno})"
+            ) from exc
+        if not isinstance(rec, dict):
+            raise error(f"{path}:{lineno}: a record must be a JSON object")
+        yield lineno, rec
+
+
 def _iter_records(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
     try:
         text = path.read_text(encoding="utf-8")
@@ -402,18 +420,71 @@ def _iter_records(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
         raise MeasurementError(f"{path}: cannot read measurement file: {exc.strerror}") from exc
     except UnicodeDecodeError as exc:
         raise MeasurementError(f"{path}: not UTF-8 text: {exc.reason}") from exc
-    for lineno, raw in enumerate(text.splitlines(), start=1):
-        if not raw.strip():
-            continue
-        try:
-            rec = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise MeasurementError(
-                f"{path}:{lineno}: invalid JSON ({exc.msg} at column {exc.colno})"
-            ) from exc
-        if not isinstance(rec, dict):
-            raise MeasurementError(f"{path}:{lineno}: a record must be a JSON object")
-        yield lineno, rec
+    return json_records(path, text, MeasurementError)
+
+
+@dataclass
+class Blocks:
+    """What a reader of header / records / footer blocks keeps across the files of one
+    fit: the headers and footers, the warnings, and the one transport they all name."""
+
+    headers: list[dict[str, Any]] = field(default_factory=list)
+    footers: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    transport: str | None = None
+    transport_where: str = ""
+
+
+def read_blocks(path: Path, records: Iterable[tuple[int, dict[str, Any]]], blocks: Blocks, *,
+                point_types: Iterable[str], on_point: Callable[[dict[str, Any], int], None],
+                error: type[Exception],
+                check_header: Callable[[dict[str, Any], str], None] | None = None) -> None:
+    """One file's blocks into blocks: each header (checked by check_header, then for its
+    transport) opens a block, point records (types in point_types) go to on_point with
+    their line number, a footer closes the block; other record types are ignored on
+    purpose (forward compatibility). Raises error for a file without a header, a record
+    before the first header, or a transport other than the other headers'."""
+    in_block = False
+    seen_header = False
+    kinds = set(point_types)
+    for lineno, rec in records:
+        rtype = rec.get("type")
+        where = _where(str(path), lineno)
+        if rtype == "header":
+            if check_header is not None:
+                check_header(rec, where)
+            tr = rec.get("transport")
+            if not isinstance(tr, str) or not tr:
+                raise error(f"{where}: header 'transport' must be a non-empty string")
+            if blocks.transport is None:
+                blocks.transport, blocks.transport_where = tr, where
+            elif tr != blocks.transport:
+                raise error(
+                    f"{where}: transport '{tr}' differs from '{blocks.transport}' of the header "
+                    f"at {blocks.transport_where}; measurements of different transports cannot "
+                    "be fitted together"
+                )
+            if in_block:
+                blocks.warnings.append(f"{where}: header without a footer before it")
+            blocks.headers.append(rec)
+            in_block = True
+            seen_header = True
+        elif rtype == "footer":
+            if not seen_header:
+                raise error(f"{where}: footer before any header")
+            blocks.footers.append(rec)
+            status = rec.get("status", "ok")
+            if status != "ok":
+                blocks.warnings.append(f"{where}: footer status is '{status}'")
+            in_block = False
+        elif rtype in kinds:
+            if not seen_header:
+                raise error(f"{where}: {rtype} record before any header (missing header)")
+            on_point(rec, lineno)
+    if not seen_header:
+        raise error(f"{path}: no header record (missing header)")
+    if in_block:
+        blocks.warnings.append(f"{path}: the last block has no footer (interrupted run?)")
 
 
 def read_measurements(paths: str | Path | Sequence[str | Path]) -> Measurements:
@@ -443,67 +514,30 @@ def read_measurements(paths: str | Path | Sequence[str | Path]) -> Measurements:
     if not path_list:
         raise MeasurementError("no measurement file given")
 
-    headers: list[dict[str, Any]] = []
-    footers: list[dict[str, Any]] = []
-    warnings: list[str] = []
+    blocks = Blocks()
     best: dict[tuple[str, int, bool, int], PrttPoint] = {}
-    transport: str | None = None
-    transport_where = ""
+
+    def check_header(rec: dict[str, Any], where: str) -> None:
+        missing = [k for k in REQUIRED_HEADER_KEYS if k not in rec]
+        if missing:
+            raise MeasurementError(
+                f"{where}: header is missing required key(s): {', '.join(missing)}"
+            )
 
     for p in path_list:
         path = Path(p)
-        in_block = False
-        seen_header_here = False
-        for lineno, rec in _iter_records(path):
-            rtype = rec.get("type")
-            where = _where(str(path), lineno)
-            if rtype == "header":
-                missing = [k for k in REQUIRED_HEADER_KEYS if k not in rec]
-                if missing:
-                    raise MeasurementError(
-                        f"{where}: header is missing required key(s): {', '.join(missing)}"
-                    )
-                tr = rec["transport"]
-                if not isinstance(tr, str) or not tr:
-                    raise MeasurementError(
-                        f"{where}: header 'transport' must be a non-empty string"
-                    )
-                if transport is None:
-                    transport, transport_where = tr, where
-                elif tr != transport:
-                    raise MeasurementError(
-                        f"{where}: transport '{tr}' differs from '{transport}' of the header "
-                        f"at {transport_where}; measurements of different transports cannot "
-                        "be fitted together"
-                    )
-                if in_block:
-                    warnings.append(f"{where}: header without a footer before it")
-                headers.append(rec)
-                in_block = True
-                seen_header_here = True
-            elif rtype == "footer":
-                if not seen_header_here:
-                    raise MeasurementError(f"{where}: footer before any header")
-                footers.append(rec)
-                status = rec.get("status", "ok")
-                if status != "ok":
-                    warnings.append(f"{where}: footer status is '{status}'")
-                in_block = False
-            elif rtype in RECORD_TYPES:
-                if not seen_header_here:
-                    raise MeasurementError(
-                        f"{where}: {rtype} record before any header (missing header)"
-                    )
-                point = _parse_prtt(rec, str(path), lineno)
-                old = best.get(point.key)
-                if old is None or point.count > old.count:
-                    best[point.key] = point
-            # Other record types are ignored on purpose (forward compatibility).
-        if not seen_header_here:
-            raise MeasurementError(f"{path}: no header record (missing header)")
-        if in_block:
-            warnings.append(f"{path}: the last block has no footer (interrupted run?)")
 
+        def on_point(rec: dict[str, Any], lineno: int, path: Path = path) -> None:
+            point = _parse_prtt(rec, str(path), lineno)
+            old = best.get(point.key)
+            if old is None or point.count > old.count:
+                best[point.key] = point
+
+        read_blocks(path, _iter_records(path), blocks, point_types=RECORD_TYPES,
+                    on_point=on_point, error=MeasurementError, check_header=check_header)
+
+    transport = blocks.transport
+    headers, footers, warnings = blocks.headers, blocks.footers, blocks.warnings
     assert transport is not None
     records = sorted(best.values(), key=lambda q: (q.s, q.type != "prtt", q.n, q.d_us))
     return Measurements(

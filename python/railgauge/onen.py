@@ -43,7 +43,14 @@ from typing import Any
 import numpy as np
 
 from railgauge import __version__
-from railgauge.measurements import finite_number, record_ci95, record_stable
+from railgauge.measurements import (
+    Blocks,
+    finite_number,
+    json_records,
+    read_blocks,
+    record_ci95,
+    record_stable,
+)
 
 __all__ = [
     "DIRECTIONS",
@@ -355,63 +362,24 @@ def is_onen_file(path: str | Path) -> bool:
     return False
 
 
-def _read_jsonl(path: Path, text: str, best: dict[Any, OnenPoint], state: dict[str, Any]) -> None:
-    in_block = False
-    seen_header = False
-    for lineno, raw in enumerate(text.splitlines(), start=1):
-        if not raw.strip():
-            continue
-        where = f"{path}:{lineno}"
-        try:
-            rec = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise OnenError(f"{where}: invalid JSON ({exc.msg} at column {exc.colno})") from exc
-        if not isinstance(rec, dict):
-            raise OnenError(f"{where}: a record must be a JSON object")
-        rtype = rec.get("type")
-        if rtype == "header":
-            tr = rec.get("transport")
-            if not isinstance(tr, str) or not tr:
-                raise OnenError(f"{where}: header 'transport' must be a non-empty string")
-            pattern = rec.get("pattern")
-            if pattern is not None and pattern != "onen":
-                raise OnenError(
-                    f"{where}: header pattern is {pattern!r}, not 'onen' (a PRTT file is fitted "
-                    "with --model loggp)"
-                )
-            if state["transport"] is None:
-                state["transport"], state["transport_where"] = tr, where
-            elif tr != state["transport"]:
-                raise OnenError(
-                    f"{where}: transport '{tr}' differs from '{state['transport']}' of the header "
-                    f"at {state['transport_where']}; measurements of different transports "
-                    "cannot be fitted together"
-                )
-            if in_block:
-                state["warnings"].append(f"{where}: header without a footer before it")
-            state["headers"].append(rec)
-            in_block = True
-            seen_header = True
-        elif rtype == "footer":
-            if not seen_header:
-                raise OnenError(f"{where}: footer before any header")
-            state["footers"].append(rec)
-            status = rec.get("status", "ok")
-            if status != "ok":
-                state["warnings"].append(f"{where}: footer status is '{status}'")
-            in_block = False
-        elif rtype == "onen":
-            if not seen_header:
-                raise OnenError(f"{where}: onen record before any header (missing header)")
-            pt = _parse_onen(rec, str(path), lineno)
-            old = best.get(pt.key)
-            if old is None or pt.count > old.count:
-                best[pt.key] = pt
-        # Other record types are ignored on purpose (forward compatibility).
-    if not seen_header:
-        raise OnenError(f"{path}: no header record (missing header)")
-    if in_block:
-        state["warnings"].append(f"{path}: the last block has no footer (interrupted run?)")
+def _check_onen_header(rec: dict[str, Any], where: str) -> None:
+    pattern = rec.get("pattern")
+    if pattern is not None and pattern != "onen":
+        raise OnenError(
+            f"{where}: header pattern is {pattern!r}, not 'onen' (a PRTT file is fitted "
+            "with --model loggp)"
+        )
+
+
+def _read_jsonl(path: Path, text: str, best: dict[Any, OnenPoint], blocks: Blocks) -> None:
+    def on_point(rec: dict[str, Any], lineno: int) -> None:
+        pt = _parse_onen(rec, str(path), lineno)
+        old = best.get(pt.key)
+        if old is None or pt.count > old.count:
+            best[pt.key] = pt
+
+    read_blocks(path, json_records(path, text, OnenError), blocks, point_types=("onen",),
+                on_point=on_point, error=OnenError, check_header=_check_onen_header)
 
 
 def _read_csv(path: Path, text: str, rows_by_key: dict[Any, list[OnenPoint]]) -> None:
@@ -537,9 +505,7 @@ def read_onen(paths: str | Path | Sequence[str | Path]) -> OnenData:
     if not path_list:
         raise OnenError("no onen file given")
     best: dict[Any, OnenPoint] = {}
-    state: dict[str, Any] = {
-        "transport": None, "transport_where": "", "headers": [], "footers": [], "warnings": [],
-    }
+    blocks = Blocks()
     fmts: set[str] = set()
     csv_rows: dict[Any, list[OnenPoint]] = {}
     notes: list[str] = []
@@ -551,21 +517,21 @@ def read_onen(paths: str | Path | Sequence[str | Path]) -> OnenData:
             _read_csv(path, text, csv_rows)
         else:
             fmts.add("jsonl")
-            _read_jsonl(path, text, best, state)
+            _read_jsonl(path, text, best, blocks)
     _combine_csv(csv_rows, best, notes)
     if not best:
         names = ", ".join(str(p) for p in path_list)
         raise OnenError(f"{names}: no onen records")
     points = sorted(best.values(), key=lambda q: (*_series_order(q.series), q.p))
-    headers: list[dict[str, Any]] = state["headers"]
+    headers = blocks.headers
     return OnenData(
         points=points,
-        transport=str(state["transport"] or "unknown"),
+        transport=str(blocks.transport or "unknown"),
         header=headers[0] if headers else {},
         headers=headers,
-        footers=state["footers"],
+        footers=blocks.footers,
         paths=[str(p) for p in path_list],
-        warnings=state["warnings"],
+        warnings=blocks.warnings,
         fmt="+".join(sorted(fmts)),
         notes=notes,
     )
