@@ -26,6 +26,7 @@
 #include "base/timer.h"
 #include "boot/boot.h"
 #include "proto/proto.h"
+#include "rails/rails.h"
 
 #define RG_PT_TIMEOUT_NS   (60ull * 1000000000ull)
 #define RG_PT_PEER_DEAD_RC 42
@@ -854,6 +855,12 @@ int main(int argc, char **argv)
     char            *end;
     char             env_transport[RG_CONFIG_STRING_MAX];
 
+    /* The rails transport lives above xport and joins its registry here, for
+     * the tests over it and --print-config. */
+    if (rg_rails_register() != RG_OK) {
+        fprintf(stderr, "railgauge-proto-test: cannot register the rails transport\n");
+        return 2;
+    }
     memset(&t, 0, sizeof(t));
     if (rg_xport_default_name(env_transport, sizeof(env_transport), &err) != RG_OK) {
         fprintf(stderr, "railgauge-proto-test: %s\n", rg_err_message(&err));

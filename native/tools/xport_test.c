@@ -27,6 +27,7 @@
 
 #include "base/timer.h"
 #include "boot/boot.h"
+#include "rails/rails.h"
 #include "xport/xport.h"
 
 #define RG_XT_TIMEOUT_NS   (30ull * 1000000000ull)
@@ -1040,6 +1041,11 @@ int main(int argc, char **argv)
     uint64_t    t0;
     char        env_transport[RG_CONFIG_STRING_MAX];
 
+    /* The rails transport lives above xport and joins its registry here. */
+    if (rg_rails_register() != RG_OK) {
+        fprintf(stderr, "railgauge-xport-test: cannot register the rails transport\n");
+        return 2;
+    }
     memset(&t, 0, sizeof(t));
     if (rg_xport_default_name(env_transport, sizeof(env_transport), &err) != RG_OK) {
         fprintf(stderr, "railgauge-xport-test: %s\n", rg_err_message(&err));

@@ -80,6 +80,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "rails/rails.h"
+
 #include "base/json.h"
 #include "base/timer.h"
 #include "boot/boot.h"
@@ -181,7 +183,7 @@ static const rg_config_field_t rg__rails_config_fields[] = {
     {NULL, NULL, NULL, 0, 0}
 };
 
-const rg_config_table_t rg_xport_rails_config_table = {"RAILS", rg__rails_config_fields};
+const rg_config_table_t rg_rails_config_table = {"RAILS", rg__rails_config_fields};
 
 struct rg__rout;
 
@@ -2584,7 +2586,7 @@ static rg_status_t rg__rails_open(const char *name, rg_boot_t *boot, rg_xport_t 
     if (rl == NULL) {
         return rg_err_set(err, RG_ERR_NOMEM, "cannot allocate the rails transport");
     }
-    rl->super.ops               = &rg_xport_rails_ops;
+    rl->super.ops               = &rg_rails_ops;
     rl->super.attr.name         = "rails";
     rl->super.attr.max_msg_size = SIZE_MAX;
     rl->super.attr.why_not[RG_XPORT_OPT_LIST] =
@@ -2604,7 +2606,7 @@ static rg_status_t rg__rails_open(const char *name, rg_boot_t *boot, rg_xport_t 
     /* Settings are checked on every rank before the collective opens; a
      * rank with a bad setting fails here, the others in the first rail's
      * open when it does not come (the bootstrap reports the dead rank). */
-    status = rg_config_load(&rg_xport_rails_config_table, &rl->cfg, err);
+    status = rg_config_load(&rg_rails_config_table, &rl->cfg, err);
     if (status == RG_OK) {
         status = rg__rails_parse(rl, err);
     }
@@ -2721,7 +2723,7 @@ static rg_status_t rg__rails_info_json(rg_xport_t *xp, char *buf, size_t cap)
     return js.status;
 }
 
-const rg_xport_ops_t rg_xport_rails_ops = {
+const rg_xport_ops_t rg_rails_ops = {
     .name        = "rails",
     .description = "several tcp rails side by side (RG_RAILS_LIST), messages striped or "
                    "placed by a policy (RG_RAILS_POLICY)",
@@ -2734,3 +2736,8 @@ const rg_xport_ops_t rg_xport_rails_ops = {
     .info_json   = rg__rails_info_json,
     .get         = rg_xport_no_get,
 };
+
+rg_status_t rg_rails_register(void)
+{
+    return rg_xport_register(&rg_rails_ops, &rg_rails_config_table);
+}
