@@ -1,4 +1,10 @@
-"""Each native layer includes only itself and the layers below it (STYLE.md, 2)."""
+"""Each native layer includes only itself and the layers below it (STYLE.md, 2).
+
+The layers: base; boot over base; xport (the transports) over boot; proto (the runtime,
+over any transport) and rails (the rails transport, stacked on xport's transports) over
+xport, side by side; coll over base only; exec over proto and coll; sim over base and
+coll. The rails transport is opened by name like any other because the tools register it
+with xport (rg_rails_register -> rg_xport_register), so xport never names it."""
 
 from __future__ import annotations
 
@@ -12,7 +18,13 @@ ALLOWED = {
     "base": set(),
     "boot": {"base"},
     "xport": {"base", "boot"},
+    # Over any transport: rails is one of them, registered from above, and
+    # proto never names it.
     "proto": {"base", "boot", "xport"},
+    # The rails transport stacks on xport's transports (one instance per rail)
+    # and registers itself with xport (rg_xport_register); xport, proto, exec
+    # and sim never include it.
+    "rails": {"base", "boot", "xport"},
     # The schedule generator and the flag engine: data and shared memory, no transport.
     "coll": {"base"},
     # The runtime's executor of coll's schedules, above the runtime.
@@ -33,6 +45,17 @@ def test_layers_include_only_downwards() -> None:
                 if dep != layer and dep not in ALLOWED[layer]:
                     bad.append(f"{f.relative_to(SRC)} includes {dep}/")
     assert not bad, "layering violations:\n" + "\n".join(bad)
+
+
+def test_xport_does_not_know_rails() -> None:
+    # Not by include (checked above) and not by name: its ops and settings come to
+    # xport's registry from above.
+    bad = []
+    for f in sorted((SRC / "xport").rglob("*.[ch]")):
+        text = f.read_text()
+        bad += [f"{f.relative_to(SRC)} names {w}" for w in ("rg_rails_", "rails_ops",
+                                                             "rails_config") if w in text]
+    assert not bad, "\n".join(bad)
 
 
 def test_the_check_sees_includes() -> None:

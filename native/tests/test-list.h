@@ -80,6 +80,10 @@ TEST_DECLARE(coll_sim_logp_closed_form)
 TEST_DECLARE(coll_sim_generated_same)
 TEST_DECLARE(coll_sim_bad)
 
+TEST_DECLARE(rails_register)
+TEST_DECLARE(rails_wire)
+TEST_DECLARE(rails_policy)
+
 TEST_DECLARE(rxwin_size)
 TEST_DECLARE(rxwin_growth)
 TEST_DECLARE(rxwin_reclaim)
@@ -161,6 +165,10 @@ TASK_LIST_START
   TEST_ENTRY(coll_sim_logp_closed_form)
   TEST_ENTRY(coll_sim_generated_same)
   TEST_ENTRY(coll_sim_bad)
+
+  TEST_ENTRY(rails_register)
+  TEST_ENTRY(rails_wire)
+  TEST_ENTRY(rails_policy)
 
   TEST_ENTRY(rxwin_size)
   TEST_ENTRY(rxwin_growth)

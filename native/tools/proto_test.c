@@ -26,6 +26,7 @@
 #include "base/timer.h"
 #include "boot/boot.h"
 #include "proto/proto.h"
+#include "rails/rails.h"
 #include "common/testkit.h"
 
 #define RG_PT_TIMEOUT_NS   (60ull * 1000000000ull)
@@ -853,6 +854,12 @@ int main(int argc, char **argv)
 
     _Static_assert(sizeof(rg_pt_tests) / sizeof(rg_pt_tests[0]) <= RG_TK_MAX_TESTS,
                    "RG_TK_MAX_TESTS");
+    /* The rails transport lives above xport and joins its registry here, for
+     * the tests over it and --print-config. */
+    if (rg_rails_register() != RG_OK) {
+        fprintf(stderr, "railgauge-proto-test: cannot register the rails transport\n");
+        return 2;
+    }
     memset(&t, 0, sizeof(t));
     rc = rg_tk_init(&t.tk, "railgauge-proto-test", 2.0, env_transport, sizeof(env_transport));
     if (rc != 0) {

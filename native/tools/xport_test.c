@@ -27,6 +27,7 @@
 
 #include "base/timer.h"
 #include "boot/boot.h"
+#include "rails/rails.h"
 #include "xport/xport.h"
 #include "common/testkit.h"
 
@@ -993,6 +994,11 @@ int main(int argc, char **argv)
 
     _Static_assert(sizeof(rg_xt_tests) / sizeof(rg_xt_tests[0]) <= RG_TK_MAX_TESTS,
                    "RG_TK_MAX_TESTS");
+    /* The rails transport lives above xport and joins its registry here. */
+    if (rg_rails_register() != RG_OK) {
+        fprintf(stderr, "railgauge-xport-test: cannot register the rails transport\n");
+        return 2;
+    }
     memset(&t, 0, sizeof(t));
     rc = rg_tk_init(&t.tk, "railgauge-xport-test", 30.0, env_transport, sizeof(env_transport));
     if (rc != 0) {

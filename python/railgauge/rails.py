@@ -1,7 +1,7 @@
 """Multirail runs: the settings of the ``rails`` transport and the bandwidth benchmark on
 the testbed (``railgauge rails bench``).
 
-The rails transport (native/src/xport/rails.c, docs/transports.md) runs one tcp instance per
+The rails transport (native/src/rails/, docs/transports.md) runs one tcp instance per
 rail and a scheduler that places or stripes each message by a policy. This module checks
 its settings before any rank starts (a duplicate rail, a weight of zero, a policy that does
 not exist: one clear error), measures each rail alone where the weighted policy needs

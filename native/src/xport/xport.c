@@ -15,16 +15,20 @@
 
 #include "base/timer.h"
 
-/* One line per transport (STYLE.md, 4). */
-static const rg_xport_ops_t *const rg__xport_registry[] = {
+/* Room in the registry and in the list of config tables for the transports
+ * that layers above register (rg_xport_register: the rails transport). */
+#define RG__XPORT_SLOTS 16
+
+/* One line per transport of this layer (STYLE.md, 4); the ones registered
+ * from above follow, in the order of their registration. NULL-terminated:
+ * the last slot stays NULL. */
+static const rg_xport_ops_t *rg__xport_registry[RG__XPORT_SLOTS + 1] = {
     &rg_xport_shm_ops,
     &rg_xport_tcp_ops,
 #ifdef RG_HAVE_OFI
     &rg_xport_ofi_ops,
 #endif
     &rg_xport_mpi_ops,
-    &rg_xport_rails_ops,
-    NULL
 };
 
 static const rg_config_field_t rg__xport_wait_fields[] = {
@@ -57,7 +61,6 @@ static const rg_config_table_t rg__xport_wait_table = {
 /* The transports' tables live in their files. */
 extern const rg_config_table_t rg_xport_shm_config_table;
 extern const rg_config_table_t rg_xport_tcp_config_table;
-extern const rg_config_table_t rg_xport_rails_config_table;
 #ifdef RG_HAVE_OFI
 extern const rg_config_table_t rg_xport_ofi_config_table;
 #endif
@@ -80,7 +83,9 @@ static const rg_config_table_t rg__xport_default_table = {
     "", rg__xport_default_fields
 };
 
-static const rg_config_table_t *const rg__xport_tables[] = {
+/* This layer's tables, then those of the transports registered from above,
+ * in the order of their registration. NULL-terminated, as the registry. */
+static const rg_config_table_t *rg__xport_tables[RG__XPORT_SLOTS + 1] = {
     &rg__xport_default_table,
     &rg__xport_wait_table,
     &rg_xport_shm_config_table,
@@ -89,13 +94,38 @@ static const rg_config_table_t *const rg__xport_tables[] = {
     &rg_xport_ofi_config_table,
 #endif
     &rg_boot_mpi_config_table,  /* the mpi transport's plugin (boot/mpi_load.c) */
-    &rg_xport_rails_config_table,
-    NULL
 };
 
 const rg_xport_ops_t *const *rg_xport_registry(void)
 {
     return rg__xport_registry;
+}
+
+rg_status_t rg_xport_register(const rg_xport_ops_t *ops, const rg_config_table_t *table)
+{
+    size_t i, t;
+
+    if (ops == NULL || ops->name == NULL || ops->open == NULL) {
+        return RG_ERR_INVALID;
+    }
+    for (i = 0; rg__xport_registry[i] != NULL; i++) {
+        if (rg__xport_registry[i] == ops) {
+            return RG_OK;  /* registered already: once is enough */
+        }
+        if (strcmp(rg__xport_registry[i]->name, ops->name) == 0) {
+            return RG_ERR_INVALID;  /* another transport of that name */
+        }
+    }
+    for (t = 0; rg__xport_tables[t] != NULL; t++) {
+    }
+    if (i >= RG__XPORT_SLOTS || (table != NULL && t >= RG__XPORT_SLOTS)) {
+        return RG_ERR_RANGE;
+    }
+    rg__xport_registry[i] = ops;
+    if (table != NULL) {
+        rg__xport_tables[t] = table;
+    }
+    return RG_OK;
 }
 
 rg_status_t rg_xport_default_name(char *out, size_t cap, rg_err_t *err)

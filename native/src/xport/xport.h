@@ -208,8 +208,22 @@ struct rg_xport {
     rg_xport_wait_config_t wait; /* filled by rg_xport_open() */
 };
 
-/* Registry: NULL-terminated list of the built transports. */
+/* Registry: NULL-terminated list of the built transports, this layer's
+ * first, then those registered from above. */
 const rg_xport_ops_t *const *rg_xport_registry(void);
+
+/* Adds a transport of a layer above this one (the rails transport, which
+ * stacks on this layer's transports and registers itself) to the
+ * registry, and its config table (NULL: none) to
+ * rg_xport_config_tables(), both after those already there, so that
+ * rg_xport_open() opens it by name and --print-config lists its settings.
+ * The layer above calls it, through a register function of its own, for
+ * the tools that offer its transport, at their start: before any transport
+ * is opened and while one thread runs (the registry is not locked). Once is
+ * enough: registering the same ops again changes nothing and gives RG_OK.
+ * RG_ERR_INVALID: ops lacks a name or an open, or another transport has its
+ * name; RG_ERR_RANGE: the registry is full (16 slots in all). */
+rg_status_t rg_xport_register(const rg_xport_ops_t *ops, const rg_config_table_t *table);
 
 /* The ops of a transport by name ("shm", or "ofi:tcp" for a transport with
  * variants), or NULL. */
@@ -278,7 +292,8 @@ rg_status_t rg_xport_recv(rg_xport_t *xp, int peer, void *buf, size_t cap,
                           size_t *len_p);
 
 /* The config tables of this layer (XPORT, SHM, TCP, OFI where built, and
- * MPI, the plugin choice of the mpi transport and the MPI bootstrap),
+ * MPI, the plugin choice of the mpi transport and the MPI bootstrap), then
+ * those of the transports registered from above (RAILS),
  * NULL-terminated, for --print-config and generated docs. */
 const rg_config_table_t *const *rg_xport_config_tables(void);
 
@@ -309,10 +324,9 @@ rg_status_t rg_xport_no_info_json(rg_xport_t *xp, char *buf, size_t cap);
 rg_status_t rg_xport_no_get(rg_xport_t *xp, int peer, uint64_t raddr, void *buf,
                             size_t len);
 
-/* The transports (one registry line each, see xport.c). */
+/* The transports of this layer (one registry line each, see xport.c). */
 extern const rg_xport_ops_t rg_xport_shm_ops;
 extern const rg_xport_ops_t rg_xport_tcp_ops;
-extern const rg_xport_ops_t rg_xport_rails_ops;
 #ifdef RG_HAVE_OFI
 extern const rg_xport_ops_t rg_xport_ofi_ops;
 #endif

@@ -12,6 +12,7 @@
 #include "base/timer.h"
 #include "bench.h"
 #include "proto/proto.h"
+#include "rails/rails.h"
 
 static void rg__bench_usage(FILE *f)
 {
@@ -400,6 +401,12 @@ int main(int argc, char **argv)
     int        rc;
     size_t     i;
 
+    /* The rails transport lives above xport and joins its registry here, for
+     * every pattern and --print-config. */
+    if (rg_rails_register() != RG_OK) {
+        fprintf(stderr, "railgauge-bench: cannot register the rails transport\n");
+        return RG_BENCH_EXIT_FAIL;
+    }
     for (i = 0; argc >= 2 && i < sizeof(rg__bench_subcommands) / sizeof(rg__bench_subcommands[0]);
          i++) {
         if (strcmp(argv[1], rg__bench_subcommands[i].name) == 0) {
