@@ -657,7 +657,6 @@ void rg_xport_win_free(rg_xport_t *xp, rg_xwin_t *win)
     }
 }
 
-/* A pid is dead when it is gone or a zombie (exited, not yet reaped). */
 rg_status_t rg_xport_win_range(rg_xport_t *xp, uint64_t win_len, int peer, size_t off,
                                rg_xreq_t *req)
 {
@@ -670,6 +669,7 @@ rg_status_t rg_xport_win_range(rg_xport_t *xp, uint64_t win_len, int peer, size_
                       "bytes", req->len, off, peer, (unsigned long long)win_len);
 }
 
+/* A pid is dead when it is gone or a zombie (exited, not yet reaped). */
 int rg_xport_pid_dead(pid_t pid)
 {
     char  path[64], buf[512];
