@@ -271,6 +271,9 @@ int rg_bench_getopt(int argc, char **argv, const rg_bench_optdef_t *defs, size_t
         if (rc != 0) {
             return rc;
         }
+        if (defs[c - 256].given >= 0) {
+            *(int *)(void *)((char *)opts + defs[c - 256].given) = 1;
+        }
     }
     if (optind < argc) {
         return rg_bench_rank_usage_error(prefix, "unexpected argument '%s'", argv[optind]);

@@ -79,20 +79,6 @@ static void rg__usage(FILE *f)
         "                    the ranks span hosts)\n");
 }
 
-/* --skew-us X: also remembers that it was given (--check's default is 100). */
-static int rg__set_skew(void *opts, const char *arg, const char *prefix)
-{
-    rg__bopts_t *o = opts;
-
-    errno = 0;
-    if (rg_bench_parse_double(arg, 0, 1e6, &o->skew_us) != 0 || errno != 0) {
-        return rg_bench_rank_usage_error(prefix, "--skew-us must be microseconds in "
-                                         "[0, 1000000], not '%s'", arg);
-    }
-    o->skew_given = 1;
-    return 0;
-}
-
 static const char *const rg__impls[] = {"auto", "messages", "shm", NULL};
 
 static const rg_bench_optdef_t rg__bopts[] = {
@@ -102,7 +88,8 @@ static const rg_bench_optdef_t rg__bopts[] = {
             NULL),
     RG_BOPT("iterations", LONG, rg__bopts_t, iters, 1, 1000000, NULL),
     RG_BOPT("warmup", LONG, rg__bopts_t, warmup, 0, 1000000, NULL),
-    {"skew-us", RG_BOPT_CALL, 0, 0, 0, NULL, NULL, rg__set_skew},
+    RG_BOPT_G("skew-us", DOUBLE, rg__bopts_t, skew_us, 0, 1e6, "microseconds in [0, 1000000]",
+              skew_given),
     RG_BOPT("check", FLAG, rg__bopts_t, check, 0, 0, NULL),
     RG_BOPT("seed", UINT, rg__bopts_t, seed, 0, 0x7fffffff, "a non-negative integer"),
     RG_BOPT("timeout", DOUBLE, rg__bopts_t, timeout_s, 0, 86400, "seconds in [0, 86400]"),
@@ -110,7 +97,7 @@ static const rg_bench_optdef_t rg__bopts[] = {
     RG_BOPT("json", FLAG, rg__bopts_t, json, 0, 0, NULL),
     RG_BOPT("out", STRING, rg__bopts_t, out_path, 0, 0, NULL),
     {"impl", RG_BOPT_CHOICE, offsetof(rg__bopts_t, impl), 0, 0, "auto, messages or shm",
-     rg__impls, NULL},
+     rg__impls, NULL, -1},
 };
 
 static int rg__parse_args(int argc, char **argv, rg__bopts_t *o)

@@ -143,6 +143,7 @@ int rg_bench_usage_error(const char *fmt, const char *arg);
  *   DOUBLE  double in [lo, hi]           STRING const char * (argv's)
  *   NAME    char[hi] (a copy)            CHOICE int = index in choices
  *   CALL    call(opts, arg, err_prefix): 0, or the usage exit code
+ * and, where `given` is an offset, an int there set to 1 when it is given.
  * A value out of range gives "--NAME must be WHAT, not 'ARG'", WHAT being
  * `what`, else "an integer in LO..HI". Errors are printed by rank 0 alone
  * (all ranks parse the same line) after "<prefix>: ". Returns 0, -1 after
@@ -160,10 +161,16 @@ typedef struct rg_bench_optdef {
     const char          *what;
     const char *const   *choices;  /* CHOICE: NULL-terminated */
     int                (*call)(void *opts, const char *arg, const char *prefix);
+    long                 given;    /* offset of an int set to 1 when the option is
+                                      given, or -1 */
 } rg_bench_optdef_t;
 
 #define RG_BOPT(name, kind, type, field, lo, hi, what) \
-    {(name), RG_BOPT_##kind, offsetof(type, field), (lo), (hi), (what), NULL, NULL}
+    {(name), RG_BOPT_##kind, offsetof(type, field), (lo), (hi), (what), NULL, NULL, -1}
+/* The same, marking type's int flag `given_field` when the option is given. */
+#define RG_BOPT_G(name, kind, type, field, lo, hi, what, given_field)                  \
+    {(name), RG_BOPT_##kind, offsetof(type, field), (lo), (hi), (what), NULL, NULL,     \
+     (long)offsetof(type, given_field)}
 
 int rg_bench_getopt(int argc, char **argv, const rg_bench_optdef_t *defs, size_t ndefs,
                     void *opts, const char *prefix, void (*usage)(FILE *f));

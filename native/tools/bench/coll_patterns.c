@@ -153,6 +153,49 @@ static int rg__coll_usage_error(const rg__coll_t *c, const char *fmt, const char
     return RG_BENCH_EXIT_USAGE;
 }
 
+/* What was given on the command line, for the checks after it. */
+typedef struct rg__coll_given {
+    const char *sizes_arg;
+    size_t      lo, hi;
+    int         sweep, root, alg, window;
+} rg__coll_given_t;
+
+/* The checks that need every option read (an option of another pattern,
+ * limits between options, the transport), then the sizes. */
+static int rg__coll_finish_args(rg__coll_t *c, const rg__coll_given_t *g)
+{
+    if (g->window && c->kind != RG__COLL_MSGRATE) {
+        return rg__coll_usage_error(c, "--window is an option of msgrate, not of %s",
+                                    c->name);
+    }
+    if ((g->root || g->alg) && c->kind != RG__COLL_BCAST) {
+        return rg__coll_usage_error(c, "--root and --algorithm are options of bcast, not "
+                                    "of %s", c->name);
+    }
+    if (c->min_iters > c->max_iters) {
+        return rg__coll_usage_error(c, "--min-iters is above --max-iters%s", "");
+    }
+    if (g->sizes_arg != NULL && g->sweep) {
+        return rg__coll_usage_error(c, "give --size/--sizes or --min-size/--max-size, not "
+                                    "both (--sizes '%s')", g->sizes_arg);
+    }
+    if (rg_xport_find(c->opts.transport) == NULL) {
+        return rg__coll_usage_error(c, "unknown transport '%s'", c->opts.transport);
+    }
+    if (g->sizes_arg != NULL) {
+        return rg_bench_parse_sizes(g->sizes_arg, &c->opts);
+    }
+    if (c->kind == RG__COLL_MSGRATE && !g->sweep) {
+        c->opts.sizes[0] = 8;
+        c->opts.nsizes   = 1;
+        return 0;
+    }
+    if (g->lo > g->hi) {
+        return rg__coll_usage_error(c, "--min-size is above --max-size%s", "");
+    }
+    return rg_bench_make_sweep(&c->opts, g->lo, g->hi, 1);
+}
+
 static int rg__coll_parse_args(int argc, char **argv, rg__coll_t *c)
 {
     enum { O_TRANSPORT = 256, O_SIZE, O_SIZES, O_MIN, O_MAX, O_TIME, O_WARMUP, O_MINIT,
@@ -176,9 +219,10 @@ static int rg__coll_parse_args(int argc, char **argv, rg__coll_t *c)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}
     };
-    const char *sizes_arg = NULL;
-    size_t      lo = 1, hi = (size_t)1 << 20, v;
-    int         c_opt, sweep_given = 0, root_given = 0, alg_given = 0, window_given = 0;
+    const char      *sizes_arg = NULL;
+    size_t           lo = 1, hi = (size_t)1 << 20, v;
+    int              c_opt;
+    rg__coll_given_t given;
     char       *end;
     double      d;
     long        l;
@@ -187,6 +231,7 @@ static int rg__coll_parse_args(int argc, char **argv, rg__coll_t *c)
     if (rg_xport_default_name(c->opts.transport, sizeof(c->opts.transport), &perr) != RG_OK) {
         return rg_bench_usage_error("%s", rg_err_message(&perr));
     }
+    memset(&given, 0, sizeof(given));
     c->window    = 64;
     c->time_s    = 0.5;
     c->warmup_s  = 0.1;
@@ -219,7 +264,7 @@ static int rg__coll_parse_args(int argc, char **argv, rg__coll_t *c)
                     optarg);
             }
             *(c_opt == O_MIN ? &lo : &hi) = v;
-            sweep_given = 1;
+            given.sweep = 1;
             break;
         case O_TIME:
         case O_WARMUP:
@@ -254,7 +299,7 @@ static int rg__coll_parse_args(int argc, char **argv, rg__coll_t *c)
                                             optarg);
             }
             c->window    = (int)l;
-            window_given = 1;
+            given.window = 1;
             break;
         case O_ROOT:
             l = strtol(optarg, &end, 10);
@@ -262,7 +307,7 @@ static int rg__coll_parse_args(int argc, char **argv, rg__coll_t *c)
                 return rg__coll_usage_error(c, "--root is not a rank: '%s'", optarg);
             }
             c->root    = (int)l;
-            root_given = 1;
+            given.root = 1;
             break;
         case O_ALG:
             if (strcmp(optarg, "binomial") != 0 && strcmp(optarg, "flat") != 0) {
@@ -270,7 +315,7 @@ static int rg__coll_parse_args(int argc, char **argv, rg__coll_t *c)
                                             optarg);
             }
             c->flat   = strcmp(optarg, "flat") == 0;
-            alg_given = 1;
+            given.alg = 1;
             break;
         case O_OUT:
             c->opts.out_path = optarg;
@@ -290,36 +335,10 @@ static int rg__coll_parse_args(int argc, char **argv, rg__coll_t *c)
     if (optind < argc) {
         return rg__coll_usage_error(c, "unexpected argument '%s'", argv[optind]);
     }
-    if (window_given && c->kind != RG__COLL_MSGRATE) {
-        return rg__coll_usage_error(c, "--window is an option of msgrate, not of %s",
-                                    c->name);
-    }
-    if ((root_given || alg_given) && c->kind != RG__COLL_BCAST) {
-        return rg__coll_usage_error(c, "--root and --algorithm are options of bcast, not "
-                                    "of %s", c->name);
-    }
-    if (c->min_iters > c->max_iters) {
-        return rg__coll_usage_error(c, "--min-iters is above --max-iters%s", "");
-    }
-    if (sizes_arg != NULL && sweep_given) {
-        return rg__coll_usage_error(c, "give --size/--sizes or --min-size/--max-size, not "
-                                    "both (--sizes '%s')", sizes_arg);
-    }
-    if (rg_xport_find(c->opts.transport) == NULL) {
-        return rg__coll_usage_error(c, "unknown transport '%s'", c->opts.transport);
-    }
-    if (sizes_arg != NULL) {
-        return rg_bench_parse_sizes(sizes_arg, &c->opts);
-    }
-    if (c->kind == RG__COLL_MSGRATE && !sweep_given) {
-        c->opts.sizes[0] = 8;
-        c->opts.nsizes   = 1;
-        return 0;
-    }
-    if (lo > hi) {
-        return rg__coll_usage_error(c, "--min-size is above --max-size%s", "");
-    }
-    return rg_bench_make_sweep(&c->opts, lo, hi, 1);
+    given.sizes_arg = sizes_arg;
+    given.lo        = lo;
+    given.hi        = hi;
+    return rg__coll_finish_args(c, &given);
 }
 
 /* ---- sending, receiving ---------------------------------------------------------- */

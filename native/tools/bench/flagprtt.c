@@ -538,6 +538,111 @@ static void rg__write_point(FILE *out, const rg__fpoint_t *pt, const rg__fopts_t
     }
 }
 
+/* The points, in the order they run (d is filled in from PRTT(1,0) as
+ * they run), each with its plans and its flags laid out; *len_p grows to
+ * the largest segment a point needs. */
+static rg_status_t rg__make_points(rg__frun_t *fr, int max_k, rg__fpoint_t **pts_p,
+                                   size_t *npts_p, size_t *len_p)
+{
+    const rg__fopts_t *o = fr->o;
+    rg__fpoint_t      *pts;
+    size_t             n = 0, i;
+    int                k;
+
+    pts = calloc((size_t)(6 + o->n + max_k), sizeof(*pts));
+    if (pts == NULL) {
+        rg_err_set(&fr->err, RG_ERR_NOMEM, "flagprtt: no memory for %d points", 5 + o->n + max_k);
+        return RG_ERR_NOMEM;
+    }
+    pts[n++] = (rg__fpoint_t){.kind = "clock", .n = 0, .writers = 0};
+    pts[n++] = (rg__fpoint_t){.kind = "call", .n = 0, .writers = 0};
+    pts[n++] = (rg__fpoint_t){.kind = "prtt", .n = 1, .writers = 1};
+    pts[n++] = (rg__fpoint_t){.kind = "prtt", .n = o->n, .writers = 1};
+    pts[n++] = (rg__fpoint_t){.kind = "exchange", .n = 1, .writers = 1};
+    pts[n++] = (rg__fpoint_t){.kind = "prtt", .n = o->n, .writers = 1, .d_us = 1};
+    for (k = 1; k <= o->n; k++) {
+        pts[n++] = (rg__fpoint_t){.kind = "orecv", .n = k, .writers = 1, .d_us = 1};
+    }
+    for (k = 2; k <= max_k; k++) {
+        pts[n++] = (rg__fpoint_t){.kind = "orecv", .n = 1, .writers = k, .d_us = 1};
+    }
+    *pts_p  = pts;  /* the caller frees them, laid out or not */
+    *npts_p = n;
+    for (i = 0; i < n; i++) {
+        rg_status_t st = rg__point_plans(&pts[i], fr->P, &fr->err);
+
+        if (st == RG_OK) {
+            st = rg_coll_flags_layout_plans(&pts[i].flags, pts[i].plans, fr->rank, &fr->err);
+        }
+        if (st != RG_OK) {
+            return st;
+        }
+        pts[i].laid_out = 1;
+        if (rg_coll_flags_bytes(&pts[i].flags, fr->P) > *len_p) {
+            *len_p = rg_coll_flags_bytes(&pts[i].flags, fr->P);
+        }
+    }
+    return RG_OK;
+}
+
+/* Runs one point on every rank and writes its line (rank 0); the point
+ * PRTT(1,0) sets *prtt1 on every rank to rank 0's median. */
+static rg_status_t rg__run_point(rg__frun_t *fr, rg__fpoint_t *pt, double *prtt1, FILE *out)
+{
+    const rg__fopts_t *o = fr->o;
+    double             med = NAN, mn = NAN;
+    rg_status_t        st;
+
+    /* The engine spins as a barrier of the ranks that take part would
+     * (the others sleep in the boot barrier meanwhile). */
+    rg_coll_flags_attach(&pt->flags, fr->seg, pt->writers + 1);
+    /* d: PRTT(1,0) for the sender's delay (the paper's choice), twice
+     * that for the reader's wait; every rank learns rank 0's. */
+    if (pt->d_us > 0) {
+        pt->d_us = strcmp(pt->kind, "prtt") == 0 ? *prtt1 : 2 * *prtt1;
+    }
+    st = rg_boot_barrier(fr->boot, &fr->err);
+    if (st != RG_OK) {
+        return st;
+    }
+    fr->spin_us = 0;
+    fr->nspin = 0;
+    if (strcmp(pt->kind, "prtt") == 0 || strcmp(pt->kind, "exchange") == 0) {
+        st = rg__prtt_point(fr, pt, &med, &mn);
+    } else if (strcmp(pt->kind, "orecv") == 0) {
+        st = rg__orecv_point(fr, pt, &med, &mn);
+    } else {
+        st = rg__local_point(fr, pt, &med, &mn);
+    }
+    if (st != RG_OK) {
+        return st;
+    }
+    if (strcmp(pt->kind, "prtt") == 0 && pt->n == 1) {
+        double all_m[2] = {med, 0}, *got = malloc((size_t)fr->P * sizeof(all_m));
+
+        if (got == NULL) {
+            return rg_err_set(&fr->err, RG_ERR_NOMEM, "flagprtt: no memory to share PRTT(1,0)");
+        }
+        st = rg_boot_allgather(fr->boot, all_m, sizeof(all_m), got, &fr->err);
+        if (st != RG_OK) {
+            free(got);
+            return st;
+        }
+        *prtt1 = got[0];
+        free(got);
+    }
+    if (fr->rank == 0) {
+        if (o->json) {
+            rg__write_point(out, pt, o, med, mn,
+                            fr->nspin > 0 ? fr->spin_us / (double)fr->nspin : 0.0);
+        } else {
+            printf("%-6s n=%-3d writers=%-3d d=%8.3f us  median %8.4f us  min %8.4f us\n",
+                   pt->kind, pt->n, pt->writers, pt->d_us, med, mn);
+        }
+    }
+    return RG_OK;
+}
+
 int rg_bench_flagprtt_main(int argc, char **argv)
 {
     rg__fopts_t   o;
@@ -545,8 +650,8 @@ int rg_bench_flagprtt_main(int argc, char **argv)
     rg__fpoint_t *pts = NULL;
     FILE         *out = stdout;
     size_t        npts = 0, i, len = 64;
-    double        med = NAN, mn = NAN, prtt1 = NAN;
-    int           rc, k, max_k;
+    double        prtt1 = NAN;
+    int           rc, max_k;
     long          cap;
 
     memset(&fr, 0, sizeof(fr));
@@ -574,34 +679,8 @@ int rg_bench_flagprtt_main(int argc, char **argv)
         rc = fr.rank == 0 ? RG__EXIT_USAGE : -RG__EXIT_USAGE;
         goto out;
     }
-    /* The points, in the order they run; d is filled in from PRTT(1,0). */
-    pts = calloc((size_t)(6 + o.n + max_k), sizeof(*pts));
-    if (pts == NULL) {
-        rg_err_set(&fr.err, RG_ERR_NOMEM, "flagprtt: no memory for %d points", 5 + o.n + max_k);
+    if (rg__make_points(&fr, max_k, &pts, &npts, &len) != RG_OK) {
         goto out;
-    }
-    pts[npts++] = (rg__fpoint_t){.kind = "clock", .n = 0, .writers = 0};
-    pts[npts++] = (rg__fpoint_t){.kind = "call", .n = 0, .writers = 0};
-    pts[npts++] = (rg__fpoint_t){.kind = "prtt", .n = 1, .writers = 1};
-    pts[npts++] = (rg__fpoint_t){.kind = "prtt", .n = o.n, .writers = 1};
-    pts[npts++] = (rg__fpoint_t){.kind = "exchange", .n = 1, .writers = 1};
-    pts[npts++] = (rg__fpoint_t){.kind = "prtt", .n = o.n, .writers = 1, .d_us = 1};
-    for (k = 1; k <= o.n; k++) {
-        pts[npts++] = (rg__fpoint_t){.kind = "orecv", .n = k, .writers = 1, .d_us = 1};
-    }
-    for (k = 2; k <= max_k; k++) {
-        pts[npts++] = (rg__fpoint_t){.kind = "orecv", .n = 1, .writers = k, .d_us = 1};
-    }
-    for (i = 0; i < npts; i++) {
-        if (rg__point_plans(&pts[i], fr.P, &fr.err) != RG_OK ||
-            rg_coll_flags_layout_plans(&pts[i].flags, pts[i].plans, fr.rank, &fr.err) !=
-                RG_OK) {
-            goto out;
-        }
-        pts[i].laid_out = 1;
-        if (rg_coll_flags_bytes(&pts[i].flags, fr.P) > len) {
-            len = rg_coll_flags_bytes(&pts[i].flags, fr.P);
-        }
     }
     cap = o.iters;
     fr.samples = malloc((size_t)cap * sizeof(double));
@@ -624,51 +703,8 @@ int rg_bench_flagprtt_main(int argc, char **argv)
                 fr.P, sysconf(_SC_NPROCESSORS_ONLN), o.n, o.iters, o.warmup);
     }
     for (i = 0; i < npts; i++) {
-        rg__fpoint_t *pt = &pts[i];
-        rg_status_t   st;
-
-        /* The engine spins as a barrier of the ranks that take part would
-         * (the others sleep in the boot barrier meanwhile). */
-        rg_coll_flags_attach(&pt->flags, fr.seg, pt->writers + 1);
-        /* d: PRTT(1,0) for the sender's delay (the paper's choice), twice
-         * that for the reader's wait; every rank learns rank 0's. */
-        if (pt->d_us > 0) {
-            pt->d_us = strcmp(pt->kind, "prtt") == 0 ? prtt1 : 2 * prtt1;
-        }
-        if (rg_boot_barrier(fr.boot, &fr.err) != RG_OK) {
+        if (rg__run_point(&fr, &pts[i], &prtt1, out) != RG_OK) {
             goto out;
-        }
-        fr.spin_us = 0;
-        fr.nspin = 0;
-        if (strcmp(pt->kind, "prtt") == 0 || strcmp(pt->kind, "exchange") == 0) {
-            st = rg__prtt_point(&fr, pt, &med, &mn);
-        } else if (strcmp(pt->kind, "orecv") == 0) {
-            st = rg__orecv_point(&fr, pt, &med, &mn);
-        } else {
-            st = rg__local_point(&fr, pt, &med, &mn);
-        }
-        if (st != RG_OK) {
-            goto out;
-        }
-        if (strcmp(pt->kind, "prtt") == 0 && pt->n == 1) {
-            double all_m[2] = {med, 0}, *got = malloc((size_t)fr.P * sizeof(all_m));
-
-            if (got == NULL || rg_boot_allgather(fr.boot, all_m, sizeof(all_m), got,
-                                                 &fr.err) != RG_OK) {
-                free(got);
-                goto out;
-            }
-            prtt1 = got[0];
-            free(got);
-        }
-        if (fr.rank == 0) {
-            if (o.json) {
-                rg__write_point(out, pt, &o, med, mn,
-                                fr.nspin > 0 ? fr.spin_us / (double)fr.nspin : 0.0);
-            } else {
-                printf("%-6s n=%-3d writers=%-3d d=%8.3f us  median %8.4f us  min %8.4f us\n",
-                       pt->kind, pt->n, pt->writers, pt->d_us, med, mn);
-            }
         }
     }
     if (rg_boot_barrier(fr.boot, &fr.err) != RG_OK) {

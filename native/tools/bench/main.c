@@ -109,226 +109,112 @@ static int rg__bench_print_config(void)
     return rc;
 }
 
-static int rg__bench_parse_args(int argc, char **argv, rg_bench_opts_t *opts)
-{
-    enum { O_TRANSPORT = 256, O_OUT, O_SIZES, O_MIN, O_MAX, O_OCT, O_N, O_TARGET,
-           O_MINREPS, O_MAXREPS, O_PBUDGET, O_BUDGET, O_WARMUP, O_MONO, O_MAXP, O_MODES,
-           O_DIRS, O_PMIN, O_PASSES, O_PASSTOL, O_OSEED, O_CONFIRM };
-    static const struct option longopts[] = {
-        {"transport", required_argument, NULL, O_TRANSPORT},
-        {"out", required_argument, NULL, O_OUT},
-        {"sizes", required_argument, NULL, O_SIZES},
-        {"min-size", required_argument, NULL, O_MIN},
-        {"max-size", required_argument, NULL, O_MAX},
-        {"per-octave", required_argument, NULL, O_OCT},
-        {"n", required_argument, NULL, O_N},
-        {"target-rel", required_argument, NULL, O_TARGET},
-        {"min-reps", required_argument, NULL, O_MINREPS},
-        {"max-reps", required_argument, NULL, O_MAXREPS},
-        {"point-budget", required_argument, NULL, O_PBUDGET},
-        {"budget", required_argument, NULL, O_BUDGET},
-        {"warmup", required_argument, NULL, O_WARMUP},
-        {"monotonic-timer", no_argument, NULL, O_MONO},
-        {"max-p", required_argument, NULL, O_MAXP},
-        {"modes", required_argument, NULL, O_MODES},
-        {"directions", required_argument, NULL, O_DIRS},
-        {"point-min", required_argument, NULL, O_PMIN},
-        {"passes", required_argument, NULL, O_PASSES},
-        {"pass-tol", required_argument, NULL, O_PASSTOL},
-        {"confirm", required_argument, NULL, O_CONFIRM},
-        {"order-seed", required_argument, NULL, O_OSEED},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}
-    };
-    const char *sizes_arg = NULL;
-    size_t      min_size = 1, max_size = (size_t)1 << 20;
-    int         per_octave = 2, c, rc, onen, passes_given = 0;
-    const char *bad;
-    rg_err_t    err;
+/* The command line of prtt, pingpong and onen, as it is read: the options
+ * and what becomes of them only once all are read (the sweep). */
+typedef struct rg__bench_cli {
+    rg_bench_opts_t o;
+    const char     *sizes_arg;
+    size_t          min_size, max_size;
+    int             per_octave;
+    int             passes_given; /* an option of prtt's passes */
+} rg__bench_cli_t;
 
-    memset(opts, 0, sizeof(*opts));
-    if (rg_xport_default_name(opts->transport, sizeof(opts->transport), &err) != RG_OK) {
+static int rg__bench_set_size(const char *arg, size_t *out)
+{
+    rg_err_t err;
+
+    if (rg_parse_size(arg, out, &err) != RG_OK) {
         return rg_bench_usage_error("%s", rg_err_message(&err));
     }
-    opts->n = 16;
-    opts->target_rel = 0.01;
-    opts->min_reps = 20;
-    opts->max_reps = 20000;
-    opts->point_budget_s = 0.25;
-    opts->warmup_s = 0.002;
-    opts->passes = 1;
-    opts->pass_tol = 0.1;
-    opts->order_seed = 1;
-
-    if (argc >= 2 && strcmp(argv[1], "--print-config") == 0) {
-        int prc = rg__bench_print_config();
-        return prc != 0 ? prc : -1;
+    if (*out > RG_BENCH_SIZE_LIMIT) {
+        return rg_bench_usage_error("size %s is above the limit of 1 GiB", arg);
     }
-    if (argc < 2 || argv[1][0] == '-') {
-        if (argc >= 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
-            rg__bench_usage(stdout);
-            return -1;
-        }
-        rg__bench_usage(stderr);
+    return 0;
+}
+
+static int rg__bench_set_min(void *cli, const char *arg, const char *prefix)
+{
+    (void)prefix;
+    return rg__bench_set_size(arg, &((rg__bench_cli_t *)cli)->min_size);
+}
+
+static int rg__bench_set_max(void *cli, const char *arg, const char *prefix)
+{
+    (void)prefix;
+    return rg__bench_set_size(arg, &((rg__bench_cli_t *)cli)->max_size);
+}
+
+static int rg__bench_set_modes(void *cli, const char *arg, const char *prefix)
+{
+    const char *bad;
+
+    if (rg_bench_onen_parse_modes(arg, &((rg__bench_cli_t *)cli)->o.modes, &bad) != 0) {
+        fprintf(stderr, "%s: --modes: unknown mode '%s' in '%s' (known: single, list, inject, "
+                "rma)\n", prefix, bad, arg);
         return RG_BENCH_EXIT_USAGE;
     }
-    opts->pattern = argv[1];
-    if (strcmp(opts->pattern, "prtt") != 0 && strcmp(opts->pattern, "pingpong") != 0 &&
-        strcmp(opts->pattern, "onen") != 0) {
-        return rg_bench_usage_error("unknown pattern '%s' (known: prtt, pingpong, onen, bw, "
-                                     "msgrate, bcast, alltoall, barrier, flagprtt, rxwin)",
-                                     opts->pattern);
-    }
-    onen = strcmp(opts->pattern, "onen") == 0;
+    return 0;
+}
 
-    optind = 2;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        switch (c) {
-        case O_TRANSPORT:
-            if (strlen(optarg) >= sizeof(opts->transport)) {
-                return rg_bench_usage_error("--transport: name too long '%s'", optarg);
-            }
-            snprintf(opts->transport, sizeof(opts->transport), "%s", optarg);
-            break;
-        case O_OUT:
-            opts->out_path = optarg;
-            break;
-        case O_SIZES:
-            sizes_arg = optarg;
-            opts->sizes_given = 1;
-            break;
-        case O_MIN:
-        case O_MAX: {
-            size_t v;
+static int rg__bench_set_dirs(void *cli, const char *arg, const char *prefix)
+{
+    const char *bad;
 
-            opts->sizes_given = 1;
-            if (rg_parse_size(optarg, &v, &err) != RG_OK) {
-                return rg_bench_usage_error("%s", rg_err_message(&err));
-            }
-            if (v > RG_BENCH_SIZE_LIMIT) {
-                return rg_bench_usage_error("size %s is above the limit of 1 GiB", optarg);
-            }
-            *(c == O_MIN ? &min_size : &max_size) = v;
-            break;
-        }
-        case O_OCT:
-            opts->sizes_given = 1;
-            if (rg_bench_parse_int(optarg, 1, 16, &per_octave) != 0) {
-                return rg_bench_usage_error("--per-octave must be an integer 1..16, not '%s'", optarg);
-            }
-            break;
-        case O_N:
-            if (rg_bench_parse_int(optarg, 2, 4096, &opts->n) != 0) {
-                return rg_bench_usage_error("--n must be an integer 2..4096, not '%s'", optarg);
-            }
-            break;
-        case O_TARGET:
-            opts->target_given = 1;
-            if (rg_bench_parse_double(optarg, 1e-4, 1.0, &opts->target_rel) != 0) {
-                return rg_bench_usage_error("--target-rel must be in [0.0001, 1], not '%s'", optarg);
-            }
-            break;
-        case O_MINREPS:
-            if (rg_bench_parse_int(optarg, 1, 100000000, &opts->min_reps) != 0) {
-                return rg_bench_usage_error("--min-reps must be a positive integer, not '%s'", optarg);
-            }
-            break;
-        case O_MAXREPS:
-            if (rg_bench_parse_int(optarg, 1, 100000000, &opts->max_reps) != 0) {
-                return rg_bench_usage_error("--max-reps must be a positive integer, not '%s'", optarg);
-            }
-            break;
-        case O_PBUDGET:
-            opts->pbudget_given = 1;
-            if (rg_bench_parse_double(optarg, 1e-4, 3600, &opts->point_budget_s) != 0) {
-                return rg_bench_usage_error("--point-budget must be seconds in (0, 3600], not '%s'", optarg);
-            }
-            break;
-        case O_PMIN:
-            if (rg_bench_parse_double(optarg, 0, 3600, &opts->point_min_s) != 0) {
-                return rg_bench_usage_error("--point-min must be seconds in [0, 3600], not '%s'",
-                                             optarg);
-            }
-            opts->pmin_given = 1;
-            break;
-        case O_BUDGET:
-            if (rg_bench_parse_double(optarg, 0, 86400, &opts->budget_s) != 0) {
-                return rg_bench_usage_error("--budget must be seconds in [0, 86400], not '%s'", optarg);
-            }
-            break;
-        case O_WARMUP:
-            if (rg_bench_parse_double(optarg, 0, 10, &opts->warmup_s) != 0) {
-                return rg_bench_usage_error("--warmup must be seconds in [0, 10], not '%s'", optarg);
-            }
-            break;
-        case O_MONO:
-            opts->force_monotonic = 1;
-            break;
-        case O_PASSES:
-            if (rg_bench_parse_int(optarg, 1, RG_BENCH_MAX_PASSES, &opts->passes) != 0) {
-                return rg_bench_usage_error("--passes must be an integer 1..9, not '%s'", optarg);
-            }
-            passes_given = 1;
-            break;
-        case O_PASSTOL:
-            if (rg_bench_parse_double(optarg, 0.001, 10, &opts->pass_tol) != 0) {
-                return rg_bench_usage_error("--pass-tol must be in [0.001, 10], not '%s'", optarg);
-            }
-            passes_given = 1;
-            break;
-        case O_CONFIRM:
-            if (rg_bench_parse_int(optarg, 0, RG_BENCH_MAX_PASSES - 1, &opts->confirm) != 0) {
-                return rg_bench_usage_error("--confirm must be an integer 0..8, not '%s'", optarg);
-            }
-            passes_given = 1;
-            break;
-        case O_OSEED: {
-            long seed;
-            if (rg_bench_parse_long(optarg, 0, 4294967295L, &seed) != 0) {
-                return rg_bench_usage_error("--order-seed must be an integer 0..4294967295, "
-                                             "not '%s'", optarg);
-            }
-            opts->order_seed = (unsigned)seed;
-            passes_given = 1;
-            break;
-        }
-        case O_MAXP:
-            if (rg_bench_parse_int(optarg, 1, 1 << 20, &opts->max_p) != 0) {
-                return rg_bench_usage_error("--max-p must be a positive integer, not '%s'",
-                                             optarg);
-            }
-            break;
-        case O_MODES:
-            if (rg_bench_onen_parse_modes(optarg, &opts->modes, &bad) != 0) {
-                fprintf(stderr, "railgauge-bench: --modes: unknown mode '%s' in '%s' (known: "
-                        "single, list, inject, rma)\n", bad, optarg);
-                return RG_BENCH_EXIT_USAGE;
-            }
-            break;
-        case O_DIRS:
-            if (rg_bench_onen_parse_directions(optarg, &opts->directions, &bad) != 0) {
-                fprintf(stderr, "railgauge-bench: --directions: unknown direction '%s' in '%s' "
-                        "(known: 1:n, n:1)\n", bad, optarg);
-                return RG_BENCH_EXIT_USAGE;
-            }
-            break;
-        case 'h':
-            rg__bench_usage(stdout);
-            return -1;
-        case ':':
-            return rg_bench_usage_error("option %s needs a value", argv[optind - 1]);
-        default:
-            return rg_bench_usage_error("unknown option '%s'", argv[optind - 1]);
-        }
+    if (rg_bench_onen_parse_directions(arg, &((rg__bench_cli_t *)cli)->o.directions, &bad) != 0) {
+        fprintf(stderr, "%s: --directions: unknown direction '%s' in '%s' (known: 1:n, n:1)\n",
+                prefix, bad, arg);
+        return RG_BENCH_EXIT_USAGE;
     }
-    if (optind < argc) {
-        return rg_bench_usage_error("unexpected argument '%s'", argv[optind]);
-    }
+    return 0;
+}
+
+#define RG__CLI rg__bench_cli_t
+#define RG__CALL(name, fn, given) \
+    {(name), RG_BOPT_CALL, 0, 0, 0, NULL, NULL, (fn), (given)}
+
+static const rg_bench_optdef_t rg__bench_optdefs[] = {
+    RG_BOPT("transport", NAME, RG__CLI, o.transport, 0, sizeof(((RG__CLI *)0)->o.transport),
+            NULL),
+    RG_BOPT("out", STRING, RG__CLI, o.out_path, 0, 0, NULL),
+    RG_BOPT_G("sizes", STRING, RG__CLI, sizes_arg, 0, 0, NULL, o.sizes_given),
+    RG__CALL("min-size", rg__bench_set_min, (long)offsetof(RG__CLI, o.sizes_given)),
+    RG__CALL("max-size", rg__bench_set_max, (long)offsetof(RG__CLI, o.sizes_given)),
+    RG_BOPT_G("per-octave", INT, RG__CLI, per_octave, 1, 16, "an integer 1..16", o.sizes_given),
+    RG_BOPT("n", INT, RG__CLI, o.n, 2, 4096, "an integer 2..4096"),
+    RG_BOPT_G("target-rel", DOUBLE, RG__CLI, o.target_rel, 1e-4, 1.0, "in [0.0001, 1]",
+              o.target_given),
+    RG_BOPT("min-reps", INT, RG__CLI, o.min_reps, 1, 100000000, "a positive integer"),
+    RG_BOPT("max-reps", INT, RG__CLI, o.max_reps, 1, 100000000, "a positive integer"),
+    RG_BOPT_G("point-budget", DOUBLE, RG__CLI, o.point_budget_s, 1e-4, 3600,
+              "seconds in (0, 3600]", o.pbudget_given),
+    RG_BOPT("budget", DOUBLE, RG__CLI, o.budget_s, 0, 86400, "seconds in [0, 86400]"),
+    RG_BOPT("warmup", DOUBLE, RG__CLI, o.warmup_s, 0, 10, "seconds in [0, 10]"),
+    RG_BOPT("monotonic-timer", FLAG, RG__CLI, o.force_monotonic, 0, 0, NULL),
+    RG_BOPT("max-p", INT, RG__CLI, o.max_p, 1, 1 << 20, "a positive integer"),
+    RG__CALL("modes", rg__bench_set_modes, -1),
+    RG__CALL("directions", rg__bench_set_dirs, -1),
+    RG_BOPT_G("point-min", DOUBLE, RG__CLI, o.point_min_s, 0, 3600, "seconds in [0, 3600]",
+              o.pmin_given),
+    RG_BOPT_G("passes", INT, RG__CLI, o.passes, 1, RG_BENCH_MAX_PASSES, "an integer 1..9",
+              passes_given),
+    RG_BOPT_G("pass-tol", DOUBLE, RG__CLI, o.pass_tol, 0.001, 10, "in [0.001, 10]",
+              passes_given),
+    RG_BOPT_G("confirm", INT, RG__CLI, o.confirm, 0, RG_BENCH_MAX_PASSES - 1, "an integer 0..8",
+              passes_given),
+    RG_BOPT_G("order-seed", UINT, RG__CLI, o.order_seed, 0, 4294967295.0,
+              "an integer 0..4294967295", passes_given),
+};
+
+/* What holds only once every option is read: options of another pattern,
+ * limits between options, onen's defaults, and the sweep. */
+static int rg__bench_finish_args(rg__bench_cli_t *cli, rg_bench_opts_t *opts)
+{
+    int onen = strcmp(opts->pattern, "onen") == 0;
+
     if (opts->min_reps > opts->max_reps) {
         return rg_bench_usage_error("--min-reps is above --max-reps%s", "");
     }
-    if (passes_given && strcmp(opts->pattern, "prtt") != 0) {
+    if (cli->passes_given && strcmp(opts->pattern, "prtt") != 0) {
         return rg_bench_usage_error("--passes, --pass-tol, --order-seed and --confirm are "
                                      "options of the prtt pattern, not of %s", opts->pattern);
     }
@@ -365,13 +251,65 @@ static int rg__bench_parse_args(int argc, char **argv, rg_bench_opts_t *opts)
             return 0;
         }
     }
-    if (sizes_arg != NULL) {
-        return rg_bench_parse_sizes(sizes_arg, opts);
+    if (cli->sizes_arg != NULL) {
+        return rg_bench_parse_sizes(cli->sizes_arg, opts);
     }
-    if (min_size > max_size) {
+    if (cli->min_size > cli->max_size) {
         return rg_bench_usage_error("--min-size is above --max-size%s", "");
     }
-    rc = rg_bench_make_sweep(opts, min_size, max_size, per_octave);
+    return rg_bench_make_sweep(opts, cli->min_size, cli->max_size, cli->per_octave);
+}
+
+static int rg__bench_parse_args(int argc, char **argv, rg_bench_opts_t *opts)
+{
+    rg__bench_cli_t cli;
+    rg_err_t        err;
+    int             rc;
+
+    memset(&cli, 0, sizeof(cli));
+    if (rg_xport_default_name(cli.o.transport, sizeof(cli.o.transport), &err) != RG_OK) {
+        return rg_bench_usage_error("%s", rg_err_message(&err));
+    }
+    cli.o.n              = 16;
+    cli.o.target_rel     = 0.01;
+    cli.o.min_reps       = 20;
+    cli.o.max_reps       = 20000;
+    cli.o.point_budget_s = 0.25;
+    cli.o.warmup_s       = 0.002;
+    cli.o.passes         = 1;
+    cli.o.pass_tol       = 0.1;
+    cli.o.order_seed     = 1;
+    cli.min_size         = 1;
+    cli.max_size         = (size_t)1 << 20;
+    cli.per_octave       = 2;
+
+    if (argc >= 2 && strcmp(argv[1], "--print-config") == 0) {
+        int prc = rg__bench_print_config();
+        return prc != 0 ? prc : -1;
+    }
+    if (argc < 2 || argv[1][0] == '-') {
+        if (argc >= 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+            rg__bench_usage(stdout);
+            return -1;
+        }
+        rg__bench_usage(stderr);
+        return RG_BENCH_EXIT_USAGE;
+    }
+    cli.o.pattern = argv[1];
+    if (strcmp(cli.o.pattern, "prtt") != 0 && strcmp(cli.o.pattern, "pingpong") != 0 &&
+        strcmp(cli.o.pattern, "onen") != 0) {
+        return rg_bench_usage_error("unknown pattern '%s' (known: prtt, pingpong, onen, bw, "
+                                     "msgrate, bcast, alltoall, barrier, flagprtt, rxwin)",
+                                     cli.o.pattern);
+    }
+    rc = rg_bench_getopt(argc, argv, rg__bench_optdefs,
+                         sizeof(rg__bench_optdefs) / sizeof(rg__bench_optdefs[0]), &cli,
+                         "railgauge-bench", rg__bench_usage);
+    if (rc != 0) {
+        return rc;
+    }
+    rc = rg__bench_finish_args(&cli, &cli.o);
+    *opts = cli.o;
     return rc;
 }
 
