@@ -69,6 +69,7 @@ TEST_DECLARE(sim_stats)
 TEST_DECLARE(sim_goal_chunks)
 TEST_DECLARE(sim_init_order)
 TEST_DECLARE(sim_rails)
+TEST_DECLARE(sim_models_together)
 
 TEST_DECLARE(coll_barrier_correct)
 TEST_DECLARE(coll_barrier_check_detects)
@@ -155,6 +156,7 @@ TASK_LIST_START
   TEST_ENTRY(sim_goal_chunks)
   TEST_ENTRY(sim_init_order)
   TEST_ENTRY(sim_rails)
+  TEST_ENTRY(sim_models_together)
 
   TEST_ENTRY(coll_barrier_correct)
   TEST_ENTRY(coll_barrier_check_detects)

@@ -8,6 +8,7 @@
 #include "sim/goal.h"
 #include "sim/queue.h"
 #include "sim/rails.h"
+#include "sim/rxwin_work.h"
 #include "sim/sim.h"
 #include "task.h"
 
@@ -800,5 +801,82 @@ TEST_IMPL(sim_rails)
     ASSERT(rl.nrails == 3 && rl.rail[2].G == 5);
     ASSERT(rg_sim_rails_parse_g("1,,2", &rl, &err) == RG_ERR_INVALID);
     ASSERT(rg_sim_rails_parse_g("1,0", &rl, &err) == RG_ERR_RANGE);
+    return 0;
+}
+
+TEST_IMPL(sim_models_together)
+{
+    /* The models (LoP, the receive window, rails, duplex) each run alone:
+     * every combination is refused, by the first check that sees it, and the
+     * run's inputs are left as they were. A schedule not finished is found
+     * after the models' own checks, before anything is allocated. */
+    static const char text[] = "num_ranks 2\nrank 0 { send 8b to 1 }\n"
+                               "rank 1 { recv 8b from 0 }\n";
+    static const struct {
+        int         lop, rxwin, rails, duplex;
+        const char *msg;
+    } cases[] = {
+        {1, 1, 0, 0, "the receive-window model runs under LogGOPS, not LoP"},
+        {1, 0, 1, 0, "rails run under LogGOPS, without LoP"},
+        {0, 1, 1, 0, "rails run under LogGOPS, without the receive-window model"},
+        {1, 1, 1, 0, "the receive-window model runs under LogGOPS, not LoP"},
+        {1, 0, 0, 1, "duplex is a LogGOPS parameter"},
+        {0, 1, 0, 1, "duplex is a LogGOPS parameter"},
+        {0, 0, 1, 1, "duplex is a LogGOPS parameter"},
+    };
+    rg_sim_lop_t    lop = {{0, 1, 40, 0, 0, 0}, {0.5, 0, 0}, 0};
+    rg_sim_rxwin_t  win;
+    rg_sim_rails_t  rl;
+    rg_sim_params_t p;
+    rg_sim_result_t res;
+    rg_sim_sched_t  s;
+    rg_err_t        err;
+    size_t          i;
+
+    ASSERT_OK(rg_sim_rxwin_parse("fixed:4", &win, 16384, &err), &err);
+    rg_sim_rails_defaults(&rl);
+    rl.nrails = 2;
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        p = (rg_sim_params_t){.S = INFINITY};
+        p.lop = cases[i].lop ? &lop : NULL;
+        p.rxwin = cases[i].rxwin ? &win : NULL;
+        p.rails = cases[i].rails ? &rl : NULL;
+        p.duplex = cases[i].duplex ? 1.0 : 0.0;
+        ASSERT_INT_EQ(sim_text_res(text, &p, &res, &err), RG_ERR_INVALID);
+        ASSERT_STR_HAS(err.msg, cases[i].msg);
+        ASSERT(res.finish == NULL);
+    }
+    /* Each alone runs. */
+    for (i = 0; i < 4; i++) {
+        p = (rg_sim_params_t){.L = 5, .o = 1, .g = 1, .S = INFINITY};
+        p.lop = i == 0 ? &lop : NULL;
+        p.rxwin = i == 1 ? &win : NULL;
+        p.rails = i == 2 ? &rl : NULL;
+        p.duplex = i == 3 ? 1.0 : 0.0;
+        if (i == 0) {
+            p.L = p.o = p.g = 0;
+        }
+        ASSERT_OK(sim_text_res(text, &p, &res, &err), &err);
+        ASSERT(res.makespan > 0);
+        rg_sim_result_free(&res);
+    }
+    /* A bad model is named before the unfinished schedule. */
+    rg_sim_sched_init(&s, 2);
+    {
+        rg_sim_op_t op = {.amount = 8, .peer = 1, .kind = RG_SIM_SEND};
+        ASSERT_OK(rg_sim_sched_add(&s, &op, &err), &err);
+    }
+    p = (rg_sim_params_t){.S = INFINITY, .rails = &rl};
+    rl.nrails = 0;
+    ASSERT_INT_EQ(rg_sim_run(&s, &p, &res, NULL, &err), RG_ERR_RANGE);
+    ASSERT_STR_HAS(err.msg, "rails: 0 rails");
+    rl.nrails = 2;
+    ASSERT_INT_EQ(rg_sim_run(&s, &p, &res, NULL, &err), RG_ERR_INVALID);
+    ASSERT_STR_HAS(err.msg, "schedule not finished");
+    win.w_init = 0;
+    p = (rg_sim_params_t){.S = INFINITY, .rxwin = &win};
+    ASSERT_INT_EQ(rg_sim_run(&s, &p, &res, NULL, &err), RG_ERR_INVALID);
+    ASSERT_STR_HAS(err.msg, "receive window of 0 to 4 buffers");
+    rg_sim_sched_free(&s);
     return 0;
 }

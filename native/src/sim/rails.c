@@ -4,7 +4,7 @@
  * (python/railgauge/gauge_rails.py writes it: {"rails": [{"name", "L_us",
  * "o_us", "G_us_per_byte", ...}, ...], "weights": [...], "policy": ...}),
  * read by a small JSON reader that checks the whole document and keeps
- * what the rails need. The model itself is in engine.c.
+ * what the rails need. The model itself is in model_rails.c.
  */
 #include "sim/rails.h"
 

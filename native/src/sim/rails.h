@@ -1,6 +1,6 @@
 /*
  * railgauge: the simulator's rails from text (docs/sim.md "Rails"); the
- * model (rg_sim_rails_t) is in sim.h, the engine's part in engine.c.
+ * model (rg_sim_rails_t) is in sim.h, the engine's part in model_rails.c.
  */
 #ifndef RG_SIM_RAILS_H
 #define RG_SIM_RAILS_H

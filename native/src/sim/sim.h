@@ -226,7 +226,7 @@ rg_status_t rg_sim_rxwin_check(const rg_sim_rxwin_t *w, rg_err_t *err);
 /* min(2^nlimit * w_init, w_max). */
 int         rg_sim_rxwin_size(int w_init, int w_max, int nlimit);
 
-/* Rails (multirail striping, docs/sim.md "Rails"; the runtime's xport/rails.c):
+/* Rails (multirail striping, docs/sim.md "Rails"; the runtime's rails/ layer):
  * each rank's NIC becomes nrails rails, each with its own send and receive
  * gaps (busy times) and parameters, and every message is placed by the policy,
  * whole on one rail or cut into stripes, one per rail. */

@@ -17,6 +17,9 @@
  * --lop-rtt l1,..,l6 --lop-os a1,a2,a3 [--lop-list] (docs/sim.md). --progress
  * (default: when stderr is a terminal) shows progress on stderr. Exit status: 0 done, 2 bad
  * usage or input (syntax, range, cycle, deadlock), 1 other failures.
+ *
+ * This file holds goal, barrier and the table of subcommands; rxwin.c holds
+ * rxwin.
  */
 #include <errno.h>
 #include <math.h>
@@ -30,17 +33,38 @@
 #include "sim/barrier.h"
 #include "sim/goal.h"
 #include "sim/rails.h"
-#include "sim/rxwin_work.h"
 #include "sim/sim.h"
+#include "simtool.h"
 
 #define PER_RANK_DEFAULT_MAX 4096
 
+/* The subcommands, argv[1]: each its handler (argv as given, argv[1] its
+ * name) and its one-line help (usage's synopsis), as railgauge-bench's
+ * patterns. */
+static int goal_main(int argc, char **argv);
+static int barrier_main(int argc, char **argv);
+
+static const struct {
+    const char *name;
+    int (*main)(int argc, char **argv);
+    const char *synopsis;
+} subcommands[] = {
+    {"goal", goal_main, "FILE [options]"},
+    {"barrier", barrier_main, "--algorithm A [--n N] -P P [options]"},
+    {"rxwin", rg_simtool_rxwin_main, "--pattern P -n N [--window W] [options]"},
+};
+
+#define NSUBCOMMANDS (sizeof(subcommands) / sizeof(subcommands[0]))
+
 static void usage(FILE *f)
 {
+    size_t i;
+
+    for (i = 0; i < NSUBCOMMANDS; i++) {
+        fprintf(f, "%s railgauge-sim %s %s\n", i == 0 ? "usage:" : "      ", subcommands[i].name,
+                subcommands[i].synopsis);
+    }
     fprintf(f,
-            "usage: railgauge-sim goal FILE [options]\n"
-            "       railgauge-sim barrier --algorithm A [--n N] -P P [options]\n"
-            "       railgauge-sim rxwin --pattern P -n N [--window W] [options]\n"
             "         (railgauge-sim rxwin --help)\n"
             "         A: linear, binomial, recdbl, dissem (dissemination), nway (with\n"
             "         --n N, or nway:N); the schedules of coll/ (docs/coll.md)\n"
@@ -76,7 +100,7 @@ static void usage(FILE *f)
             PER_RANK_DEFAULT_MAX);
 }
 
-static double now_s(void)
+double rg_simtool_now_s(void)
 {
     struct timespec ts;
 
@@ -143,15 +167,10 @@ static int trace_finish(trace_out_t *t, const rg_sim_sched_t *s, uint32_t nrails
 }
 
 /* Progress on stderr, at most twice a second, from the engine's hook. */
-typedef struct progress {
-    double t0, last;
-    int    shown;
-} progress_t;
-
 static void progress_cb(void *arg, uint64_t events, size_t done, size_t total, double now)
 {
-    progress_t *pr = arg;
-    double      t = now_s();
+    rg_simtool_progress_t *pr = arg;
+    double                 t = rg_simtool_now_s();
 
     if (t - pr->last < 0.5) {
         return;
@@ -164,7 +183,20 @@ static void progress_cb(void *arg, uint64_t events, size_t done, size_t total, d
     fflush(stderr);
 }
 
-static void progress_end(progress_t *pr)
+double rg_simtool_progress_start(rg_simtool_progress_t *pr, int want, rg_sim_trace_t *trace)
+{
+    if (want < 0) {
+        want = isatty(STDERR_FILENO);
+    }
+    if (want) {
+        trace->progress = progress_cb;
+        trace->progress_arg = pr;
+    }
+    pr->t0 = pr->last = rg_simtool_now_s();
+    return pr->t0;
+}
+
+void rg_simtool_progress_end(rg_simtool_progress_t *pr)
 {
     if (pr->shown) {
         fprintf(stderr, "\r\033[K");
@@ -237,7 +269,35 @@ static void json_array(rg_json_t *js, const char *key, const double *v, size_t n
     rg_json_array_end(js);
 }
 
-static int parse_double(const char *opt, const char *text, double *v)
+int rg_simtool_json_begin(rg_json_t *js, size_t cap)
+{
+    char *buf = malloc(cap);
+
+    if (buf == NULL) {
+        fprintf(stderr, "railgauge-sim: error: out of memory for the output\n");
+        return 1;
+    }
+    rg_json_init(js, buf, cap);
+    rg_json_object_begin(js);
+    return 0;
+}
+
+int rg_simtool_json_end(rg_json_t *js)
+{
+    rg_err_t err;
+    int      rc = 0;
+
+    rg_err_clear(&err);
+    rg_json_object_end(js);
+    if (rg_json_write_line(js, stdout, &err) != RG_OK) {
+        fprintf(stderr, "railgauge-sim: error: %s\n", rg_err_message(&err));
+        rc = 1;
+    }
+    free(js->buf);
+    return rc;
+}
+
+int rg_simtool_parse_double(const char *opt, const char *text, double *v)
 {
     char *end;
 
@@ -250,10 +310,8 @@ static int parse_double(const char *opt, const char *text, double *v)
     return 0;
 }
 
-/* ---- railgauge-sim rxwin --------------------------------------------------- */
-
 /* The parameter that option a (--L, --o, --g, --G, --O, --S) sets, or NULL. */
-static double *loggops_field(const char *a, rg_sim_params_t *prm)
+double *rg_simtool_loggops_field(const char *a, rg_sim_params_t *prm)
 {
     static const char *const names[] = {"--L", "--o", "--g", "--G", "--O", "--S"};
     double *const            fields[] = {&prm->L, &prm->o, &prm->g, &prm->G, &prm->O, &prm->S};
@@ -269,7 +327,7 @@ static double *loggops_field(const char *a, rg_sim_params_t *prm)
 
 /* --range TO_BYTES,L,o,g,G,O: one more protocol range into ranges (prm's
  * table); 0, or 2 after saying what is wrong. */
-static int parse_range(const char *text, rg_sim_params_t *prm, rg_sim_range_t *ranges)
+int rg_simtool_parse_range(const char *text, rg_sim_params_t *prm, rg_sim_range_t *ranges)
 {
     rg_sim_range_t *r = &ranges[prm->nranges];
     char           *end;
@@ -292,333 +350,6 @@ static int parse_range(const char *text, rg_sim_params_t *prm, rg_sim_range_t *r
     prm->nranges++;
     prm->ranges = ranges;
     return 0;
-}
-
-static void rxwin_usage(FILE *f)
-{
-    fprintf(f,
-            "usage: railgauge-sim rxwin --pattern P -n N [options]\n"
-            "  The workloads of `railgauge-bench rxwin` under the shared receive window\n"
-            "  (docs/rxwin.md, docs/sim.md): eager messages land in posted buffers of\n"
-            "  their receiver's window, or are refused (RNR) and sent again after the\n"
-            "  RNR timer.\n"
-            "  --pattern P            alltoall, halo2d, halo3d, incast, mix\n"
-            "  -n N                   ranks, 2 .. %d\n"
-            "  --window W             fixed:N or adaptive:W_init:W_max[:reclaim]\n"
-            "                         (default adaptive:8:4096)\n"
-            "  --rnr-timer-ms T       RNR retry timer, 0.01 .. 655.36 ms (default 1)\n"
-            "  --limit N              the first limit, 1 .. W_init (default W_init/2)\n"
-            "  --quiet-us US          reclaim's quiet period (default 100000)\n"
-            "  --eager-limit BYTES    larger messages bypass the window (default 16384,\n"
-            "                         the runtime's over shm)\n"
-            "  --iters N --size BYTES --burst K --compute-us US\n"
-            "                         as railgauge-bench rxwin (50, 512, 32; compute 0,\n"
-            "                         mix 200 with rank r computing US (1 + r %% 4) / 2)\n"
-            "  --L --o --g --G --O --S, --range TO,L,o,g,G,O   LogGOPS parameters\n"
-            "  --per-rank             each rank's figures in the JSON\n"
-            "  --json                 one JSON object on stdout\n",
-            RG_SIM_RXWIN_MAX_RANKS);
-}
-
-static int rxwin_number(const char *opt, const char *text, double lo, double hi, double *v)
-{
-    if (parse_double(opt, text, v) != 0) {
-        return -1;
-    }
-    if (!(*v >= lo && *v <= hi)) {
-        fprintf(stderr, "railgauge-sim: error: %s %s: must be %g to %g\n", opt, text, lo, hi);
-        return -1;
-    }
-    return 0;
-}
-
-static int rxwin_integer(const char *opt, const char *text, double lo, double hi, double *v)
-{
-    if (rxwin_number(opt, text, lo, hi, v) != 0) {
-        return -1;
-    }
-    if (*v != floor(*v)) {
-        fprintf(stderr, "railgauge-sim: error: %s %s: must be a whole number\n", opt, text);
-        return -1;
-    }
-    return 0;
-}
-
-static int rxwin_main(int argc, char **argv)
-{
-    rg_sim_params_t      prm = {.S = INFINITY};
-    rg_sim_range_t       ranges[RG_SIM_MAX_RANGES];
-    rg_sim_rxwork_spec_t spec = {.pattern = -1, .nranks = 0, .iters = 50, .burst = 32,
-                                 .size = 512, .compute_us = -1};
-    rg_sim_rxwork_t      work;
-    rg_sim_rxwin_t       win;
-    rg_sim_rxwin_rank_t *per = NULL;
-    rg_sim_sched_t       sched;
-    rg_sim_result_t      res;
-    rg_sim_trace_t       trace = {NULL, NULL, NULL, NULL};
-    progress_t           prog = {0, 0, 0};
-    rg_err_t             err;
-    rg_status_t          st;
-    const char          *window = "adaptive:8:4096";
-    double               v, timer_ms = 1.0, limit = 0, quiet_us = 100000, eager = 16384;
-    double               t0, wall;
-    int                  i, as_json = 0, per_rank = 0, progress = -1, scalar = 0, rc = 0;
-
-    rg_err_clear(&err);
-    for (i = 2; i < argc; i++) {
-        const char *a = argv[i];
-        double     *dst = NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            rxwin_usage(stdout);
-            return 0;
-        }
-        if (!strcmp(a, "--json") || !strcmp(a, "--per-rank")) {
-            *(a[2] == 'j' ? &as_json : &per_rank) = 1;
-            continue;
-        }
-        if (!strcmp(a, "--progress") || !strcmp(a, "--no-progress")) {
-            progress = a[2] == 'p';
-            continue;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "railgauge-sim: error: %s needs a value\n", a);
-            return 2;
-        }
-        if (!strcmp(a, "--pattern")) {
-            spec.pattern = rg_sim_rxwork_pattern(argv[++i]);
-            if (spec.pattern < 0) {
-                fprintf(stderr, "railgauge-sim: error: --pattern '%s': unknown (known: "
-                        "alltoall, halo2d, halo3d, incast, mix)\n", argv[i]);
-                return 2;
-            }
-            continue;
-        }
-        if (!strcmp(a, "--window")) {
-            window = argv[++i];
-            continue;
-        }
-        if (!strcmp(a, "-n") || !strcmp(a, "--n")) {
-            if (rxwin_integer(a, argv[++i], 2, RG_SIM_RXWIN_MAX_RANKS, &v) != 0) {
-                return 2;
-            }
-            spec.nranks = (uint32_t)v;
-            continue;
-        }
-        if (!strcmp(a, "--iters") || !strcmp(a, "--burst")) {
-            if (rxwin_integer(a, argv[++i], 1, 1000000, &v) != 0) {
-                return 2;
-            }
-            *(a[2] == 'i' ? &spec.iters : &spec.burst) = (uint32_t)v;
-            continue;
-        }
-        if (!strcmp(a, "--size")) {
-            if (rxwin_integer(a, argv[++i], 24, (double)(1 << 26), &spec.size) != 0) {
-                return 2;
-            }
-            continue;
-        }
-        if (!strcmp(a, "--compute-us")) {
-            if (rxwin_number(a, argv[++i], 0, 1e7, &spec.compute_us) != 0) {
-                return 2;
-            }
-            continue;
-        }
-        if (!strcmp(a, "--rnr-timer-ms")) {
-            if (rxwin_number(a, argv[++i], 0.01, 655.36, &timer_ms) != 0) {
-                return 2;
-            }
-            continue;
-        }
-        if (!strcmp(a, "--limit")) {
-            if (rxwin_integer(a, argv[++i], 1, RG_SIM_RXWIN_MAX, &limit) != 0) {
-                return 2;
-            }
-            continue;
-        }
-        if (!strcmp(a, "--quiet-us")) {
-            if (rxwin_number(a, argv[++i], 1e-3, 1e12, &quiet_us) != 0) {
-                return 2;
-            }
-            continue;
-        }
-        if (!strcmp(a, "--eager-limit")) {
-            if (rxwin_integer(a, argv[++i], 0, (double)(1 << 30), &eager) != 0) {
-                return 2;
-            }
-            continue;
-        }
-        if (!strcmp(a, "--range")) {
-            if (parse_range(argv[++i], &prm, ranges) != 0) {
-                return 2;
-            }
-            continue;
-        }
-        if ((dst = loggops_field(a, &prm)) == NULL) {
-            fprintf(stderr, "railgauge-sim: error: rxwin: unknown option '%s'\n", a);
-            return 2;
-        }
-        if (parse_double(a, argv[++i], dst) != 0) {
-            return 2;
-        }
-        scalar |= dst != &prm.S;
-    }
-    if (spec.pattern < 0) {
-        fprintf(stderr, "railgauge-sim: error: rxwin: --pattern is missing (alltoall, halo2d, "
-                "halo3d, incast, mix)\n");
-        return 2;
-    }
-    if (spec.nranks == 0) {
-        fprintf(stderr, "railgauge-sim: error: rxwin: -n is missing (2 .. %d ranks)\n",
-                RG_SIM_RXWIN_MAX_RANKS);
-        return 2;
-    }
-    if (scalar && prm.nranges > 0) {
-        fprintf(stderr, "railgauge-sim: error: --range replaces --L --o --g --G --O: give one "
-                "or the other\n");
-        return 2;
-    }
-    if (rg_sim_rxwin_parse(window, &win, eager, &err) != RG_OK) {
-        fprintf(stderr, "railgauge-sim: error: %s\n", rg_err_message(&err));
-        return 2;
-    }
-    if (limit > 0) {
-        win.first_limit = (int)limit;
-    }
-    win.rnr_timer_us = timer_ms * 1e3;
-    win.quiet_us = quiet_us;
-    prm.rxwin = &win;
-    if (rg_sim_params_check(&prm, &err) != RG_OK || rg_sim_rxwin_check(&win, &err) != RG_OK) {
-        fprintf(stderr, "railgauge-sim: error: %s\n", rg_err_message(&err));
-        return 2;
-    }
-    if (progress < 0) {
-        progress = isatty(STDERR_FILENO);
-    }
-    if (progress) {
-        trace.progress = progress_cb;
-        trace.progress_arg = &prog;
-    }
-    t0 = now_s();
-    prog.t0 = prog.last = t0;
-    if ((st = rg_sim_rxwork_build(&work, &sched, &spec, &err)) != RG_OK) {
-        fprintf(stderr, "railgauge-sim: error: %s\n", rg_err_message(&err));
-        return st == RG_ERR_NOMEM ? 1 : 2;
-    }
-    per = calloc(spec.nranks, sizeof(*per));
-    if (per == NULL) {
-        fprintf(stderr, "railgauge-sim: error: out of memory for %u ranks\n", spec.nranks);
-        rg_sim_rxwork_fini(&work);
-        return 1;
-    }
-    win.per_rank = per;
-    st = rg_sim_run_traced(&sched, &prm, &trace, &res, stderr, &err);
-    progress_end(&prog);
-    wall = now_s() - t0;
-    if (st != RG_OK) {
-        fprintf(stderr, "railgauge-sim: error: %s\n", rg_err_message(&err));
-        free(per);
-        rg_sim_rxwork_fini(&work);
-        return st == RG_ERR_NOMEM || st == RG_ERR_IO ? 1 : 2;
-    }
-    if (as_json) {
-        size_t    cap = 4096 + (per_rank ? (size_t)spec.nranks * 512 : 0);
-        char     *buf = malloc(cap);
-        rg_json_t js;
-        if (buf == NULL) {
-            fprintf(stderr, "railgauge-sim: error: out of memory for the output\n");
-            rc = 1;
-        } else {
-            rg_json_init(&js, buf, cap);
-            rg_json_object_begin(&js);
-            rg_json_kv_double(&js, "time_s", res.makespan * 1e-6);
-            rg_json_key(&js, "mem_bytes");
-            rg_json_object_begin(&js);
-            rg_json_kv_uint(&js, "min", res.rx.mem_min);
-            rg_json_kv_double(&js, "mean", res.rx.mem_mean);
-            rg_json_kv_uint(&js, "max", res.rx.mem_max);
-            rg_json_object_end(&js);
-            rg_json_kv_uint(&js, "limit_events", res.rx.limit_events);
-            rg_json_kv_uint(&js, "rnr", res.rx.rnr);
-            rg_json_kv_uint(&js, "retries", res.rx.retries);
-            rg_json_kv_uint(&js, "messages", res.rx.messages);
-            rg_json_kv_bool(&js, "verified", res.rx.verified);
-            rg_json_kv_string(&js, "pattern", rg_sim_rxwork_pattern_name(spec.pattern));
-            rg_json_kv_uint(&js, "ranks", spec.nranks);
-            rg_json_kv_uint(&js, "iters", spec.iters);
-            rg_json_kv_double(&js, "size", spec.size);
-            rg_json_kv_uint(&js, "burst", spec.burst);
-            rg_json_kv_double(&js, "compute_us", work.spec.compute_us);
-            rg_json_kv_string(&js, "window", window);
-            rg_json_kv_double(&js, "rnr_timer_ms", timer_ms);
-            rg_json_kv_int(&js, "limit", win.first_limit);
-            rg_json_kv_double(&js, "quiet_us", win.quiet_us);
-            rg_json_kv_double(&js, "eager_limit", win.eager_limit);
-            rg_json_kv_uint(&js, "pool_buf_bytes", win.buf_bytes);
-            rg_json_kv_double(&js, "makespan_us", res.makespan);
-            rg_json_kv_uint(&js, "delivered", res.rx.delivered);
-            rg_json_kv_uint(&js, "out_of_order", res.rx.out_of_order);
-            rg_json_kv_uint(&js, "duplicates", res.rx.duplicates);
-            rg_json_kv_uint(&js, "shrinks", res.rx.shrinks);
-            rg_json_kv_uint(&js, "events", res.events);
-            rg_json_kv_double(&js, "wall_s", wall);
-            if (per_rank) {
-                uint32_t r;
-                rg_json_key(&js, "per_rank");
-                rg_json_array_begin(&js);
-                for (r = 0; r < spec.nranks; r++) {
-                    const rg_sim_rxwin_rank_t *x = &per[r];
-                    rg_json_object_begin(&js);
-                    rg_json_kv_uint(&js, "rank", r);
-                    rg_json_kv_uint(&js, "mem_high_water", x->high_water);
-                    rg_json_kv_uint(&js, "mem_pool", x->pool);
-                    rg_json_kv_uint(&js, "mem_unexpected", x->unexpected);
-                    rg_json_kv_uint(&js, "mem_control", x->control);
-                    rg_json_kv_int(&js, "window", x->window);
-                    rg_json_kv_int(&js, "window_peak", x->window_peak);
-                    rg_json_kv_uint(&js, "limit_events", x->limit_events);
-                    rg_json_kv_uint(&js, "rnr_sent", x->rnr_sent);
-                    rg_json_kv_uint(&js, "rnr_recv", x->rnr_recv);
-                    rg_json_kv_uint(&js, "retries", x->retries);
-                    rg_json_kv_uint(&js, "shrinks", x->shrinks);
-                    rg_json_kv_uint(&js, "sent", x->sent);
-                    rg_json_kv_uint(&js, "received", x->received);
-                    rg_json_kv_uint(&js, "parked", x->parked);
-                    rg_json_kv_double(&js, "finish_us", res.finish[r]);
-                    rg_json_object_end(&js);
-                }
-                rg_json_array_end(&js);
-            }
-            rg_json_object_end(&js);
-            if (rg_json_write_line(&js, stdout, &err) != RG_OK) {
-                fprintf(stderr, "railgauge-sim: error: %s\n", rg_err_message(&err));
-                rc = 1;
-            }
-            free(buf);
-        }
-    } else {
-        printf("%s on %u ranks, window %s, RNR timer %g ms\n"
-               "time       %.9f s\nmemory     min %llu  mean %.0f  max %llu bytes\n"
-               "limit events %llu  rnr %llu  retries %llu  messages %llu  %s\n"
-               "events     %llu\nwall       %.3f s\n",
-               rg_sim_rxwork_pattern_name(spec.pattern), spec.nranks, window, timer_ms,
-               res.makespan * 1e-6, (unsigned long long)res.rx.mem_min, res.rx.mem_mean,
-               (unsigned long long)res.rx.mem_max, (unsigned long long)res.rx.limit_events,
-               (unsigned long long)res.rx.rnr, (unsigned long long)res.rx.retries,
-               (unsigned long long)res.rx.messages,
-               res.rx.verified ? "verified" : "NOT verified", (unsigned long long)res.events,
-               wall);
-    }
-    if (rc == 0 && !res.rx.verified) {
-        fprintf(stderr, "railgauge-sim: error: rxwin: %llu of %llu messages delivered, %llu "
-                "out of order, %llu twice\n", (unsigned long long)res.rx.delivered,
-                (unsigned long long)res.rx.messages, (unsigned long long)res.rx.out_of_order,
-                (unsigned long long)res.rx.duplicates);
-        rc = 1;
-    }
-    rg_sim_result_free(&res);
-    free(per);
-    rg_sim_rxwork_fini(&work);
-    return rc;
 }
 
 /* ---- rails ------------------------------------------------------------------ */
@@ -797,60 +528,111 @@ static void rails_json(rg_json_t *js, const rg_sim_rails_t *r, const rg_sim_resu
     rg_json_object_end(js);
 }
 
-int main(int argc, char **argv)
-{
-    rg_sim_params_t prm = {.S = INFINITY};
-    rg_sim_range_t  ranges[RG_SIM_MAX_RANGES];
-    int             scalar_given = 0;
-    rg_sim_sched_t  sched;
-    rg_sim_result_t res;
-    rg_err_t        err;
-    rg_status_t     st;
-    const char     *mode, *file = NULL, *algo = NULL;
-    double          bar_n = 0; /* barrier --n */
-    double          calc_unit = 0.001, P = 0, t0, wall, read_s, trace_max = 4096;
-    const char     *trace_path = NULL;
-    trace_out_t     tout = {NULL, 1};
-    rg_sim_trace_t  trace = {trace_span, &tout, NULL, NULL};
-    int             as_json = 0, per_rank = 0, i, rc;
-    rg_sim_lop_t    lop;
-    int             lop_rtt = 0, lop_os = 0, lop_list = 0, progress = -1;
-    progress_t      prog = {0, 0, 0};
-    rails_opts_t    ropt = {NULL, NULL, NULL, NAN, NAN, NAN};
-    rg_sim_rails_t  rails;
+/* ---- railgauge-sim goal, barrier ---------------------------------------------- */
 
-    rg_err_clear(&err);
-    memset(&sched, 0, sizeof(sched));
-    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
-    }
-    mode = argv[1];
-    if (!strcmp(mode, "rxwin")) {
-        return rxwin_main(argc, argv);
-    }
-    if (strcmp(mode, "goal") != 0 && strcmp(mode, "barrier") != 0) {
-        fprintf(stderr, "railgauge-sim: error: unknown command '%s' (goal, barrier, rxwin)\n",
-                mode);
+/* The options of goal and barrier (usage). */
+typedef struct sim_opts {
+    rg_sim_params_t prm;
+    rg_sim_range_t  ranges[RG_SIM_MAX_RANGES];
+    int             scalar_given;
+    const char     *file, *algo, *trace_path;
+    double          bar_n; /* barrier --n */
+    double          calc_unit, P, trace_max;
+    int             as_json, per_rank, progress;
+    rg_sim_lop_t    lop;
+    int             lop_rtt, lop_os, lop_list;
+    rails_opts_t    ropt;
+    rg_sim_rails_t  rails;
+} sim_opts_t;
+
+/* One option of goal or barrier that takes a value, argv[*i] (a) with its
+ * value next: -1 to go on, else the exit status (2 after saying what is
+ * wrong). */
+static int sim_option(char **argv, int *i, sim_opts_t *o)
+{
+    const char *a = argv[*i];
+    double     *dst = NULL;
+
+    if (rg_simtool_loggops_field(a, &o->prm) != NULL) {
+        dst = rg_simtool_loggops_field(a, &o->prm);
+    } else if (!strcmp(a, "-P") || !strcmp(a, "--P")) {
+        dst = &o->P;
+    } else if (!strcmp(a, "--duplex")) {
+        dst = &o->prm.duplex;
+    } else if (!strcmp(a, "--range")) {
+        return rg_simtool_parse_range(argv[++*i], &o->prm, o->ranges) != 0 ? 2 : -1;
+    } else if (!strcmp(a, "--lop-rtt") || !strcmp(a, "--lop-os")) {
+        int is_rtt = a[6] == 'r';
+        if (parse_list(a, argv[++*i], is_rtt ? o->lop.rtt : o->lop.os, is_rtt ? 6 : 3) != 0) {
+            return 2;
+        }
+        *(is_rtt ? &o->lop_rtt : &o->lop_os) = 1;
+        return -1;
+    } else if (!strcmp(a, "--rails") || !strcmp(a, "--policy") ||
+               !strcmp(a, "--weights")) {
+        *(a[2] == 'r' ? &o->ropt.rails : a[2] == 'p' ? &o->ropt.policy : &o->ropt.weights) =
+            argv[++*i];
+        return -1;
+    } else if (!strcmp(a, "--stripe-min")) {
+        dst = &o->ropt.stripe_min;
+    } else if (!strcmp(a, "--adapt-alpha")) {
+        dst = &o->ropt.alpha;
+    } else if (!strcmp(a, "--adapt-floor")) {
+        dst = &o->ropt.floor;
+    } else if (!strcmp(a, "--trace-max-ranks")) {
+        dst = &o->trace_max;
+    } else if (!strcmp(a, "--trace")) {
+        o->trace_path = argv[++*i];
+        return -1;
+    } else if (!strcmp(a, "--algorithm")) {
+        o->algo = argv[++*i];
+        return -1;
+    } else if (!strcmp(a, "--n")) {
+        dst = &o->bar_n;
+    } else if (!strcmp(a, "--calc-unit")) {
+        const char *u = argv[++*i];
+        o->calc_unit = !strcmp(u, "ns") ? 1e-3 : !strcmp(u, "us") ? 1.0 :
+                       !strcmp(u, "ms") ? 1e3 : !strcmp(u, "s") ? 1e6 : -1;
+        if (o->calc_unit < 0) {
+            fprintf(stderr, "railgauge-sim: error: --calc-unit: '%s' (ns, us, ms, s)\n", u);
+            return 2;
+        }
+        return -1;
+    } else {
+        fprintf(stderr, "railgauge-sim: error: unknown option '%s'\n", a);
         return 2;
     }
+    if (rg_simtool_parse_double(a, argv[++*i], dst) != 0) {
+        return 2;
+    }
+    o->scalar_given |= dst == &o->prm.L || dst == &o->prm.o || dst == &o->prm.g ||
+                       dst == &o->prm.G || dst == &o->prm.O;
+    return -1;
+}
+
+/* Reads the command line of goal (takes_file: its FILE) or barrier into o:
+ * -1 to go on, else the exit status (0 after --help, 2 after saying what is
+ * wrong). */
+static int sim_parse(int argc, char **argv, int takes_file, sim_opts_t *o)
+{
+    int i, rc;
+
     for (i = 2; i < argc; i++) {
         const char *a = argv[i];
-        double     *dst = NULL;
         if (!strcmp(a, "--json")) {
-            as_json = 1;
+            o->as_json = 1;
             continue;
         }
         if (!strcmp(a, "--per-rank")) {
-            per_rank = 1;
+            o->per_rank = 1;
             continue;
         }
         if (!strcmp(a, "--progress") || !strcmp(a, "--no-progress")) {
-            progress = a[2] == 'p';
+            o->progress = a[2] == 'p';
             continue;
         }
         if (!strcmp(a, "--lop-list")) {
-            lop_list = 1;
+            o->lop_list = 1;
             continue;
         }
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -858,284 +640,338 @@ int main(int argc, char **argv)
             return 0;
         }
         if (a[0] != '-' || a[1] == '\0') { /* "-": standard input */
-            if (file != NULL || strcmp(mode, "goal") != 0) {
+            if (o->file != NULL || !takes_file) {
                 fprintf(stderr, "railgauge-sim: error: unexpected argument '%s'\n", a);
                 return 2;
             }
-            file = a;
+            o->file = a;
             continue;
         }
         if (i + 1 >= argc) {
             fprintf(stderr, "railgauge-sim: error: %s needs a value\n", a);
             return 2;
         }
-        if (loggops_field(a, &prm) != NULL) {
-            dst = loggops_field(a, &prm);
-        } else if (!strcmp(a, "-P") || !strcmp(a, "--P")) {
-            dst = &P;
-        } else if (!strcmp(a, "--duplex")) {
-            dst = &prm.duplex;
-        } else if (!strcmp(a, "--range")) {
-            if (parse_range(argv[++i], &prm, ranges) != 0) {
-                return 2;
-            }
-            continue;
-        } else if (!strcmp(a, "--lop-rtt") || !strcmp(a, "--lop-os")) {
-            int is_rtt = a[6] == 'r';
-            if (parse_list(a, argv[++i], is_rtt ? lop.rtt : lop.os, is_rtt ? 6 : 3) != 0) {
-                return 2;
-            }
-            *(is_rtt ? &lop_rtt : &lop_os) = 1;
-            continue;
-        } else if (!strcmp(a, "--rails") || !strcmp(a, "--policy") ||
-                   !strcmp(a, "--weights")) {
-            *(a[2] == 'r' ? &ropt.rails : a[2] == 'p' ? &ropt.policy : &ropt.weights) = argv[++i];
-            continue;
-        } else if (!strcmp(a, "--stripe-min")) {
-            dst = &ropt.stripe_min;
-        } else if (!strcmp(a, "--adapt-alpha")) {
-            dst = &ropt.alpha;
-        } else if (!strcmp(a, "--adapt-floor")) {
-            dst = &ropt.floor;
-        } else if (!strcmp(a, "--trace-max-ranks")) {
-            dst = &trace_max;
-        } else if (!strcmp(a, "--trace")) {
-            trace_path = argv[++i];
-            continue;
-        } else if (!strcmp(a, "--algorithm")) {
-            algo = argv[++i];
-            continue;
-        } else if (!strcmp(a, "--n")) {
-            dst = &bar_n;
-        } else if (!strcmp(a, "--calc-unit")) {
-            const char *u = argv[++i];
-            calc_unit = !strcmp(u, "ns") ? 1e-3 : !strcmp(u, "us") ? 1.0 :
-                        !strcmp(u, "ms") ? 1e3 : !strcmp(u, "s") ? 1e6 : -1;
-            if (calc_unit < 0) {
-                fprintf(stderr, "railgauge-sim: error: --calc-unit: '%s' (ns, us, ms, s)\n", u);
-                return 2;
-            }
-            continue;
-        } else {
-            fprintf(stderr, "railgauge-sim: error: unknown option '%s'\n", a);
-            return 2;
+        if ((rc = sim_option(argv, &i, o)) >= 0) {
+            return rc;
         }
-        if (parse_double(a, argv[++i], dst) != 0) {
-            return 2;
-        }
-        scalar_given |= dst == &prm.L || dst == &prm.o || dst == &prm.g || dst == &prm.G ||
-                        dst == &prm.O;
     }
-    if (scalar_given && prm.nranges > 0) {
+    return -1;
+}
+
+/* The parameters' models from the options (LoP, rails), checked: 0, or 2
+ * after saying what is wrong. */
+static int sim_models(sim_opts_t *o)
+{
+    rg_err_t err;
+
+    rg_err_clear(&err);
+    if (o->scalar_given && o->prm.nranges > 0) {
         fprintf(stderr, "railgauge-sim: error: --range replaces --L --o --g --G --O: give one "
                 "or the other\n");
         return 2;
     }
-    if (lop_rtt || lop_os || lop_list) {
-        if (!lop_rtt || !lop_os) {
+    if (o->lop_rtt || o->lop_os || o->lop_list) {
+        if (!o->lop_rtt || !o->lop_os) {
             fprintf(stderr, "railgauge-sim: error: LoP needs both --lop-rtt and --lop-os\n");
             return 2;
         }
-        if (scalar_given || prm.nranges > 0) {
+        if (o->scalar_given || o->prm.nranges > 0) {
             fprintf(stderr, "railgauge-sim: error: --lop-rtt/--lop-os replace --L --o --g --G "
                     "--O and --range: give one or the other\n");
             return 2;
         }
-        lop.list = lop_list;
-        prm.lop = &lop;
+        o->lop.list = o->lop_list;
+        o->prm.lop = &o->lop;
     }
-    if (ropt.rails == NULL && (ropt.policy != NULL || ropt.weights != NULL ||
-                               !isnan(ropt.stripe_min) || !isnan(ropt.alpha) ||
-                               !isnan(ropt.floor))) {
+    if (o->ropt.rails == NULL && (o->ropt.policy != NULL || o->ropt.weights != NULL ||
+                                  !isnan(o->ropt.stripe_min) || !isnan(o->ropt.alpha) ||
+                                  !isnan(o->ropt.floor))) {
         fprintf(stderr, "railgauge-sim: error: --policy, --weights, --stripe-min, --adapt-alpha "
                 "and --adapt-floor need --rails\n");
         return 2;
     }
-    if (ropt.rails != NULL) {
-        if (prm.lop != NULL) {
+    if (o->ropt.rails != NULL) {
+        if (o->prm.lop != NULL) {
             fprintf(stderr, "railgauge-sim: error: --rails runs under LogGOPS, not LoP\n");
             return 2;
         }
-        if (rails_build(&ropt, &rails) != 0) {
+        if (rails_build(&o->ropt, &o->rails) != 0) {
             return 2;
         }
-        prm.rails = &rails;
+        o->prm.rails = &o->rails;
     }
-    if (progress < 0) {
-        progress = isatty(STDERR_FILENO);
-    }
-    if (progress) {
-        trace.progress = progress_cb;
-        trace.progress_arg = &prog;
-    }
-    if ((st = rg_sim_params_check(&prm, &err)) != RG_OK) {
+    if (rg_sim_params_check(&o->prm, &err) != RG_OK) {
         fprintf(stderr, "railgauge-sim: error: %s\n", rg_err_message(&err));
         return 2;
     }
-    t0 = now_s();
-    prog.t0 = prog.last = t0;
-    if (!strcmp(mode, "goal")) {
-        FILE *f;
-        if (file == NULL) {
-            fprintf(stderr, "railgauge-sim: error: goal needs a FILE\n");
-            return 2;
-        }
-        f = !strcmp(file, "-") ? stdin : fopen(file, "r");
-        if (f == NULL) {
-            fprintf(stderr, "railgauge-sim: error: %s: %s\n", file, strerror(errno));
-            return 2;
-        }
-        st = rg_sim_goal_parse(f, file, calc_unit, &sched, &err);
-        if (f != stdin) {
-            fclose(f);
-        }
-    } else {
-        rg_coll_barrier_spec_t spec;
-        if (!(bar_n >= 0 && bar_n <= RG_COLL_NWAY_MAX && bar_n == floor(bar_n))) {
-            fprintf(stderr, "railgauge-sim: error: --n: %g is not an integer in 1..%d\n", bar_n,
-                    RG_COLL_NWAY_MAX);
-            return 2;
-        }
-        if (rg_coll_barrier_parse(algo, (int)bar_n, &spec, &err) != RG_OK) {
-            fprintf(stderr, "railgauge-sim: error: barrier --algorithm: %s\n",
-                    algo == NULL ? "missing (linear, binomial, recdbl, dissem, nway --n N)"
-                                 : rg_err_message(&err));
-            return 2;
-        }
-        if (!(P >= 1 && P <= (1 << 26) && P == floor(P))) {
-            fprintf(stderr, "railgauge-sim: error: -P: %g is not an integer in 1..2^26\n", P);
-            return 2;
-        }
-        st = rg_sim_barrier_build(&sched, &spec, (uint32_t)P, &err);
+    return 0;
+}
+
+/* How goal and barrier build their schedule: 0 with *st the outcome (its
+ * message in err), or an exit status after saying what is wrong. */
+typedef int (*sim_build_fn)(const sim_opts_t *o, rg_sim_sched_t *sched, rg_status_t *st,
+                            rg_err_t *err);
+
+/* goal: the schedule of a GOAL file ("-": standard input). */
+static int goal_build(const sim_opts_t *o, rg_sim_sched_t *sched, rg_status_t *st,
+                      rg_err_t *err)
+{
+    FILE *f;
+
+    if (o->file == NULL) {
+        fprintf(stderr, "railgauge-sim: error: goal needs a FILE\n");
+        return 2;
     }
-    read_s = now_s() - t0;
-    if (st == RG_OK && trace_path != NULL) {
-        if (sched.nranks > trace_max) {
-            fprintf(stderr, "railgauge-sim: error: --trace: %u ranks, more than "
-                    "--trace-max-ranks %.0f\n", sched.nranks, trace_max);
-            rg_sim_sched_free(&sched);
-            return 2;
+    f = !strcmp(o->file, "-") ? stdin : fopen(o->file, "r");
+    if (f == NULL) {
+        fprintf(stderr, "railgauge-sim: error: %s: %s\n", o->file, strerror(errno));
+        return 2;
+    }
+    *st = rg_sim_goal_parse(f, o->file, o->calc_unit, sched, err);
+    if (f != stdin) {
+        fclose(f);
+    }
+    return 0;
+}
+
+/* barrier: the schedule of one of coll/'s barriers on P ranks. */
+static int barrier_build(const sim_opts_t *o, rg_sim_sched_t *sched, rg_status_t *st,
+                         rg_err_t *err)
+{
+    rg_coll_barrier_spec_t spec;
+
+    if (!(o->bar_n >= 0 && o->bar_n <= RG_COLL_NWAY_MAX && o->bar_n == floor(o->bar_n))) {
+        fprintf(stderr, "railgauge-sim: error: --n: %g is not an integer in 1..%d\n", o->bar_n,
+                RG_COLL_NWAY_MAX);
+        return 2;
+    }
+    if (rg_coll_barrier_parse(o->algo, (int)o->bar_n, &spec, err) != RG_OK) {
+        fprintf(stderr, "railgauge-sim: error: barrier --algorithm: %s\n",
+                o->algo == NULL ? "missing (linear, binomial, recdbl, dissem, nway --n N)"
+                                : rg_err_message(err));
+        return 2;
+    }
+    if (!(o->P >= 1 && o->P <= (1 << 26) && o->P == floor(o->P))) {
+        fprintf(stderr, "railgauge-sim: error: -P: %g is not an integer in 1..2^26\n", o->P);
+        return 2;
+    }
+    *st = rg_sim_barrier_build(sched, &spec, (uint32_t)o->P, err);
+    return 0;
+}
+
+/* Opens --trace's file and starts its JSON: 0, or 2 (the schedule freed)
+ * after saying what is wrong. */
+static int trace_open(const sim_opts_t *o, rg_sim_sched_t *sched, trace_out_t *tout)
+{
+    if (sched->nranks > o->trace_max) {
+        fprintf(stderr, "railgauge-sim: error: --trace: %u ranks, more than "
+                "--trace-max-ranks %.0f\n", sched->nranks, o->trace_max);
+        rg_sim_sched_free(sched);
+        return 2;
+    }
+    tout->f = fopen(o->trace_path, "w");
+    if (tout->f == NULL) {
+        fprintf(stderr, "railgauge-sim: error: --trace %s: %s\n", o->trace_path,
+                strerror(errno));
+        rg_sim_sched_free(sched);
+        return 2;
+    }
+    fprintf(tout->f, "{\"traceEvents\":[");
+    return 0;
+}
+
+/* Ends --trace's file after a run that ended with st; a failed run leaves
+ * none. 0, or 1 where it could not be written (then res and sched are
+ * freed). */
+static int trace_close(const sim_opts_t *o, trace_out_t *tout, rg_sim_sched_t *sched,
+                       rg_sim_result_t *res, rg_status_t st)
+{
+    int bad = st == RG_OK ? trace_finish(tout, sched, o->prm.rails ? (uint32_t)o->rails.nrails
+                                                                   : 1)
+                          : 0;
+
+    bad |= fclose(tout->f) != 0;
+    if (st != RG_OK) {
+        remove(o->trace_path); /* no half-written trace */
+    } else if (bad) {
+        fprintf(stderr, "railgauge-sim: error: --trace %s: write failed\n", o->trace_path);
+        rg_sim_result_free(res);
+        rg_sim_sched_free(sched);
+        return 1;
+    }
+    return 0;
+}
+
+/* Runs the schedule; the list of waiting operations of a deadlock goes to
+ * stderr after the progress line is cleared. */
+static rg_status_t sim_run(rg_sim_sched_t *sched, const rg_sim_params_t *prm,
+                           const rg_sim_trace_t *trace, rg_simtool_progress_t *prog,
+                           rg_sim_result_t *res, rg_err_t *err)
+{
+    char       *rep_buf = NULL;
+    size_t      rep_len = 0;
+    FILE       *rep = open_memstream(&rep_buf, &rep_len);
+    rg_status_t st = rg_sim_run_traced(sched, prm, trace, res, rep != NULL ? rep : stderr, err);
+
+    rg_simtool_progress_end(prog);
+    if (rep != NULL) {
+        fclose(rep);
+        fwrite(rep_buf, 1, rep_len, stderr);
+        free(rep_buf);
+    }
+    return st;
+}
+
+/* A run as one JSON object on stdout: 0, or 1 where it could not be
+ * written. */
+static int sim_json(const sim_opts_t *o, const rg_sim_sched_t *sched, const rg_sim_result_t *res,
+                    double wall, double read_s)
+{
+    size_t    cap = 1024 + RG_SIM_RAILS_MAX * 200 +
+                    (o->per_rank ? (size_t)sched->nranks * 4 * 26 : 0);
+    rg_json_t js;
+
+    if (rg_simtool_json_begin(&js, cap) != 0) {
+        return 1;
+    }
+    rg_json_kv_double(&js, "makespan_us", res->makespan);
+    if (o->per_rank) {
+        json_array(&js, "finish_us", res->finish, sched->nranks);
+    }
+    rg_json_kv_uint(&js, "events", res->events);
+    rg_json_kv_double(&js, "wall_s", wall);
+    rg_json_kv_double(&js, "read_s", read_s);
+    rg_json_key(&js, "stats");
+    rg_json_object_begin(&js);
+    json_summary(&js, "overhead_us", res->overhead, sched->nranks);
+    json_summary(&js, "wait_us", res->wait, sched->nranks);
+    json_summary(&js, "calc_us", res->calc, sched->nranks);
+    rg_json_object_end(&js);
+    if (o->per_rank) {
+        json_array(&js, "overhead_us", res->overhead, sched->nranks);
+        json_array(&js, "wait_us", res->wait, sched->nranks);
+        json_array(&js, "calc_us", res->calc, sched->nranks);
+    }
+    if (o->prm.rails != NULL) {
+        rails_json(&js, &o->rails, res);
+    }
+    return rg_simtool_json_end(&js);
+}
+
+static void sim_text(const sim_opts_t *o, const rg_sim_sched_t *sched, const rg_sim_result_t *res,
+                     double wall)
+{
+    int i;
+
+    printf("ranks      %u\nmakespan   %.6f us\nevents     %llu\nwall       %.3f s\n",
+           sched->nranks, res->makespan, (unsigned long long)res->events, wall);
+    summary_line("overhead", res->overhead, sched->nranks);
+    summary_line("wait", res->wait, sched->nranks);
+    summary_line("calc", res->calc, sched->nranks);
+    if (o->prm.rails != NULL) {
+        printf("rails      %d, %s, stripes from %.0f bytes\n", o->rails.nrails,
+               rg_sim_rails_policy_name(o->rails.policy), o->rails.stripe_min);
+        for (i = 0; i < o->rails.nrails; i++) {
+            printf("rail %d     %.0f bytes in %llu pieces, busy %.6g us sending, %.6g us "
+                   "receiving\n", i, res->rails[i].bytes,
+                   (unsigned long long)res->rails[i].pieces, res->rails[i].send_busy_us,
+                   res->rails[i].recv_busy_us);
         }
-        tout.f = fopen(trace_path, "w");
-        if (tout.f == NULL) {
-            fprintf(stderr, "railgauge-sim: error: --trace %s: %s\n", trace_path,
-                    strerror(errno));
-            rg_sim_sched_free(&sched);
-            return 2;
+    }
+    if (o->per_rank) {
+        uint32_t r;
+        for (r = 0; r < sched->nranks; r++) {
+            printf("rank %u finish %.6f overhead %.6f wait %.6f calc %.6f us\n", r,
+                   res->finish[r], res->overhead[r], res->wait[r], res->calc[r]);
         }
-        fprintf(tout.f, "{\"traceEvents\":[");
+    }
+}
+
+/* goal and barrier: their options, their schedule (build), the run, its
+ * trace and its results. */
+static int sim_main(int argc, char **argv, int takes_file, sim_build_fn build)
+{
+    sim_opts_t            o = {.prm = {.S = INFINITY}, .calc_unit = 0.001, .trace_max = 4096,
+                               .progress = -1, .ropt = {NULL, NULL, NULL, NAN, NAN, NAN}};
+    rg_sim_sched_t        sched;
+    rg_sim_result_t       res;
+    rg_err_t              err;
+    rg_status_t           st = RG_OK;
+    trace_out_t           tout = {NULL, 1};
+    rg_sim_trace_t        trace = {trace_span, &tout, NULL, NULL};
+    rg_simtool_progress_t prog = {0, 0, 0};
+    double                t0, wall, read_s;
+    int                   rc;
+
+    rg_err_clear(&err);
+    memset(&sched, 0, sizeof(sched));
+    if ((rc = sim_parse(argc, argv, takes_file, &o)) >= 0 || (rc = sim_models(&o)) != 0) {
+        return rc;
+    }
+    t0 = rg_simtool_progress_start(&prog, o.progress, &trace);
+    if ((rc = build(&o, &sched, &st, &err)) != 0) {
+        return rc;
+    }
+    read_s = rg_simtool_now_s() - t0;
+    if (st == RG_OK && o.trace_path != NULL && (rc = trace_open(&o, &sched, &tout)) != 0) {
+        return rc;
     }
     if (st == RG_OK) {
-        if (trace_path == NULL) {
+        if (o.trace_path == NULL) {
             trace.span = NULL;
         }
-        /* The list of waiting operations of a deadlock goes to stderr after the
-         * progress line is cleared. */
-        char  *rep_buf = NULL;
-        size_t rep_len = 0;
-        FILE  *rep = open_memstream(&rep_buf, &rep_len);
-        st = rg_sim_run_traced(&sched, &prm, &trace, &res, rep != NULL ? rep : stderr, &err);
-        progress_end(&prog);
-        if (rep != NULL) {
-            fclose(rep);
-            fwrite(rep_buf, 1, rep_len, stderr);
-            free(rep_buf);
-        }
+        st = sim_run(&sched, &o.prm, &trace, &prog, &res, &err);
     }
-    if (tout.f != NULL) {
-        int bad = st == RG_OK ? trace_finish(&tout, &sched, prm.rails ? (uint32_t)rails.nrails : 1) : 0;
-        bad |= fclose(tout.f) != 0;
-        if (st != RG_OK) {
-            remove(trace_path); /* no half-written trace */
-        } else if (bad) {
-            fprintf(stderr, "railgauge-sim: error: --trace %s: write failed\n", trace_path);
-            if (st == RG_OK) {
-                rg_sim_result_free(&res);
-            }
-            rg_sim_sched_free(&sched);
-            return 1;
-        }
+    if (tout.f != NULL && (rc = trace_close(&o, &tout, &sched, &res, st)) != 0) {
+        return rc;
     }
-    wall = now_s() - t0;
+    wall = rg_simtool_now_s() - t0;
     if (st != RG_OK) {
         fprintf(stderr, "railgauge-sim: error: %s\n", rg_err_message(&err));
         rg_sim_sched_free(&sched);
         return st == RG_ERR_NOMEM || st == RG_ERR_IO ? 1 : 2;
     }
     if (sched.nranks <= PER_RANK_DEFAULT_MAX) {
-        per_rank = 1;
+        o.per_rank = 1;
     }
     rc = 0;
-    if (as_json) {
-        size_t    cap = 1024 + RG_SIM_RAILS_MAX * 200 +
-                        (per_rank ? (size_t)sched.nranks * 4 * 26 : 0);
-        char     *buf = malloc(cap);
-        rg_json_t js;
-        if (buf == NULL) {
-            fprintf(stderr, "railgauge-sim: error: out of memory for the output\n");
-            rc = 1;
-        } else {
-            rg_json_init(&js, buf, cap);
-            rg_json_object_begin(&js);
-            rg_json_kv_double(&js, "makespan_us", res.makespan);
-            if (per_rank) {
-                uint32_t r;
-                rg_json_key(&js, "finish_us");
-                rg_json_array_begin(&js);
-                for (r = 0; r < sched.nranks; r++) {
-                    rg_json_double(&js, res.finish[r]);
-                }
-                rg_json_array_end(&js);
-            }
-            rg_json_kv_uint(&js, "events", res.events);
-            rg_json_kv_double(&js, "wall_s", wall);
-            rg_json_kv_double(&js, "read_s", read_s);
-            rg_json_key(&js, "stats");
-            rg_json_object_begin(&js);
-            json_summary(&js, "overhead_us", res.overhead, sched.nranks);
-            json_summary(&js, "wait_us", res.wait, sched.nranks);
-            json_summary(&js, "calc_us", res.calc, sched.nranks);
-            rg_json_object_end(&js);
-            if (per_rank) {
-                json_array(&js, "overhead_us", res.overhead, sched.nranks);
-                json_array(&js, "wait_us", res.wait, sched.nranks);
-                json_array(&js, "calc_us", res.calc, sched.nranks);
-            }
-            if (prm.rails != NULL) {
-                rails_json(&js, &rails, &res);
-            }
-            rg_json_object_end(&js);
-            if (rg_json_write_line(&js, stdout, &err) != RG_OK) {
-                fprintf(stderr, "railgauge-sim: error: %s\n", rg_err_message(&err));
-                rc = 1;
-            }
-            free(buf);
-        }
+    if (o.as_json) {
+        rc = sim_json(&o, &sched, &res, wall, read_s);
     } else {
-        printf("ranks      %u\nmakespan   %.6f us\nevents     %llu\nwall       %.3f s\n",
-               sched.nranks, res.makespan, (unsigned long long)res.events, wall);
-        summary_line("overhead", res.overhead, sched.nranks);
-        summary_line("wait", res.wait, sched.nranks);
-        summary_line("calc", res.calc, sched.nranks);
-        if (prm.rails != NULL) {
-            printf("rails      %d, %s, stripes from %.0f bytes\n", rails.nrails,
-                   rg_sim_rails_policy_name(rails.policy), rails.stripe_min);
-            for (i = 0; i < rails.nrails; i++) {
-                printf("rail %d     %.0f bytes in %llu pieces, busy %.6g us sending, %.6g us "
-                       "receiving\n", i, res.rails[i].bytes,
-                       (unsigned long long)res.rails[i].pieces, res.rails[i].send_busy_us,
-                       res.rails[i].recv_busy_us);
-            }
-        }
-        if (per_rank) {
-            uint32_t r;
-            for (r = 0; r < sched.nranks; r++) {
-                printf("rank %u finish %.6f overhead %.6f wait %.6f calc %.6f us\n", r,
-                       res.finish[r], res.overhead[r], res.wait[r], res.calc[r]);
-            }
-        }
+        sim_text(&o, &sched, &res, wall);
     }
     rg_sim_result_free(&res);
     rg_sim_sched_free(&sched);
     return rc;
+}
+
+static int goal_main(int argc, char **argv)
+{
+    return sim_main(argc, argv, 1, goal_build);
+}
+
+static int barrier_main(int argc, char **argv)
+{
+    return sim_main(argc, argv, 0, barrier_build);
+}
+
+int main(int argc, char **argv)
+{
+    size_t i;
+
+    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    for (i = 0; i < NSUBCOMMANDS; i++) {
+        if (!strcmp(argv[1], subcommands[i].name)) {
+            return subcommands[i].main(argc, argv);
+        }
+    }
+    fprintf(stderr, "railgauge-sim: error: unknown command '%s' (", argv[1]);
+    for (i = 0; i < NSUBCOMMANDS; i++) {
+        fprintf(stderr, "%s%s", i ? ", " : "", subcommands[i].name);
+    }
+    fprintf(stderr, ")\n");
+    return 2;
 }
