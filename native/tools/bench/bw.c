@@ -226,7 +226,8 @@ static rg_status_t rg__bw_run(rg__bw_t *bw, FILE *out)
     return st;
 }
 
-int rg_bench_bw_main(int argc, char **argv)
+/* The command line into bw: 0, -1 after --help, else the usage exit code. */
+static int rg__bw_parse_args(int argc, char **argv, rg__bw_t *bw)
 {
     static const struct option opts[] = {
         {"transport", required_argument, NULL, 't'}, {"size", required_argument, NULL, 's'},
@@ -236,37 +237,25 @@ int rg_bench_bw_main(int argc, char **argv)
         {"json", no_argument, NULL, 'j'},            {"help", no_argument, NULL, 'h'},
         {"bytes", required_argument, NULL, 'B'},
         {NULL, 0, NULL, 0}};
-    rg__bw_t    bw;
-    FILE       *out = stdout;
-    char       *end;
-    int         c, rc = RG_BENCH_EXIT_FAIL;
-    rg_err_t    perr;
-    char        env_transport[RG_CONFIG_STRING_MAX];
+    char    *end;
+    int      c;
+    rg_err_t perr;
 
-    memset(&bw, 0, sizeof(bw));
-    if (rg_xport_default_name(env_transport, sizeof(env_transport), &perr) != RG_OK) {
-        return rg_bench_usage_error("%s", rg_err_message(&perr));
-    }
-    bw.transport = env_transport;
-    bw.size      = (size_t)4 << 20;
-    bw.window    = 16;
-    bw.time_s    = 2.0;
-    bw.warmup_s  = 0.3;
-    optind       = 2;
+    optind = 2;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
-        case 't': bw.transport = optarg; break;
+        case 't': bw->transport = optarg; break;
         case 's':
-            if (rg_parse_size(optarg, &bw.size, &perr) != RG_OK || bw.size == 0 ||
-                bw.size > ((size_t)1 << 30)) {
+            if (rg_parse_size(optarg, &bw->size, &perr) != RG_OK || bw->size == 0 ||
+                bw->size > ((size_t)1 << 30)) {
                 fprintf(stderr, "railgauge-bench bw: --size '%s' is not a size of 1 B .. 1 GiB\n",
                         optarg);
                 return RG_BENCH_EXIT_USAGE;
             }
             break;
         case 'w':
-            bw.window = (int)strtol(optarg, &end, 10);
-            if (*end != '\0' || bw.window < 1 || bw.window > 1024) {
+            bw->window = (int)strtol(optarg, &end, 10);
+            if (*end != '\0' || bw->window < 1 || bw->window > 1024) {
                 fprintf(stderr, "railgauge-bench bw: --window '%s' is not 1 .. 1024\n", optarg);
                 return RG_BENCH_EXIT_USAGE;
             }
@@ -280,7 +269,7 @@ int rg_bench_bw_main(int argc, char **argv)
                         c == 'T' ? "time" : "warmup", optarg);
                 return RG_BENCH_EXIT_USAGE;
             }
-            *(c == 'T' ? &bw.time_s : &bw.warmup_s) = v;
+            *(c == 'T' ? &bw->time_s : &bw->warmup_s) = v;
             break;
         }
         case 'B': {
@@ -291,14 +280,14 @@ int rg_bench_bw_main(int argc, char **argv)
                         optarg);
                 return RG_BENCH_EXIT_USAGE;
             }
-            bw.bytes = v;
+            bw->bytes = v;
             break;
         }
-        case 'b': bw.bidir = 1; break;
-        case 'v': bw.verify = 1; break;
-        case 'o': bw.out_path = optarg; break;
+        case 'b': bw->bidir = 1; break;
+        case 'v': bw->verify = 1; break;
+        case 'o': bw->out_path = optarg; break;
         case 'j': break;  /* the output is always JSON */
-        case 'h': rg__bw_usage(stdout); return RG_BENCH_EXIT_OK;
+        case 'h': rg__bw_usage(stdout); return -1;
         default: rg__bw_usage(stderr); return RG_BENCH_EXIT_USAGE;
         }
     }
@@ -306,9 +295,54 @@ int rg_bench_bw_main(int argc, char **argv)
         fprintf(stderr, "railgauge-bench bw: unexpected argument '%s'\n", argv[optind]);
         return RG_BENCH_EXIT_USAGE;
     }
-    if ((size_t)bw.window * bw.size > ((size_t)1 << 31)) {
+    if ((size_t)bw->window * bw->size > ((size_t)1 << 31)) {
         fprintf(stderr, "railgauge-bench bw: --window times --size is above 2 GiB\n");
         return RG_BENCH_EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* The other ranks wait for rank 0's word before they close, so that no
+ * connection of the transport goes away while ranks 0 and 1 run. */
+static rg_status_t rg__bw_release_others(rg__bw_t *bw)
+{
+    uint32_t    done = 0;
+    size_t      len;
+    int         r;
+    rg_status_t st = RG_OK;
+
+    for (r = 2; bw->rank == 0 && r < bw->size_ranks && st == RG_OK; r++) {
+        st = rg_xport_send(bw->xp, r, &done, sizeof(done));
+    }
+    if (bw->rank >= 2) {
+        st = rg_xport_recv(bw->xp, 0, &done, sizeof(done), &len);
+    }
+    if (st != RG_OK) {
+        rg_err_set(&bw->err, st, "%s", rg_xport_strerror(bw->xp));
+    }
+    return st;
+}
+
+int rg_bench_bw_main(int argc, char **argv)
+{
+    rg__bw_t    bw;
+    FILE       *out = stdout;
+    int         c, rc = RG_BENCH_EXIT_FAIL;
+    rg_err_t    perr;
+    char        env_transport[RG_CONFIG_STRING_MAX];
+
+    memset(&bw, 0, sizeof(bw));
+    if (rg_xport_default_name(env_transport, sizeof(env_transport), &perr) != RG_OK) {
+        return rg_bench_usage_error("%s", rg_err_message(&perr));
+    }
+    bw.transport = env_transport;
+    bw.size      = (size_t)4 << 20;
+    bw.window    = 16;
+    bw.time_s    = 2.0;
+    bw.warmup_s  = 0.3;
+    c = rg__bw_parse_args(argc, argv, &bw);
+    if (c != 0) {
+        return c < 0 ? RG_BENCH_EXIT_OK : c;
     }
     if (rg_boot_init(&bw.boot, &bw.err) != RG_OK) {
         goto out;
@@ -346,24 +380,8 @@ int rg_bench_bw_main(int argc, char **argv)
             goto out;
         }
     }
-    /* The other ranks wait for rank 0's word before they close, so that no
-     * connection of the transport goes away while ranks 0 and 1 run. */
-    {
-        uint32_t done = 0;
-        size_t   len;
-        int      r;
-        rg_status_t st = RG_OK;
-
-        for (r = 2; bw.rank == 0 && r < bw.size_ranks && st == RG_OK; r++) {
-            st = rg_xport_send(bw.xp, r, &done, sizeof(done));
-        }
-        if (bw.rank >= 2) {
-            st = rg_xport_recv(bw.xp, 0, &done, sizeof(done), &len);
-        }
-        if (st != RG_OK) {
-            rg_err_set(&bw.err, st, "%s", rg_xport_strerror(bw.xp));
-            goto out;
-        }
+    if (rg__bw_release_others(&bw) != RG_OK) {
+        goto out;
     }
     rc = RG_BENCH_EXIT_OK;
 out:

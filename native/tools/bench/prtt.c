@@ -810,140 +810,143 @@ static rg_status_t rg__bench_write_progress(rg_bench_t *bench, int pass, size_t 
 }
 
 /* PRTT in several passes: rank 0's side. */
-static int rg__bench_drive_passes(rg_bench_t *bench)
+/* The state of a run of passes over every size and kind of point. */
+typedef struct rg__bench_passes {
+    rg_bench_t       *bench;
+    rg_bench_acc_t   *acc;     /* ns * RG_BENCH_NKINDS accumulators */
+    size_t           *order;   /* the sizes' order in the pass */
+    size_t            ns, visits;
+    rg_bench_limits_t lim;     /* one pass's limits of a point */
+    uint64_t          rng;
+    double            planned_s; /* the planned passes' share of the run budget */
+} rg__bench_passes_t;
+
+/* Each pass gets 1/P of the point's repetitions and budget, and a target
+ * sqrt(P) wider: P passes pooled reach about the target of one. */
+static void rg__bench_pass_limits(const rg_bench_opts_t *o, rg_bench_limits_t *lim)
 {
-    const rg_bench_opts_t *o = &bench->opts;
-    const size_t     ns = o->nsizes;
-    rg_bench_acc_t  *acc;
-    size_t          *order, i, v, visits = 0, points = 0, want;
-    int              pass, k, rc = RG_BENCH_EXIT_FAIL;
-    const char      *status = "ok";
-    rg_bench_limits_t lim, vlim;
-    uint64_t         rng;
-    /* The planned passes' share of the run budget; the rest is the confirmation
-     * passes' (--confirm). */
-    const double     planned_s = o->budget_s * (o->confirm > 0 ? 1.0 - RG_BENCH_CONFIRM_SHARE
-                                                               : 1.0);
-
-    acc   = calloc(ns * RG_BENCH_NKINDS, sizeof(*acc));
-    order = calloc(ns, sizeof(*order));
-    if (acc == NULL || order == NULL) {
-        rg_err_set(&bench->err, RG_ERR_NOMEM, "cannot allocate the state of %zu sizes", ns);
-        goto out;
+    rg__bench_limits(o, lim);
+    lim->target_rel *= sqrt((double)o->passes);
+    lim->min_reps = (lim->min_reps + (size_t)o->passes - 1) / (size_t)o->passes;
+    if (lim->min_reps < 2 * RG_BENCH_MIN_BATCH) {
+        lim->min_reps = 2 * RG_BENCH_MIN_BATCH;
     }
-    for (i = 0; i < ns; i++) {
-        rg_bench_point_t pts[RG_BENCH_NKINDS];
+    lim->max_reps /= (size_t)o->passes;
+    if (lim->max_reps < lim->min_reps) {
+        lim->max_reps = lim->min_reps;
+    }
+    lim->budget_s /= o->passes;
+}
 
-        rg__bench_points_init(pts, o->sizes[i], o->n);
+/* A point's budget within what is left: no more than left spread over the
+ * measurements still to make (each still takes its minimum of repetitions). */
+static void rg__bench_cap_budget(rg_bench_limits_t *vlim, double left, double still)
+{
+    double per = left / still;
+
+    if (per < vlim->budget_s) {
+        vlim->budget_s = per > 1e-4 ? per : 1e-4;
+    }
+}
+
+/* One planned pass over every size, in a shuffled order: RG_OK, or
+ * RG_ERR_TIMEOUT when the run budget ran out (the run's status "budget"),
+ * else the error. */
+static rg_status_t rg__bench_planned_pass(rg__bench_passes_t *ps, int pass)
+{
+    rg_bench_t            *bench = ps->bench;
+    const rg_bench_opts_t *o     = &bench->opts;
+    rg_bench_limits_t      vlim;
+    size_t                 v;
+    int                    k;
+
+    rg__bench_shuffle(ps->order, ps->ns, &ps->rng);
+    for (v = 0; v < ps->ns; v++) {
+        rg_bench_acc_t *a = &ps->acc[ps->order[v] * RG_BENCH_NKINDS];
+
+        if (o->budget_s > 0 && rg_bench_elapsed_s(bench) >= o->budget_s) {
+            return RG_ERR_TIMEOUT;
+        }
+        if (rg__bench_warmup(bench, a[0].pt.size,
+                             ps->visits == 0 ? o->warmup_s + 0.05 : o->warmup_s) != RG_OK) {
+            return RG_ERR_IO;
+        }
+        /* With a run budget, every pass gets its share of it, so that the last
+         * passes are not cut off. */
+        vlim = ps->lim;
+        if (o->budget_s > 0) {
+            rg__bench_cap_budget(&vlim, ps->planned_s * (double)(pass + 1) / o->passes -
+                                 rg_bench_elapsed_s(bench),
+                                 (double)(ps->ns - v) * RG_BENCH_NKINDS);
+        }
         for (k = 0; k < RG_BENCH_NKINDS; k++) {
-            acc[i * RG_BENCH_NKINDS + k].pt = pts[k];
-        }
-    }
-    /* Each pass gets 1/P of the point's repetitions and budget, and a target
-     * sqrt(P) wider: P passes pooled reach about the target of one. */
-    rg__bench_limits(o, &lim);
-    lim.target_rel *= sqrt((double)o->passes);
-    lim.min_reps = (lim.min_reps + (size_t)o->passes - 1) / (size_t)o->passes;
-    if (lim.min_reps < 2 * RG_BENCH_MIN_BATCH) {
-        lim.min_reps = 2 * RG_BENCH_MIN_BATCH;
-    }
-    lim.max_reps /= (size_t)o->passes;
-    if (lim.max_reps < lim.min_reps) {
-        lim.max_reps = lim.min_reps;
-    }
-    lim.budget_s /= o->passes;
-    rng = 0x9E3779B97F4A7C15ULL ^ ((uint64_t)o->order_seed * 0xD1B54A32D192ED03ULL);
-    if (rng == 0) {
-        rng = 1;
-    }
-    for (pass = 0; pass < o->passes; pass++) {
-        rg__bench_shuffle(order, ns, &rng);
-        for (v = 0; v < ns; v++) {
-            rg_bench_acc_t *a = &acc[order[v] * RG_BENCH_NKINDS];
-
-            if (o->budget_s > 0 && rg_bench_elapsed_s(bench) >= o->budget_s) {
-                status = "budget";
-                goto written;
-            }
-            if (rg__bench_warmup(bench, a[0].pt.size,
-                                 visits == 0 ? o->warmup_s + 0.05 : o->warmup_s) != RG_OK) {
-                goto out;
-            }
-            /* With a run budget, every pass gets its share of it: a point may take no
-             * more than the time left to this pass over the points it has still to
-             * visit, so that the last passes are not cut off (each point still takes
-             * its minimum of repetitions). */
-            vlim = lim;
-            if (o->budget_s > 0) {
-                double left = planned_s * (double)(pass + 1) / o->passes -
-                              rg_bench_elapsed_s(bench);
-                double per  = left / ((double)(ns - v) * RG_BENCH_NKINDS);
-
-                if (per < vlim.budget_s) {
-                    vlim.budget_s = per > 1e-4 ? per : 1e-4;
+            if (k == RG_BENCH_PD && pass == 0) {
+                if (rg__bench_choose_d(bench, &a[RG_BENCH_P1].pt, &a[RG_BENCH_PN].pt,
+                                       &a[RG_BENCH_PD].pt) != RG_OK) {
+                    return RG_ERR_IO;
                 }
+                a[RG_BENCH_PO].pt.d_us = a[RG_BENCH_PD].pt.d_us;
+                a[RG_BENCH_PO].pt.d_rule = a[RG_BENCH_PD].pt.d_rule;
             }
-            for (k = 0; k < RG_BENCH_NKINDS; k++) {
-                if (k == RG_BENCH_PD && pass == 0) {
-                    if (rg__bench_choose_d(bench, &a[RG_BENCH_P1].pt, &a[RG_BENCH_PN].pt,
-                                           &a[RG_BENCH_PD].pt) != RG_OK) {
-                        goto out;
-                    }
-                    a[RG_BENCH_PO].pt.d_us = a[RG_BENCH_PD].pt.d_us;
-                    a[RG_BENCH_PO].pt.d_rule = a[RG_BENCH_PD].pt.d_rule;
-                }
-                if (rg__bench_measure(bench, &a[k].pt, &vlim) != RG_OK ||
-                    rg__bench_acc_add(bench, &a[k], a[k].pt.stats.count) != RG_OK) {
-                    goto out;
-                }
-            }
-            visits++;
-            if (rg__bench_write_progress(bench, pass, visits, ns * (size_t)o->passes,
-                                         a[0].pt.size) != RG_OK) {
-                goto out;
+            if (rg__bench_measure(bench, &a[k].pt, &vlim) != RG_OK ||
+                rg__bench_acc_add(bench, &a[k], a[k].pt.stats.count) != RG_OK) {
+                return RG_ERR_IO;
             }
         }
+        ps->visits++;
+        if (rg__bench_write_progress(bench, pass, ps->visits, ps->ns * (size_t)o->passes,
+                                     a[0].pt.size) != RG_OK) {
+            return RG_ERR_IO;
+        }
     }
-    /* Confirmation passes (--confirm K). A slow phase of the host (measured here:
-     * minutes at 3-4x the round trip of the phases around it, the two vCPUs moved
-     * apart) can cover all but one pass of a point, and then the one kept pass may
-     * be half in it too. So a point whose fastest pass no other pass confirms
-     * within pass_tol is measured again, in up to K more passes over just those
-     * points (each in its own shuffled order), in the budget's last share; a
-     * confirmed point is left alone. No progress records: the count of visits
-     * stays that of the planned passes. */
+    return RG_OK;
+}
+
+/* Confirmation passes (--confirm K). A slow phase of the host (measured here:
+ * minutes at 3-4x the round trip of the phases around it, the two vCPUs moved
+ * apart) can cover all but one pass of a point, and then the one kept pass may
+ * be half in it too. So a point whose fastest pass no other pass confirms
+ * within pass_tol is measured again, in up to K more passes over just those
+ * points (each in its own shuffled order), in the budget's last share; a
+ * confirmed point is left alone. No progress records: the count of visits
+ * stays that of the planned passes. RG_OK also when the budget ends them (the
+ * planned passes are complete: the run is "ok"), else the error. */
+static rg_status_t rg__bench_confirm_passes(rg__bench_passes_t *ps)
+{
+    rg_bench_t            *bench = ps->bench;
+    const rg_bench_opts_t *o     = &bench->opts;
+    rg_bench_limits_t      vlim;
+    size_t                 i, v, want;
+    int                    pass, k, need;
+
     for (pass = 0; pass < o->confirm; pass++) {
         want = 0;
-        for (i = 0; i < ns * RG_BENCH_NKINDS; i++) {
-            want += !rg__bench_acc_confirmed(bench, &acc[i]);
+        for (i = 0; i < ps->ns * RG_BENCH_NKINDS; i++) {
+            want += !rg__bench_acc_confirmed(bench, &ps->acc[i]);
         }
         if (want == 0) {
             break;
         }
-        rg__bench_shuffle(order, ns, &rng);
-        for (v = 0; v < ns && want > 0; v++) {
-            rg_bench_acc_t *a = &acc[order[v] * RG_BENCH_NKINDS];
-            int             need = 0;
+        rg__bench_shuffle(ps->order, ps->ns, &ps->rng);
+        for (v = 0; v < ps->ns && want > 0; v++) {
+            rg_bench_acc_t *a = &ps->acc[ps->order[v] * RG_BENCH_NKINDS];
 
-            for (k = 0; k < RG_BENCH_NKINDS; k++) {
+            for (k = 0, need = 0; k < RG_BENCH_NKINDS; k++) {
                 need += !rg__bench_acc_confirmed(bench, &a[k]);
             }
             if (need == 0) {
                 continue;
             }
             if (o->budget_s > 0 && rg_bench_elapsed_s(bench) >= o->budget_s) {
-                goto written;  /* the planned passes are complete: the run is "ok" */
+                return RG_OK;
             }
             if (rg__bench_warmup(bench, a[0].pt.size, o->warmup_s) != RG_OK) {
-                goto out;
+                return RG_ERR_IO;
             }
-            vlim = lim;
+            vlim = ps->lim;
             if (o->budget_s > 0) {
-                double per = (o->budget_s - rg_bench_elapsed_s(bench)) / (double)want;
-
-                if (per < vlim.budget_s) {
-                    vlim.budget_s = per > 1e-4 ? per : 1e-4;
-                }
+                rg__bench_cap_budget(&vlim, o->budget_s - rg_bench_elapsed_s(bench),
+                                     (double)want);
             }
             for (k = 0; k < RG_BENCH_NKINDS; k++) {
                 if (rg__bench_acc_confirmed(bench, &a[k])) {
@@ -952,35 +955,79 @@ static int rg__bench_drive_passes(rg_bench_t *bench)
                 want--;
                 if (rg__bench_measure(bench, &a[k].pt, &vlim) != RG_OK ||
                     rg__bench_acc_add(bench, &a[k], a[k].pt.stats.count) != RG_OK) {
-                    goto out;
+                    return RG_ERR_IO;
                 }
             }
         }
     }
-written:
-    for (i = 0; i < ns; i++) {
-        for (k = 0; k < RG_BENCH_NKINDS; k++) {
-            rg_bench_acc_t *a = &acc[i * RG_BENCH_NKINDS + k];
+    return RG_OK;
+}
 
-            if (a->pt.passes == 0) {
-                continue;  /* the budget ran out before this size's first pass */
-            }
-            if (rg__bench_acc_finish(bench, a) != RG_OK ||
-                rg__bench_write_point(bench, &a->pt) != RG_OK) {
-                goto out;
-            }
-            points++;
+static int rg__bench_drive_passes(rg_bench_t *bench)
+{
+    const rg_bench_opts_t *o = &bench->opts;
+    rg__bench_passes_t     ps;
+    size_t                 i, points = 0;
+    int                    pass, k, rc = RG_BENCH_EXIT_FAIL;
+    const char            *status = "ok";
+    rg_status_t            st = RG_OK;
+
+    memset(&ps, 0, sizeof(ps));
+    ps.bench = bench;
+    ps.ns    = o->nsizes;
+    ps.acc   = calloc(ps.ns * RG_BENCH_NKINDS, sizeof(*ps.acc));
+    ps.order = calloc(ps.ns, sizeof(*ps.order));
+    if (ps.acc == NULL || ps.order == NULL) {
+        rg_err_set(&bench->err, RG_ERR_NOMEM, "cannot allocate the state of %zu sizes", ps.ns);
+        goto out;
+    }
+    for (i = 0; i < ps.ns; i++) {
+        rg_bench_point_t pts[RG_BENCH_NKINDS];
+
+        rg__bench_points_init(pts, o->sizes[i], o->n);
+        for (k = 0; k < RG_BENCH_NKINDS; k++) {
+            ps.acc[i * RG_BENCH_NKINDS + k].pt = pts[k];
         }
+    }
+    rg__bench_pass_limits(o, &ps.lim);
+    ps.planned_s = o->budget_s * (o->confirm > 0 ? 1.0 - RG_BENCH_CONFIRM_SHARE : 1.0);
+    ps.rng = 0x9E3779B97F4A7C15ULL ^ ((uint64_t)o->order_seed * 0xD1B54A32D192ED03ULL);
+    if (ps.rng == 0) {
+        ps.rng = 1;
+    }
+    for (pass = 0; pass < o->passes && st == RG_OK; pass++) {
+        st = rg__bench_planned_pass(&ps, pass);
+    }
+    if (st == RG_OK) {
+        st = rg__bench_confirm_passes(&ps);
+    } else if (st == RG_ERR_TIMEOUT) {
+        status = "budget";
+        st     = RG_OK;
+    }
+    if (st != RG_OK) {
+        goto out;
+    }
+    for (i = 0; i < ps.ns * RG_BENCH_NKINDS; i++) {
+        rg_bench_acc_t *a = &ps.acc[i];
+
+        if (a->pt.passes == 0) {
+            continue;  /* the budget ran out before this size's first pass */
+        }
+        if (rg__bench_acc_finish(bench, a) != RG_OK ||
+            rg__bench_write_point(bench, &a->pt) != RG_OK) {
+            goto out;
+        }
+        points++;
     }
     rc = rg__bench_end(bench, points, status);
 out:
-    if (acc != NULL) {
-        for (i = 0; i < ns * RG_BENCH_NKINDS; i++) {
-            free(acc[i].samples);
+    if (ps.acc != NULL) {
+        for (i = 0; i < ps.ns * RG_BENCH_NKINDS; i++) {
+            free(ps.acc[i].samples);
         }
     }
-    free(acc);
-    free(order);
+    free(ps.acc);
+    free(ps.order);
     return rc;
 }
 
