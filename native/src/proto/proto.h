@@ -25,7 +25,7 @@
  *     receive window of rxwin.h (fixed or adaptive, with receiver-not-ready
  *     refusals and retries: docs/rxwin.md);
  *   - every transport send and receive goes through rg__proto_sched_*() in
- *     proto.c, the one scheduling point where the multirail part chooses
+ *     proto_int.h, the one scheduling point where the multirail part chooses
  *     rails.
  */
 #ifndef RG_PROTO_PROTO_H
