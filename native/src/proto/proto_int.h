@@ -250,10 +250,13 @@ rg_status_t rg__proto_fail(rg_proto_t *proto, rg_status_t status, const char *wh
 
 /*
  * Every transport operation of the runtime goes through these three
- * functions: they choose the channel (today: the eager path, or the data
- * channel for rendezvous payloads) and post the request there. The
- * multirail part puts its rails and its policies here; no other file of
+ * functions: they choose the channel (the eager path, or the data channel
+ * for rendezvous payloads) and post the request there; no other file of
  * proto/ calls rg_xport_isend(), rg_xport_inject() or rg_xport_irecv().
+ * Rails are not chosen here: multirail is a transport below the runtime
+ * (`--transport rails`, README "departures"), which chooses rails and
+ * stripes itself, so the runtime over rails sees one transport. This point
+ * stays for per-message decisions that need the runtime's tags.
  */
 static inline rg_status_t rg__proto_sched_send(rg_proto_t *proto, int chan, int peer,
                                                const void *buf, size_t len, rg_xreq_t *xreq)
