@@ -125,7 +125,8 @@ static rg_status_t rg__check_req(rg_proto_t *proto, const rg_preq_t *r)
  * back to the staging cache (kept ones stay until acknowledged, RNR). */
 static rg_status_t rg__inflight_progress(rg_proto_t *proto)
 {
-    rg__xop_t *x, *next, *prev = NULL;
+    rg__xop_t  *x, *next, *prev = NULL;
+    rg_status_t status;
 
     for (x = proto->inflight.head; x != NULL; x = next) {
         next = x->next;
@@ -134,19 +135,24 @@ static rg_status_t rg__inflight_progress(rg_proto_t *proto)
             continue;
         }
         rg__proto_inflight_unlink_after(&proto->inflight, prev, x);
+        status = x->xreq.status;
         if (x->retain) {
-            /* Kept until acknowledged (RNR); freed here if that came first. */
+            /* Kept until acknowledged (RNR); freed here if that came first
+             * (a failed send too: nothing else holds it then). */
             x->sending = 0;
-            if (x->xreq.status < 0) {
-                return rg__proto_fail(proto, x->xreq.status, "send", proto->chan[0]);
-            }
             if (x->acked) {
                 rg__proto_retained_release(proto, x);
             }
+            if (status < 0) {
+                return rg__proto_fail(proto, status, "send", proto->chan[0]);
+            }
             continue;
         }
-        if (x->xreq.status < 0 && x->owner == NULL) {
-            return rg__proto_fail(proto, x->xreq.status, "control message", proto->chan[0]);
+        if (status < 0 && x->owner == NULL) {
+            /* A failed control message: its staging goes back (it is on no
+             * list any more), and the runtime fails. */
+            rg__proto_xop_put(proto, x);
+            return rg__proto_fail(proto, status, "control message", proto->chan[0]);
         }
         rg__proto_xop_done(proto, x);
     }
