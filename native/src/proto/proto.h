@@ -25,8 +25,11 @@
  *     receive window of rxwin.h (fixed or adaptive, with receiver-not-ready
  *     refusals and retries: docs/rxwin.md);
  *   - every transport send and receive goes through rg__proto_sched_*() in
- *     proto.c, the one scheduling point where the multirail part chooses
- *     rails.
+ *     proto_int.h, the one scheduling point: it chooses the channel (the
+ *     eager path or the data channel). Rails are chosen one layer down:
+ *     multirail is a transport (`--transport rails`) that the runtime runs
+ *     over unchanged, and the scheduling point stays for per-message
+ *     decisions that need tags.
  */
 #ifndef RG_PROTO_PROTO_H
 #define RG_PROTO_PROTO_H

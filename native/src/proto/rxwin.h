@@ -18,7 +18,7 @@
  *                      grows it again by the same formula.
  *
  * The first limit is a setting (RG_PROTO_RXWIN_LIMIT, "auto" = Wi/2, at
- * least 1). proto.c owns the buffers; this file only says how many.
+ * least 1). window.c owns the buffers; this file only says how many.
  */
 #ifndef RG_PROTO_RXWIN_H
 #define RG_PROTO_RXWIN_H

@@ -482,7 +482,7 @@ rg_status_t rg_sim_rxwin_parse(const char *text, rg_sim_rxwin_t *w, double eager
     x.quiet_us     = 100000.0;  /* RG_PROTO_RXWIN_QUIET_NS: 100 ms */
     x.rnr_timer_us = 1000.0;    /* RG_PROTO_RNR_TIMER_MS: 1 */
     x.eager_limit  = eager_limit;
-    /* What the runtime counts (proto.c, LP64): a window buffer is its
+    /* What the runtime counts (proto/, LP64): a window buffer is its
      * descriptor (rg_xreq_t, 88 bytes, and the pool's 24) + the 56-byte
      * header + the eager limit; an unexpected message its 96-byte record +
      * the payload; a staging copy its 160-byte descriptor + the capacity of
