@@ -26,7 +26,6 @@
 #include "base/timer.h"
 #include "boot/boot.h"
 #include "proto/proto.h"
-#include "rails/rails.h"
 #include "common/testkit.h"
 
 #define RG_PT_TIMEOUT_NS   (60ull * 1000000000ull)
@@ -59,52 +58,30 @@ static uint32_t rg_pt_seed(int src, int dst, int tag, size_t index)
 static void rg_pt_isend(rg_pt_t *t, int peer, int tag, const void *buf, size_t len,
                         rg_preq_t *req)
 {
-    rg_status_t status = rg_proto_isend(t->p, peer, tag, buf, len, req);
-
-    if (status < 0) {
-        rg_pt_fatal(t, status, "isend");
-    }
+    rg_tk_must(&t->tk, rg_proto_isend(t->p, peer, tag, buf, len, req), 0, "isend",
+               rg_proto_strerror(t->p));
 }
 
 static void rg_pt_irecv(rg_pt_t *t, int peer, int tag, void *buf, size_t cap, rg_preq_t *req)
 {
-    rg_status_t status = rg_proto_irecv(t->p, peer, tag, buf, cap, req);
-
-    if (status < 0) {
-        rg_pt_fatal(t, status, "irecv");
-    }
+    rg_tk_must(&t->tk, rg_proto_irecv(t->p, peer, tag, buf, cap, req), 0, "irecv",
+               rg_proto_strerror(t->p));
 }
 
 /* Waits; a runtime error or timeout ends the run. Returns the request's own
  * status (RG_OK or RG_ERR_TRUNCATED). */
 static rg_status_t rg_pt_wait(rg_pt_t *t, rg_preq_t *req)
 {
-    rg_status_t status = rg_proto_wait(t->p, req, RG_PT_TIMEOUT_NS);
-
-    if (status != RG_OK && status != RG_ERR_TRUNCATED) {
-        rg_pt_fatal(t, status, req->kind == RG_PREQ_SEND ? "wait (send)" : "wait (recv)");
-    }
-    return status;
+    return rg_tk_must(&t->tk, rg_proto_wait(t->p, req, RG_PT_TIMEOUT_NS), 1,
+                      req->kind == RG_PREQ_SEND ? "wait (send)" : "wait (recv)",
+                      rg_proto_strerror(t->p));
 }
 
 static void rg_pt_expect(rg_pt_t *t, const rg_preq_t *req, rg_status_t status, int src,
                          int tag, size_t len, uint32_t seed, const char *what)
 {
-    size_t bad;
-
-    if (status != RG_OK) {
-        rg_tk_fail(&t->tk, "%s: status %s, expected RG_OK", what, rg_status_name(status));
-        return;
-    }
-    if (req->msg_len != len || req->source != src || req->msg_tag != tag) {
-        rg_tk_fail(&t->tk, "%s: got %zu bytes from rank %d tag %d, expected %zu from rank %d tag %d",
-                   what, req->msg_len, req->source, req->msg_tag, len, src, tag);
-        return;
-    }
-    bad = rg_tk_check(req->buf, len, seed);
-    if (bad != len) {
-        rg_tk_fail(&t->tk, "%s: byte %zu of %zu is wrong", what, bad, len);
-    }
+    rg_tk_expect(&t->tk, status, req->buf, req->msg_len, req->source, req->msg_tag, len, src,
+                 tag, seed, what);
 }
 
 static void rg_pt_barrier(rg_pt_t *t)
@@ -795,24 +772,22 @@ static int rg_pt_own_arg(void *ctx, int argc, char **argv, int *a, int *rc)
     return 0;
 }
 
+static int rg_pt_open_cb(void *ctx, rg_err_t *err)
+{
+    rg_pt_t *t = ctx;
+
+    return rg_proto_open(t->tk.transport, t->boot, NULL, &t->p, err);
+}
+
+static void rg_pt_close_cb(void *ctx)
+{
+    rg_proto_close(((rg_pt_t *)ctx)->p);
+}
+
 /* Opens the runtime over the bootstrap; 0, or the exit status. */
 static int rg_pt_open(rg_pt_t *t)
 {
-    rg_err_t    err;
-    rg_status_t status;
-    int         rc;
-
-    if (rg_tk_boot(&t->tk, &t->boot) != 0) {
-        return 1;
-    }
-    rg_err_clear(&err);
-    status = rg_proto_open(t->tk.transport, t->boot, NULL, &t->p, &err);
-    rc = rg_tk_opened(&t->tk, status, &err, 16);
-    if (rc == 2) {
-        rg_proto_close(t->p);
-    }
-    if (rc != 0) {
-        rg_boot_fini(t->boot);
+    if (rg_tk_open(&t->tk, &t->boot, 16, rg_pt_open_cb, rg_pt_close_cb, t) != 0) {
         return 1;
     }
     t->eager = rg_proto_eager_limit(t->p);
@@ -843,23 +818,27 @@ static void rg_pt_print_stats(rg_pt_t *t)
     }
 }
 
+/* Test i, then the barrier that ends a collective test. */
+static int rg_pt_run_one(void *ctx, size_t i)
+{
+    rg_pt_t *t = ctx;
+
+    rg_pt_tests[i].fn(t);
+    if (rg_pt_tests[i].c.collective) {
+        rg_pt_barrier(t);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     rg_pt_t  t;
     int      selected[RG_TK_MAX_TESTS] = {0};
     int      rc = 0;
-    size_t   i;
-    uint64_t t0;
     char     env_transport[RG_CONFIG_STRING_MAX];
 
     _Static_assert(sizeof(rg_pt_tests) / sizeof(rg_pt_tests[0]) <= RG_TK_MAX_TESTS,
                    "RG_TK_MAX_TESTS");
-    /* The rails transport lives above xport and joins its registry here, for
-     * the tests over it and --print-config. */
-    if (rg_rails_register() != RG_OK) {
-        fprintf(stderr, "railgauge-proto-test: cannot register the rails transport\n");
-        return 2;
-    }
     memset(&t, 0, sizeof(t));
     rc = rg_tk_init(&t.tk, "railgauge-proto-test", 2.0, env_transport, sizeof(env_transport));
     if (rc != 0) {
@@ -875,18 +854,7 @@ int main(int argc, char **argv)
     if (rc != 0) {
         return rc;
     }
-    for (i = 0; i < RG_PT_SUITE.n; i++) {
-        if (!selected[i]) {
-            continue;
-        }
-        t.tk.test = rg_pt_tests[i].c.name;
-        t0        = rg_time_mono_ns();
-        rg_pt_tests[i].fn(&t);
-        if (rg_pt_tests[i].c.collective) {
-            rg_pt_barrier(&t);
-        }
-        rg_tk_report(&t.tk, t0);
-    }
+    rg_tk_run(&t.tk, RG_PT_SUITE, selected, rg_pt_run_one, &t);
     rg_pt_print_stats(&t);
     rg_proto_close(t.p);
     rg_boot_fini(t.boot);

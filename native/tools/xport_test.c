@@ -27,7 +27,6 @@
 
 #include "base/timer.h"
 #include "boot/boot.h"
-#include "rails/rails.h"
 #include "xport/xport.h"
 #include "common/testkit.h"
 
@@ -59,53 +58,31 @@ static uint32_t rg_xt_seed(int src, int dst, size_t index)
 
 static void rg_xt_isend(rg_xt_t *t, int peer, const void *buf, size_t len, rg_xreq_t *req)
 {
-    rg_status_t status = rg_xport_isend(t->xp, peer, buf, len, req);
-
-    if (status < 0) {
-        rg_xt_fatal(t, status, "isend");
-    }
+    rg_tk_must(&t->tk, rg_xport_isend(t->xp, peer, buf, len, req), 0, "isend",
+               rg_xport_strerror(t->xp));
 }
 
 static void rg_xt_irecv(rg_xt_t *t, int peer, void *buf, size_t cap, rg_xreq_t *req)
 {
-    rg_status_t status = rg_xport_irecv(t->xp, peer, buf, cap, req);
-
-    if (status < 0) {
-        rg_xt_fatal(t, status, "irecv");
-    }
+    rg_tk_must(&t->tk, rg_xport_irecv(t->xp, peer, buf, cap, req), 0, "irecv",
+               rg_xport_strerror(t->xp));
 }
 
 /* Waits for req; a timeout or a transport error ends the run. Returns the
  * request's own final status (RG_OK or RG_ERR_TRUNCATED). */
 static rg_status_t rg_xt_wait(rg_xt_t *t, rg_xreq_t *req)
 {
-    rg_status_t status = rg_xport_wait(t->xp, req, RG_XT_TIMEOUT_NS);
-
-    if (status != RG_OK && status != RG_ERR_TRUNCATED) {
-        rg_xt_fatal(t, status, req->kind == RG_XREQ_SEND ? "wait (send)" : "wait (recv)");
-    }
-    return status;
+    return rg_tk_must(&t->tk, rg_xport_wait(t->xp, req, RG_XT_TIMEOUT_NS), 1,
+                      req->kind == RG_XREQ_SEND ? "wait (send)" : "wait (recv)",
+                      rg_xport_strerror(t->xp));
 }
 
 /* Checks a completed receive of an exact-size message. */
 static void rg_xt_expect(rg_xt_t *t, rg_xreq_t *req, rg_status_t status, int src,
                          size_t len, uint32_t seed, const char *what)
 {
-    size_t bad;
-
-    if (status != RG_OK) {
-        rg_tk_fail(&t->tk, "%s: status %s, expected RG_OK", what, rg_status_name(status));
-        return;
-    }
-    if (req->msg_len != len || req->source != src) {
-        rg_tk_fail(&t->tk, "%s: got %zu bytes from rank %d, expected %zu bytes from rank %d",
-                   what, req->msg_len, req->source, len, src);
-        return;
-    }
-    bad = rg_tk_check(req->buf, len, seed);
-    if (bad != len) {
-        rg_tk_fail(&t->tk, "%s: byte %zu of %zu is wrong", what, bad, len);
-    }
+    rg_tk_expect(&t->tk, status, req->buf, req->msg_len, req->source, -1, len, src, -1, seed,
+                 what);
 }
 
 static int rg_xt_right(const rg_xt_t *t)
@@ -959,25 +936,45 @@ static void rg_xt_usage(FILE *f)
     rg_tk_list(f, RG_XT_SUITE);
 }
 
+static int rg_xt_open_cb(void *ctx, rg_err_t *err)
+{
+    rg_xt_t *t = ctx;
+
+    return rg_xport_open(t->tk.transport, t->boot, &t->xp, err);
+}
+
+static void rg_xt_close_cb(void *ctx)
+{
+    rg_xport_close(((rg_xt_t *)ctx)->xp);
+}
+
 /* Opens the transport over the bootstrap; 0, or the exit status. */
 static int rg_xt_open(rg_xt_t *t)
 {
-    rg_err_t    err;
-    rg_status_t status;
-    int         rc;
-
-    if (rg_tk_boot(&t->tk, &t->boot) != 0) {
+    if (rg_tk_open(&t->tk, &t->boot, 8, rg_xt_open_cb, rg_xt_close_cb, t) != 0) {
         return 1;
+    }
+    return 0;
+}
+
+/* Test i, then (rails) the settling of the rails and the barrier that
+ * ends a collective test; -1 stops the run where that barrier fails. */
+static int rg_xt_run_one(void *ctx, size_t i)
+{
+    rg_xt_t *t = ctx;
+    rg_err_t err;
+
+    rg_xt_tests[i].fn(t);
+    if (!rg_xt_tests[i].c.collective) {
+        return 0;
+    }
+    if (strcmp(t->tk.transport, "rails") == 0 && t->tk.failures == 0) {
+        rg_xt_settle(t);
     }
     rg_err_clear(&err);
-    status = rg_xport_open(t->tk.transport, t->boot, &t->xp, &err);
-    rc = rg_tk_opened(&t->tk, status, &err, 8);
-    if (rc == 2) {
-        rg_xport_close(t->xp);
-    }
-    if (rc != 0) {
-        rg_boot_fini(t->boot);
-        return 1;
+    if (rg_boot_barrier(t->boot, &err) != RG_OK) {
+        rg_tk_fail(&t->tk, "barrier after the test: %s", rg_err_message(&err));
+        return -1;
     }
     return 0;
 }
@@ -985,20 +982,12 @@ static int rg_xt_open(rg_xt_t *t)
 int main(int argc, char **argv)
 {
     rg_xt_t     t;
-    rg_err_t    err;
     int         selected[RG_TK_MAX_TESTS] = {0};
     int         rc;
-    size_t      i;
-    uint64_t    t0;
     char        env_transport[RG_CONFIG_STRING_MAX];
 
     _Static_assert(sizeof(rg_xt_tests) / sizeof(rg_xt_tests[0]) <= RG_TK_MAX_TESTS,
                    "RG_TK_MAX_TESTS");
-    /* The rails transport lives above xport and joins its registry here. */
-    if (rg_rails_register() != RG_OK) {
-        fprintf(stderr, "railgauge-xport-test: cannot register the rails transport\n");
-        return 2;
-    }
     memset(&t, 0, sizeof(t));
     rc = rg_tk_init(&t.tk, "railgauge-xport-test", 30.0, env_transport, sizeof(env_transport));
     if (rc != 0) {
@@ -1012,23 +1001,7 @@ int main(int argc, char **argv)
     if (rc != 0) {
         return rc;
     }
-    for (i = 0; i < RG_XT_SUITE.n; i++) {
-        if (!selected[i]) {
-            continue;
-        }
-        t.tk.test = rg_xt_tests[i].c.name;
-        t0        = rg_time_mono_ns();
-        rg_xt_tests[i].fn(&t);
-        if (rg_xt_tests[i].c.collective && strcmp(t.tk.transport, "rails") == 0 &&
-            t.tk.failures == 0) {
-            rg_xt_settle(&t);
-        }
-        if (rg_xt_tests[i].c.collective && rg_boot_barrier(t.boot, &err) != RG_OK) {
-            rg_tk_fail(&t.tk, "barrier after the test: %s", rg_err_message(&err));
-            break;
-        }
-        rg_tk_report(&t.tk, t0);
-    }
+    rg_tk_run(&t.tk, RG_XT_SUITE, selected, rg_xt_run_one, &t);
     rg_xport_close(t.xp);
     rg_boot_fini(t.boot);
     return t.tk.failures == 0 ? 0 : 1;

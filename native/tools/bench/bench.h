@@ -117,6 +117,12 @@ rg_status_t rg_bench_write_footer_with(rg_bench_t *bench, size_t points, const c
                                        void (*extra)(struct rg_json *js, void *ctx),
                                        void *ctx);
 double      rg_bench_elapsed_s(const rg_bench_t *bench);
+/* The stopping rule of an adaptive point (prtt.c): the stats of the first
+ * count samples (sorted in place: their order carries no meaning once a
+ * batch is in), and *stable when the median's CI half-width relative to it
+ * is at most target_rel. */
+rg_status_t rg_bench_point_stable(double *samples, size_t count, double target_rel,
+                                  rg_stats_t *stats, rg_err_t *err, int *stable);
 
 /* Messages above this need more memory than a benchmark should take. */
 #define RG_BENCH_SIZE_LIMIT ((size_t)1 << 30)

@@ -1084,14 +1084,12 @@ static rg_status_t rg__onen_measure(rg_onen_t *on, rg_onen_point_t *pt)
     for (;;) {
         spent_s = (double)(rg_time_mono_ns() - t_start) * 1e-9;
         if (count >= (size_t)o->min_reps && spent_s >= o->point_min_s) {
-            /* rg_stats_compute sorts the samples in place; their order
-             * carries no meaning once a batch is in. */
-            st = rg_stats_compute(on->rtt, count, &pt->rtt, &on->bench->err);
+            st = rg_bench_point_stable(on->rtt, count, o->target_rel, &pt->rtt,
+                                       &on->bench->err, &pt->stable);
             if (st != RG_OK) {
                 return st;
             }
-            if (rg_stats_median_rel_halfwidth(&pt->rtt) <= o->target_rel) {
-                pt->stable = 1;
+            if (pt->stable) {
                 break;
             }
         }

@@ -72,6 +72,17 @@ typedef struct rg_bench_acc {
     size_t           pass_off[RG_BENCH_MAX_PASSES + 1];  /* samples of pass j: [off j, off j+1) */
 } rg_bench_acc_t;
 
+rg_status_t rg_bench_point_stable(double *samples, size_t count, double target_rel,
+                                  rg_stats_t *stats, rg_err_t *err, int *stable)
+{
+    rg_status_t st = rg_stats_compute(samples, count, stats, err);
+
+    if (st == RG_OK) {
+        *stable = rg_stats_median_rel_halfwidth(stats) <= target_rel;
+    }
+    return st;
+}
+
 double rg_bench_elapsed_s(const rg_bench_t *bench)
 {
     return (double)(rg_time_mono_ns() - bench->start_ns) * 1e-9;
@@ -263,13 +274,12 @@ static rg_status_t rg__bench_measure(rg_bench_t *bench, rg_bench_point_t *pt,
         size_t want;
 
         if (count >= lim->min_reps) {
-            /* rg_stats_compute sorts the samples; their order carries no meaning. */
-            st = rg_stats_compute(bench->samples, count, &pt->stats, &bench->err);
+            st = rg_bench_point_stable(bench->samples, count, lim->target_rel, &pt->stats,
+                                       &bench->err, &pt->stable);
             if (st != RG_OK) {
                 return st;
             }
-            if (rg_stats_median_rel_halfwidth(&pt->stats) <= lim->target_rel) {
-                pt->stable = 1;
+            if (pt->stable) {
                 break;
             }
         }

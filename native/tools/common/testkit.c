@@ -9,6 +9,7 @@
 
 #include "base/timer.h"
 #include "boot/boot.h"
+#include "rails/rails.h"
 #include "xport/xport.h"
 
 void rg_tk_fail(rg_tk_t *t, const char *fmt, ...)
@@ -84,6 +85,40 @@ int rg_tk_cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+int rg_tk_must(rg_tk_t *t, int st, int allow_truncated, const char *what, const char *detail)
+{
+    if (st < 0 && !(allow_truncated && st == RG_ERR_TRUNCATED)) {
+        rg_tk_fail(t, "%s: %s: %s", what, rg_status_name((rg_status_t)st), detail);
+        exit(1);
+    }
+    return st;
+}
+
+void rg_tk_expect(rg_tk_t *t, int status, const void *buf, size_t got_len, int got_src,
+                  int got_tag, size_t len, int src, int tag, uint32_t seed, const char *what)
+{
+    size_t bad;
+
+    if (status != RG_OK) {
+        rg_tk_fail(t, "%s: status %s, expected RG_OK", what, rg_status_name((rg_status_t)status));
+        return;
+    }
+    if (got_len != len || got_src != src || (tag >= 0 && got_tag != tag)) {
+        if (tag >= 0) {
+            rg_tk_fail(t, "%s: got %zu bytes from rank %d tag %d, expected %zu from rank %d "
+                       "tag %d", what, got_len, got_src, got_tag, len, src, tag);
+        } else {
+            rg_tk_fail(t, "%s: got %zu bytes from rank %d, expected %zu bytes from rank %d",
+                       what, got_len, got_src, len, src);
+        }
+        return;
+    }
+    bad = rg_tk_check(buf, len, seed);
+    if (bad != len) {
+        rg_tk_fail(t, "%s: byte %zu of %zu is wrong", what, bad, len);
+    }
+}
+
 const rg_tk_case_t *rg_tk_case(rg_tk_suite_t s, size_t i)
 {
     return (const rg_tk_case_t *)(const void *)((const char *)s.table + i * s.stride);
@@ -152,6 +187,25 @@ void rg_tk_default_selection(rg_tk_suite_t s, int *selected, int any_selected)
     }
 }
 
+void rg_tk_run(rg_tk_t *t, rg_tk_suite_t s, const int *selected, int (*run)(void *ctx, size_t i),
+               void *ctx)
+{
+    uint64_t t0;
+    size_t   i;
+
+    for (i = 0; i < s.n; i++) {
+        if (!selected[i]) {
+            continue;
+        }
+        t->test = rg_tk_case(s, i)->name;
+        t0      = rg_time_mono_ns();
+        if (run(ctx, i) < 0) {
+            break;
+        }
+        rg_tk_report(t, t0);
+    }
+}
+
 void rg_tk_report(const rg_tk_t *t, uint64_t t0_ns)
 {
     if (t->rank == 0) {
@@ -216,6 +270,12 @@ int rg_tk_init(rg_tk_t *t, const char *tool, double seconds, char *buf, size_t c
     t->tool    = tool;
     t->seconds = seconds;
     t->test    = "setup";
+    /* The rails transport lives above xport and joins its registry here, for
+     * the tests over it and --print-config. */
+    if (rg_rails_register() != RG_OK) {
+        fprintf(stderr, "%s: cannot register the rails transport\n", tool);
+        return 2;
+    }
     rg_err_clear(&err);
     if (rg_xport_default_name(buf, cap, &err) != RG_OK) {
         fprintf(stderr, "%s: %s\n", tool, rg_err_message(&err));
@@ -236,6 +296,28 @@ int rg_tk_opened(const rg_tk_t *t, int st, const rg_err_t *err, int max_ranks)
         fprintf(stdout, "FAIL test=setup rank=0 transport=%s: run under a launcher with 2 "
                 "to %d ranks\n", t->transport, max_ranks);
         return 2;
+    }
+    return 0;
+}
+
+int rg_tk_open(rg_tk_t *t, rg_boot_t **boot, int max_ranks, int (*open)(void *ctx, rg_err_t *err),
+               void (*close)(void *ctx), void *ctx)
+{
+    rg_err_t err;
+    int      rc;
+
+    if (rg_tk_boot(t, boot) != 0) {
+        return 1;
+    }
+    rg_err_clear(&err);
+    rc = rg_tk_opened(t, open(ctx, &err), &err, max_ranks);
+    if (rc == 2) {
+        close(ctx);
+    }
+    if (rc != 0) {
+        rg_boot_fini(*boot);
+        *boot = NULL;
+        return 1;
     }
     return 0;
 }

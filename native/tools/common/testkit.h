@@ -17,6 +17,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "base/error.h"
+#include "boot/boot.h"
+
 typedef struct rg_tk {
     const char *tool;      /* program name, for messages */
     const char *transport;
@@ -55,6 +58,18 @@ size_t rg_tk_check(const unsigned char *b, size_t n, uint32_t seed);
 
 int rg_tk_cmp_double(const void *a, const void *b); /* for qsort */
 
+/* A post's or a wait's status: an error (below 0; RG_ERR_TRUNCATED allowed
+ * where allow_truncated) leaves nothing to test: "FAIL ...: what: STATUS:
+ * detail" (detail: the transport's or runtime's last error) and exit(1).
+ * Returns st otherwise. */
+int rg_tk_must(rg_tk_t *t, int st, int allow_truncated, const char *what, const char *detail);
+
+/* A completed receive of an exact-size message: status RG_OK, len bytes
+ * from src (and tag, where tag >= 0) with the content of seed; a FAIL line
+ * naming what otherwise. */
+void rg_tk_expect(rg_tk_t *t, int status, const void *buf, size_t got_len, int got_src,
+                  int got_tag, size_t len, int src, int tag, uint32_t seed, const char *what);
+
 const rg_tk_case_t *rg_tk_case(rg_tk_suite_t s, size_t i);
 /* " name name* ..." (a * where not run by default) and the legend. */
 void rg_tk_list(FILE *f, rg_tk_suite_t s);
@@ -69,20 +84,25 @@ typedef int (*rg_tk_own_arg_fn)(void *ctx, int argc, char **argv, int *a, int *r
 int rg_tk_parse_args(rg_tk_t *t, rg_tk_suite_t s, int argc, char **argv, int *selected,
                      rg_tk_own_arg_fn own, void *ctx, void (*usage)(FILE *f), int *rc);
 
-/* Sets tool, seconds, test "setup" and the transport by default
- * (RG_TRANSPORT, else shm) into buf. 0, or 2 after printing why. */
+/* Registers the rails transport with xport, sets tool, seconds, test
+ * "setup" and the transport by default (RG_TRANSPORT, else shm) into buf.
+ * 0, or 2 after printing why. */
 int rg_tk_init(rg_tk_t *t, const char *tool, double seconds, char *buf, size_t cap);
 
 /* After opening the transport or runtime with status st: 0 when it opened
  * and there are enough ranks; 1 when it did not open, 2 when it did but
  * the job has fewer than 2 ranks (the caller closes it), after printing a
  * FAIL line either way. */
-struct rg_err;
-int rg_tk_opened(const rg_tk_t *t, int st, const struct rg_err *err, int max_ranks);
+int rg_tk_opened(const rg_tk_t *t, int st, const rg_err_t *err, int max_ranks);
+
+/* The bootstrap, then the transport or runtime under test by open (its
+ * status; err says why), which close closes again where the job has too
+ * few ranks. 0, or the exit status after a FAIL line. */
+int rg_tk_open(rg_tk_t *t, rg_boot_t **boot, int max_ranks,
+               int (*open)(void *ctx, rg_err_t *err), void (*close)(void *ctx), void *ctx);
 
 /* The bootstrap: rank and size into t. 0, or 1 after printing why. */
-struct rg_boot;
-int rg_tk_boot(rg_tk_t *t, struct rg_boot **boot);
+int rg_tk_boot(rg_tk_t *t, rg_boot_t **boot);
 
 /* Reads the options both suites have (--transport, --test NAME, --seconds S,
  * --tag TEXT, --help) at argv[*a]. selected has s.n entries. Returns 1 when
@@ -92,6 +112,12 @@ int rg_tk_common_arg(rg_tk_t *t, rg_tk_suite_t s, int argc, char **argv, int *a,
                      int *selected, int *any_selected);
 /* Without any --test, the tests run by default. */
 void rg_tk_default_selection(rg_tk_suite_t s, int *selected, int any_selected);
+
+/* Runs the selected tests in the suite's order: t->test set to each name,
+ * run(ctx, i) runs test i with what the suite does after it (0, or < 0 to
+ * stop the run), then the result line. */
+void rg_tk_run(rg_tk_t *t, rg_tk_suite_t s, const int *selected, int (*run)(void *ctx, size_t i),
+               void *ctx);
 
 /* Rank 0 prints "ok|FAILED test=... transport=... ranks=N S s". */
 void rg_tk_report(const rg_tk_t *t, uint64_t t0_ns);
