@@ -753,8 +753,14 @@ TEST_IMPL(sim_rails)
         static const char bad[] = "{\"rails\": [{\"G_us_per_byte\": 1},]}";
         ASSERT(rg_sim_rails_parse_json(bad, strlen(bad), "b.json", &rl, &pol, w, &nw, &err) ==
                RG_ERR_INVALID);
+        /* A trailing comma is no JSON (base/json_read.h reads the whole text first). */
         ASSERT(strstr(rg_err_message(&err), "b.json: not a rails.json (line 1, column 33): "
-                      "each rail must be an object") != NULL);
+                      "a value expected") != NULL);
+        static const char bad2[] = "{\"rails\": [{\"G_us_per_byte\": 1}, 5]}";
+        ASSERT(rg_sim_rails_parse_json(bad2, strlen(bad2), "b.json", &rl, &pol, w, &nw, &err) ==
+               RG_ERR_INVALID);
+        ASSERT(strstr(rg_err_message(&err), "b.json: not a rails.json (line 1, column 34): "
+                      "rails[1]: each rail must be an object") != NULL);
     }
     ASSERT_OK(rg_sim_rails_parse_g("1e-3,0.002,5", &rl, &err), &err);
     ASSERT(rl.nrails == 3 && rl.rail[2].G == 5);
