@@ -54,6 +54,7 @@ TEST_DECLARE(config_env_override)
 TEST_DECLARE(config_env_bad)
 TEST_DECLARE(config_bad_table)
 TEST_DECLARE(config_print)
+TEST_DECLARE(config_alias)
 
 TEST_DECLARE(sim_pingpong)
 TEST_DECLARE(sim_one_to_n)
@@ -142,6 +143,7 @@ TASK_LIST_START
   TEST_ENTRY(config_env_bad)
   TEST_ENTRY(config_bad_table)
   TEST_ENTRY(config_print)
+  TEST_ENTRY(config_alias)
 
   TEST_ENTRY(sim_pingpong)
   TEST_ENTRY(sim_one_to_n)
