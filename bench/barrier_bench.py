@@ -48,7 +48,7 @@ from railgauge.tune import tune_barrier
 
 DOC = REPO / "docs" / "BENCHMARKS.md"
 ALGORITHMS = ("linear", "binomial", "recdbl", "dissem", "nway:2", "nway:3", "nway:4")
-#: The PMPI library's barriers measured: fixed ones (RAILGAUGE_BARRIER) and "default", the
+#: The PMPI library's barriers measured: fixed ones (RG_PMPI_BARRIER) and "default", the
 #: library's own choice without any setting (its tuned choice from the built-in flag model).
 PMPI_ALGS = ("dissem", "nway:2", "nway:3", "default")
 WRAPPERS = {"openmpi": "mpicc.openmpi", "mpich": "mpicc.mpich"}
@@ -100,7 +100,7 @@ def mpi_barrier(flavour: str, P: int, iters: int, pmpi: str | None = None,
     if pmpi is not None:
         env = {"LD_PRELOAD": pmpi}
         if alg != "default":
-            env["RAILGAUGE_BARRIER"] = alg or "dissem"
+            env["RG_PMPI_BARRIER"] = alg or "dissem"
     argv = mpi_command(flavour, [str(exe), str(iters), "0", "--time"], P, env=env)
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False,
                           env={**os.environ, **env})
@@ -394,7 +394,7 @@ def section(res: dict[str, Any], facts: dict[str, Any], name: str, command: str)
     pmpi_ok: list[bool] = []
     pmpi_all: list[bool] = []
     if res["pmpi"]:
-        lines += ["", "The PMPI library (LD_PRELOAD; RAILGAUGE_BARRIER, or none: default, "
+        lines += ["", "The PMPI library (LD_PRELOAD; RG_PMPI_BARRIER, or none: default, "
                   "the library's tuned choice; flags in an MPI shared window where the ranks "
                   "share a node, as here) against the library's own MPI_Barrier, ratio to it:",
                   "",

@@ -69,10 +69,10 @@ def _run(progs: dict[str, str], flavour: str, nranks: int, env: dict[str, str],
 def test_barrier_under_mpi(check_program: dict[str, str], flavour: str, nranks: int,
                            algorithm: str, shm: str) -> None:
     """Both engines: flags in an MPI shared window (every rank is on this host, so auto
-    takes it) and zero-byte messages (RAILGAUGE_BARRIER_SHM=0)."""
+    takes it) and zero-byte messages (RG_PMPI_BARRIER_SHM=0)."""
     res = _run(check_program, flavour, nranks,
-               {"LD_PRELOAD": str(library(flavour)), "RAILGAUGE_BARRIER": algorithm,
-                "RAILGAUGE_BARRIER_SHM": shm})
+               {"LD_PRELOAD": str(library(flavour)), "RG_PMPI_BARRIER": algorithm,
+                "RG_PMPI_BARRIER_SHM": shm})
     assert res.returncode == 0, f"{res.failure}\n{res.stdout}\n{res.stderr}"
     # Rank 0 ran every one of its barriers through the library: ITERS of them, half on
     # MPI_COMM_WORLD and half on its part of the split, on the engine asked for.
@@ -92,13 +92,22 @@ def test_the_check_can_fail(check_program: dict[str, str], flavour: str) -> None
 @pytest.mark.parametrize(
     ("env", "message"),
     [
-        ({"RAILGAUGE_BARRIER": "nway:0"}, "n must be an integer in 1..1024"),
-        ({"RAILGAUGE_BARRIER": "bogus"}, "unknown barrier algorithm 'bogus'"),
-        ({"RAILGAUGE_BARRIER": "nway"}, "needs n >= 1"),
-        ({"RAILGAUGE_MODEL": "/nonexistent/model.json"}, "cannot open it"),
+        ({"RG_PMPI_BARRIER": "nway:0"},
+         "RG_PMPI_BARRIER: barrier algorithm 'nway:0': n must be an integer in 1..1024"),
+        ({"RG_PMPI_BARRIER": "bogus"}, "unknown barrier algorithm 'bogus'"),
+        ({"RG_PMPI_BARRIER": "nway"}, "needs n >= 1"),
+        ({"RG_PMPI_MODEL": "/nonexistent/model.json"},
+         "RG_PMPI_MODEL=/nonexistent/model.json: cannot open it"),
+        ({"RG_PMPI_BARRIER_SHM": "yes"}, "RG_PMPI_BARRIER_SHM=yes: expected auto, 1 or 0"),
+        # A former name is named as what was set.
         ({"RAILGAUGE_BARRIER_SHM": "yes"}, "RAILGAUGE_BARRIER_SHM=yes: expected auto, 1 or 0"),
-        ({"RAILGAUGE_MODEL": str(ROOT / "docs" / "data" / "onen-16" / "facts.json")},
+        ({"RG_PMPI_MODEL": str(ROOT / "docs" / "data" / "onen-16" / "facts.json")},
          "not a model-loggp.json"),
+        ({"RG_PMPI_MODEL": str(ROOT / "native" / "tests" / "fuzz" / "json-corpus" /
+                               "errors.json")},
+         "errors.json: it is not a model-loggp.json or model-flags.json: not JSON (line 1, "
+         "column 33: a value expected)"),
+        ({"RG_PMPI_BARRIER": "x" * 300}, "environment variable RG_PMPI_BARRIER='xxx"),
     ],
 )
 def test_bad_settings_fail_at_init(check_program: dict[str, str], flavour: str,
@@ -132,20 +141,20 @@ def test_cli_print_path(flavour: str) -> None:
 @pytest.mark.parametrize("flavour", MPI_FLAVOURS)
 def test_model_chooses_the_barrier(check_program: dict[str, str], flavour: str,
                                    tmp_path: Path) -> None:
-    """RAILGAUGE_MODEL: with L = 10 us, o = 2 us (g below o), LogP makes one round of 4
+    """RG_PMPI_MODEL: with L = 10 us, o = 2 us (g below o), LogP makes one round of 4
     sends and receives (nway:4: 4o + max(4o, o + L) = 20 us) the fastest on 5 ranks,
     ahead of nway:2 (30), linear (34) and dissemination (3 (2o + L) = 42); the barrier
-    then runs it, correctly, on every communicator; RAILGAUGE_BARRIER wins over it."""
+    then runs it, correctly, on every communicator; RG_PMPI_BARRIER wins over it."""
     model = tmp_path / "model-loggp.json"
     model.write_text(json.dumps({"model": "loggp", "ranges": [
         {"from_bytes": 1, "L_us": 10.0, "o_us": 2.0, "g_us": 0.5}]}))
-    env = {"LD_PRELOAD": str(library(flavour)), "RAILGAUGE_MODEL": str(model)}
+    env = {"LD_PRELOAD": str(library(flavour)), "RG_PMPI_MODEL": str(model)}
     res = _run(check_program, flavour, 5, env)
     assert res.returncode == 0, f"{res.failure}\n{res.stdout}\n{res.stderr}"
     assert f"violations=0 barriers={ITERS} choice=" in res.stdout, res.stdout
     # Rank 0's last new communicator is its half of the split (3 ranks: nway:2 there).
     assert "choice=nway:2" in res.stdout, res.stdout
-    res = _run(check_program, flavour, 5, {**env, "RAILGAUGE_BARRIER": "linear"})
+    res = _run(check_program, flavour, 5, {**env, "RG_PMPI_BARRIER": "linear"})
     assert res.returncode == 0 and "choice=linear" in res.stdout, res.stdout
 
 
@@ -154,13 +163,13 @@ def test_default_is_the_tuned_choice(check_program: dict[str, str], flavour: str
     """No setting: on one node the built-in flag model (L 0.18 us, duplex 0.07, g 0.0086) chooses
     per size: one round of n-way for 3 ranks (nway:2, rank 0's half of the split) and 5
     (nway:4); on messages, without a model of the network, dissemination."""
-    env = {"LD_PRELOAD": str(library(flavour)), "RAILGAUGE_PMPI_VERBOSE": "1"}
+    env = {"LD_PRELOAD": str(library(flavour)), "RG_PMPI_VERBOSE": "1"}
     res = _run(check_program, flavour, 5, env)
     assert res.returncode == 0, f"{res.failure}\n{res.stdout}\n{res.stderr}"
     assert "choice=nway:2 shm=1" in res.stdout, res.stdout
     assert ("railgauge-pmpi: a communicator of 5 ranks on one node: nway:4 on shared-memory "
             "flags (the built-in flag model)") in res.stderr, res.stderr
-    res = _run(check_program, flavour, 5, {**env, "RAILGAUGE_BARRIER_SHM": "0"})
+    res = _run(check_program, flavour, 5, {**env, "RG_PMPI_BARRIER_SHM": "0"})
     assert res.returncode == 0, f"{res.failure}\n{res.stdout}\n{res.stderr}"
     assert "choice=dissem shm=0" in res.stdout, res.stdout
     assert "5 ranks: dissem on MPI point-to-point (no model of the messages" in res.stderr
@@ -169,7 +178,7 @@ def test_default_is_the_tuned_choice(check_program: dict[str, str], flavour: str
 @pytest.mark.parametrize("flavour", MPI_FLAVOURS)
 def test_model_directory_per_engine(check_program: dict[str, str], flavour: str,
                                     tmp_path: Path) -> None:
-    """RAILGAUGE_MODEL=<the gauge's report>: model-flags.json for communicators on flags,
+    """RG_PMPI_MODEL=<the gauge's report>: model-flags.json for communicators on flags,
     model-loggp.json for those on messages. Under the flag model here (L 1, o 0, g 5: a
     further signal of a round costs more than a round; duplex 2: a signal while the receiver
     signals too costs 3) the binomial tree on 5 ranks (6 rounds one way, 6 us) beats
@@ -182,13 +191,13 @@ def test_model_directory_per_engine(check_program: dict[str, str], flavour: str,
         "model": "loggp", "engine": "flags",
         "ranges": [{"from_bytes": 0, "L_us": 1.0, "o_us": 0.0, "g_us": 5.0,
                     "duplex_us": 2.0}]}))
-    env = {"LD_PRELOAD": str(library(flavour)), "RAILGAUGE_MODEL": str(tmp_path),
-           "RAILGAUGE_PMPI_VERBOSE": "1"}
+    env = {"LD_PRELOAD": str(library(flavour)), "RG_PMPI_MODEL": str(tmp_path),
+           "RG_PMPI_VERBOSE": "1"}
     res = _run(check_program, flavour, 5, env)
     assert res.returncode == 0, f"{res.failure}\n{res.stdout}\n{res.stderr}"
     assert f"5 ranks on one node: binomial on shared-memory flags ({tmp_path}/model-flags.json)" \
         in res.stderr, res.stderr
-    res = _run(check_program, flavour, 5, {**env, "RAILGAUGE_BARRIER_SHM": "0"})
+    res = _run(check_program, flavour, 5, {**env, "RG_PMPI_BARRIER_SHM": "0"})
     assert res.returncode == 0, f"{res.failure}\n{res.stdout}\n{res.stderr}"
     assert f"5 ranks: nway:4 on MPI point-to-point ({tmp_path}/model-loggp.json)" \
         in res.stderr, res.stderr
@@ -196,6 +205,84 @@ def test_model_directory_per_engine(check_program: dict[str, str], flavour: str,
     (tmp_path / "model-flags.json").unlink()
     res = _run(check_program, flavour, 2, env)
     assert res.returncode != 0 and "neither model-loggp.json nor model-flags.json" in res.stderr
+
+
+MODEL = {"model": "loggp", "ranges": [{"from_bytes": 1, "L_us": 10.0, "o_us": 2.0,
+                                       "g_us": 0.5}]}
+FLAGS = {"model": "loggp", "engine": "flags",
+         "ranges": [{"from_bytes": 0, "L_us": 1.0, "o_us": 0.0, "g_us": 5.0, "duplex_us": 2.0}]}
+
+
+@pytest.mark.parametrize("flavour", MPI_FLAVOURS)
+def test_model_files_any_spacing(check_program: dict[str, str], flavour: str,
+                                 tmp_path: Path) -> None:
+    """The model files are read as JSON (base's reader), not as Python's spacing of them:
+    written compact (separators=(",", ":"), where no '"model": "loggp"' with its space is
+    left to find) or indented, with the keys in another order, they choose what
+    test_model_directory_per_engine's files choose."""
+    env = {"LD_PRELOAD": str(library(flavour)), "RG_PMPI_MODEL": str(tmp_path),
+           "RG_PMPI_VERBOSE": "1"}
+    (tmp_path / "model-loggp.json").write_text(json.dumps(MODEL, separators=(",", ":")))
+    (tmp_path / "model-flags.json").write_text(
+        json.dumps(dict(reversed(list(FLAGS.items()))), indent="\t") + "\r\n")
+    res = _run(check_program, flavour, 5, env)
+    assert res.returncode == 0, f"{res.failure}\n{res.stdout}\n{res.stderr}"
+    assert "5 ranks on one node: binomial on shared-memory flags" in res.stderr, res.stderr
+    res = _run(check_program, flavour, 5, {**env, "RG_PMPI_BARRIER_SHM": "0"})
+    assert res.returncode == 0, f"{res.failure}\n{res.stdout}\n{res.stderr}"
+    assert "5 ranks: nway:4 on MPI point-to-point" in res.stderr, res.stderr
+
+
+@pytest.mark.parametrize("flavour", MPI_FLAVOURS)
+def test_former_names_still_read(check_program: dict[str, str], flavour: str,
+                                 tmp_path: Path) -> None:
+    """RAILGAUGE_BARRIER, RAILGAUGE_MODEL, RAILGAUGE_BARRIER_SHM and RAILGAUGE_PMPI_VERBOSE,
+    the names before RG_PMPI_, are still read; where both names are set the RG_PMPI_ one
+    wins, and the verbose line names the variable that was read."""
+    model = tmp_path / "model-loggp.json"
+    model.write_text(json.dumps(MODEL))
+    lib = {"LD_PRELOAD": str(library(flavour))}
+    res = _run(check_program, flavour, 5, {**lib, "RAILGAUGE_BARRIER": "linear",
+                                           "RAILGAUGE_BARRIER_SHM": "0",
+                                           "RAILGAUGE_PMPI_VERBOSE": "1"})
+    assert res.returncode == 0, f"{res.failure}\n{res.stdout}\n{res.stderr}"
+    assert "choice=linear shm=0" in res.stdout, res.stdout
+    assert "5 ranks: linear on MPI point-to-point (RAILGAUGE_BARRIER)" in res.stderr
+    res = _run(check_program, flavour, 5, {**lib, "RAILGAUGE_MODEL": str(model),
+                                           "RAILGAUGE_BARRIER_SHM": "0"})
+    assert res.returncode == 0 and "choice=nway:2 shm=0" in res.stdout, res.stdout
+    res = _run(check_program, flavour, 5, {**lib, "RAILGAUGE_BARRIER": "linear",
+                                           "RG_PMPI_BARRIER": "binomial",
+                                           "RAILGAUGE_BARRIER_SHM": "bogus",
+                                           "RG_PMPI_BARRIER_SHM": "auto",
+                                           "RG_PMPI_VERBOSE": "1"})
+    assert res.returncode == 0, f"{res.failure}\n{res.stdout}\n{res.stderr}"
+    assert "choice=binomial shm=1" in res.stdout, res.stdout
+    assert "binomial on shared-memory flags (RG_PMPI_BARRIER)" in res.stderr, res.stderr
+
+
+def test_settings_listed() -> None:
+    """railgauge-bench --print-config lists the PMPI library's settings with their
+    former names, and the value of either name."""
+    tool = find_native_tool("railgauge-bench")
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("RG_PMPI_", "RAILGAUGE_"))}
+    proc = subprocess.run([tool, "--print-config"], capture_output=True, text=True,
+                          env={**env, "RAILGAUGE_BARRIER": "nway:3"}, timeout=60,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    section = lines[lines.index("[PMPI]") + 1:]
+    names = {ln.split()[0]: ln for ln in section if ln.startswith("RG_PMPI_")}
+    assert set(names) == {"RG_PMPI_BARRIER", "RG_PMPI_MODEL", "RG_PMPI_BARRIER_SHM",
+                          "RG_PMPI_VERBOSE"}
+    assert names["RG_PMPI_BARRIER"].split()[1] == "nway:3"
+    assert names["RG_PMPI_BARRIER"].endswith("(formerly RAILGAUGE_BARRIER, still read)")
+    assert names["RG_PMPI_VERBOSE"].endswith("(formerly RAILGAUGE_PMPI_VERBOSE, still read)")
+    proc = subprocess.run([tool, "--print-config"], capture_output=True, text=True,
+                          env={**env, "RAILGAUGE_BARRIER": "nway:3",
+                               "RG_PMPI_BARRIER": "dissem"}, timeout=60, check=False)
+    assert "\nRG_PMPI_BARRIER      dissem " in proc.stdout, proc.stdout
 
 
 def _per_rank(flavour: str, prog: str, rank1_env: str) -> list[str]:
@@ -210,26 +297,26 @@ def _per_rank(flavour: str, prog: str, rank1_env: str) -> list[str]:
 @pytest.mark.parametrize("flavour", MPI_FLAVOURS)
 def test_ranks_that_disagree(check_program: dict[str, str], flavour: str) -> None:
     """Rank 0's choice is the communicator's, so a setting that differs on another rank
-    cannot split a barrier into two schedules; RAILGAUGE_BARRIER_SHM=0 on one rank puts
+    cannot split a barrier into two schedules; RG_PMPI_BARRIER_SHM=0 on one rank puts
     every rank on messages; a bad setting on rank 1 alone fails
     MPI_Init on every rank (no rank left waiting), and rank 1 says why."""
     if flavour not in check_program:
         pytest.fail(f"barrier_check did not build with {WRAPPERS[flavour]}")
     env = {**sanitizer_env(), "RG_TEST_PMPI": str(library(flavour)),
-           "RAILGAUGE_BARRIER": "dissem"}
+           "RG_PMPI_BARRIER": "dissem"}
     res = run_mpi(flavour, _per_rank(flavour, check_program[flavour],
-                                     "RAILGAUGE_BARRIER=linear"), 4, env=env, timeout_s=90)
+                                     "RG_PMPI_BARRIER=linear"), 4, env=env, timeout_s=90)
     assert res.returncode == 0, f"{res.failure}\n{res.stdout}\n{res.stderr}"
     assert f"violations=0 barriers={ITERS} choice=dissem" in res.stdout, res.stdout
-    # RAILGAUGE_BARRIER_SHM=0 on rank 1 alone: every rank takes messages.
+    # RG_PMPI_BARRIER_SHM=0 on rank 1 alone: every rank takes messages.
     res = run_mpi(flavour, _per_rank(flavour, check_program[flavour],
-                                     "RAILGAUGE_BARRIER_SHM=0"), 4, env=env, timeout_s=90)
+                                     "RG_PMPI_BARRIER_SHM=0"), 4, env=env, timeout_s=90)
     assert res.returncode == 0, f"{res.failure}\n{res.stdout}\n{res.stderr}"
     assert f"violations=0 barriers={ITERS} choice=dissem shm=0" in res.stdout, res.stdout
     res = run_mpi(flavour, _per_rank(flavour, check_program[flavour],
-                                     "RAILGAUGE_BARRIER=nway:0"), 4, env=env, timeout_s=90)
+                                     "RG_PMPI_BARRIER=nway:0"), 4, env=env, timeout_s=90)
     assert res.returncode not in (0, 124), f"{res.failure}\n{res.stdout}\n{res.stderr}"
-    assert "railgauge-pmpi: rank 1: RAILGAUGE_BARRIER: " in res.stderr, res.stderr
+    assert "railgauge-pmpi: rank 1: RG_PMPI_BARRIER: " in res.stderr, res.stderr
     assert res.stderr.count("railgauge-pmpi:") == 1, res.stderr
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, find_native_tool
+from fuzz_util import run_fuzzer
 
 PINGPONG = """\
 // A ping-pong: each side answers what it receives.
@@ -445,31 +445,9 @@ FUZZ_DIR = ROOT / "native" / "tests" / "fuzz"
 @pytest.mark.slow
 def test_goal_fuzzer(tmp_path: Path) -> None:
     # libFuzzer on the GOAL parser and the simulator behind it, from the corpus kept in
-    # git, for RG_FUZZ_SECONDS (default 60): a crash, a sanitizer report or an input that
-    # fails without a message ends the run with a non-zero status. New inputs go to
-    # tmp_path, never into the corpus. Needs clang (scripts/install.sh --dev installs it).
-    clang = shutil.which("clang")
-    if clang is None:
-        pytest.skip("clang (libFuzzer) is not installed: scripts/install.sh --dev")
-    build = ROOT / "build" / "fuzz"
-    env = dict(os.environ, CC=clang)
-    for cmd in (["cmake", "-S", str(ROOT / "native"), "-B", str(build), "-DRG_FUZZ=ON",
-                 "-DRG_BUILD_TESTS=OFF", "-DCMAKE_BUILD_TYPE=RelWithDebInfo"],
-                ["cmake", "--build", str(build), "--target", "railgauge-goal-fuzz", "-j2"]):
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600,
-                              check=False)
-        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    seconds = int(os.environ.get("RG_FUZZ_SECONDS", "60"))
-    corpus = FUZZ_DIR / "corpus"
-    assert len(list(corpus.glob("*.goal"))) >= 8
-    proc = subprocess.run([str(build / "railgauge-goal-fuzz"), str(tmp_path), str(corpus),
-                           f"-max_total_time={seconds}", "-max_len=4096",
-                           "-rss_limit_mb=2048", f"-artifact_prefix={tmp_path}/",
-                           "-print_final_stats=1"],
-                          capture_output=True, text=True, timeout=seconds + 120, check=False)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    runs = [ln for ln in proc.stderr.splitlines() if ln.startswith("stat::number_of_executed")]
-    assert runs and int(runs[0].split(":")[-1]) > 1000, proc.stderr[-2000:]
+    # git, for RG_FUZZ_SECONDS (default 60) (tests/fuzz_util.py): a crash, a sanitizer
+    # report or an input that fails without a message ends the run with a non-zero status.
+    run_fuzzer("railgauge-goal-fuzz", FUZZ_DIR / "corpus", "*.goal", 8, tmp_path)
 
 
 def test_lop_from_a_fitted_model(tmp_path: Path) -> None:

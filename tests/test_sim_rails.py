@@ -269,6 +269,25 @@ def test_rails_json_from_the_gauge(tmp_path: Path) -> None:
     assert doc["makespan_us"] == pytest.approx(2 + 30 + 2 + 999 / 239.1, rel=1e-12)
 
 
+def test_rails_json_any_spacing(tmp_path: Path) -> None:
+    """The file is read as JSON, not as Python's spacing of it: compact separators, an
+    indented file, escaped names and keys give the same run as json.dumps' default."""
+    def model(doc: dict) -> dict:  # the run, without the tool's own times (wall_s, read_s)
+        return {k: v for k, v in doc.items() if not k.endswith("_s")}
+
+    goal = one_message(tmp_path, MIB4)
+    ref = model(sim_json("goal", goal, "--rails", rails_json(tmp_path, gauge_doc())))
+    assert ref["rails"]["policy"] == "weighted"
+    texts = [json.dumps(gauge_doc(), separators=(",", ":")),
+             json.dumps(gauge_doc(), indent=4),
+             json.dumps(gauge_doc(), ensure_ascii=True).replace('"policy"', '"\\u0070olicy"')
+             .replace('"rail0"', '"r\\u00e4il0"'),
+             "\r\n\t" + json.dumps(gauge_doc(), indent="\t") + "\r\n"]
+    for i, text in enumerate(texts):
+        doc = sim_json("goal", goal, "--rails", rails_json(tmp_path, text, f"r{i}.json"))
+        assert model(doc) == ref, text
+
+
 def test_cli_sim_rails(tmp_path: Path) -> None:
     goal = one_message(tmp_path, MIB4)
     proc = cli("sim", "goal", goal, "--L", "5", "--o", "1", "--rails", f"{G0},{G1}",

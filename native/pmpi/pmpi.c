@@ -2,7 +2,7 @@
  * railgauge: librailgauge-pmpi-<flavour>.so, MPI_Barrier replaced through the
  * MPI profiling interface by a barrier of coll/ (docs/coll.md).
  *
- *   RAILGAUGE_BARRIER=nway:3 LD_PRELOAD=$(railgauge pmpi --print-path --mpi openmpi) \
+ *   RG_PMPI_BARRIER=nway:3 LD_PRELOAD=$(railgauge pmpi --print-path --mpi openmpi) \
  *       mpirun.openmpi -n 16 ./app
  *
  * One library per MPI flavour (Open MPI and MPICH are not ABI-compatible),
@@ -16,10 +16,14 @@
  * it is the plan's rounds as zero-byte MPI_Irecv/MPI_Isend and one
  * MPI_Waitall per round.
  *
- * Settings, read at MPI_Init:
- *   RAILGAUGE_BARRIER  the algorithm for every communicator: linear, binomial,
+ * Settings, read at MPI_Init through a config table (pmpi_config.c, listed by
+ * railgauge-bench --print-config); each one's former name, RAILGAUGE_BARRIER,
+ * RAILGAUGE_MODEL, RAILGAUGE_BARRIER_SHM or RAILGAUGE_PMPI_VERBOSE, is still
+ * read where the RG_PMPI_ name is unset, and messages name the variable that
+ * was read:
+ *   RG_PMPI_BARRIER    the algorithm for every communicator: linear, binomial,
  *                      recdbl, dissem, nway:N;
- *   RAILGAUGE_MODEL    a model file (model-loggp.json or model-flags.json of
+ *   RG_PMPI_MODEL      a model file (model-loggp.json or model-flags.json of
  *                      `railgauge gauge`) for every communicator, or the
  *                      gauge's report directory: its model-flags.json for
  *                      communicators on flags, its model-loggp.json for those
@@ -32,13 +36,15 @@
  *                      flag model (rg__pmpi_flags_default); on messages,
  *                      whose costs only a measurement of the network knows,
  *                      dissemination;
- *   RAILGAUGE_BARRIER_SHM  auto (default): flags in shared memory where the
+ *   RG_PMPI_BARRIER_SHM  auto (default): flags in shared memory where the
  *                      ranks share a node; 0: always messages;
- *   RAILGAUGE_PMPI_VERBOSE=1  rank 0 of each communicator says, at its first
+ *   RG_PMPI_VERBOSE=1  rank 0 of each communicator says, at its first
  *                      barrier, which barrier it got, on which engine, why.
- * RAILGAUGE_BARRIER wins over RAILGAUGE_MODEL. Rank 0's choice is its
- * communicator's (broadcast when the communicator is set up), so ranks whose
- * settings or files differ still run one schedule; RAILGAUGE_BARRIER_SHM=0
+ * RG_PMPI_BARRIER wins over RG_PMPI_MODEL. The model files are read by base's
+ * JSON reader (base/json_read.h), as JSON whatever their spacing. Rank 0's
+ * choice is its communicator's (broadcast when the communicator is set up),
+ * so ranks whose settings or files differ still run one schedule;
+ * RG_PMPI_BARRIER_SHM=0
  * on any rank is taken by all (agreed at MPI_Init). A bad setting on any rank
  * makes MPI_Init (and every MPI_Barrier after it) return MPI_ERR_ARG on every
  * rank, with one line on stderr from the lowest such rank; nothing aborts,
@@ -48,13 +54,16 @@
 #include <errno.h>
 #include <math.h>
 #include <mpi.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/json_read.h"
 #include "coll/flags.h"
 #include "coll/sched.h"
+#include "pmpi_config.h"
 
 #define RG_PMPI_EXPORT __attribute__((visibility("default")))
 
@@ -75,7 +84,7 @@ typedef struct rg_pmpi_comm {
 typedef struct rg_pmpi_model {
     int    have;
     double L, o, g, duplex;
-    char   src[96];                       /* where it came from, for RAILGAUGE_PMPI_VERBOSE */
+    char   src[96];                       /* where it came from, for RG_PMPI_VERBOSE */
 } rg_pmpi_model_t;
 
 /* The engines a communicator's barrier can run on. */
@@ -85,7 +94,7 @@ enum { RG_PMPI_MESSAGES = 0, RG_PMPI_FLAGS = 1 };
  * flags on its reference machine (docs/data/barrier-8/model-flags.json: L
  * one signal, o 0, g per further signal, duplex what a signal costs beyond
  * L while its receiver signals too), for communicators on one node
- * when RAILGAUGE_MODEL names none. Messages have no built-in model: their
+ * when RG_PMPI_MODEL names none. Messages have no built-in model: their
  * costs are the network's, which only a measurement knows. */
 static const rg_pmpi_model_t rg__pmpi_flags_default = {
     1, 0.180, 0.0, 0.0086, 0.070, "the built-in flag model"};
@@ -95,51 +104,69 @@ static struct {
     int                    keyval;
     int                    init_err;      /* an MPI error code, or MPI_SUCCESS */
     rg_coll_barrier_spec_t spec;
-    int                    fixed;         /* RAILGAUGE_BARRIER set: spec for every comm */
+    int                    fixed;         /* RG_PMPI_BARRIER set: spec for every comm */
     unsigned long          barriers;      /* barriers run by the schedule */
     char                   choice[32];    /* the barrier of the last new communicator */
     rg_pmpi_model_t        model[2];      /* per engine (RG_PMPI_MESSAGES, RG_PMPI_FLAGS) */
-    int                    shm;           /* RAILGAUGE_BARRIER_SHM: 1 auto, 0 off */
-    int                    verbose;       /* RAILGAUGE_PMPI_VERBOSE: each comm's choice */
+    int                    shm;           /* RG_PMPI_BARRIER_SHM: 1 auto, 0 off */
+    int                    verbose;       /* RG_PMPI_VERBOSE: each comm's choice */
     int                    last_shm;      /* the last new communicator got flags */
+    char                   fixed_by[64];  /* the variable that set the fixed barrier */
 } rg_pmpi = {MPI_KEYVAL_INVALID, MPI_SUCCESS, {RG_COLL_BARRIER_DISSEM, 1}, 0, 0, "",
-             {{0, 0, 0, 0, 0, ""}, {0, 0, 0, 0, 0, ""}}, 1, 0, 0};
+             {{0, 0, 0, 0, 0, ""}, {0, 0, 0, 0, 0, ""}}, 1, 0, 0, ""};
 
-/* ---- RAILGAUGE_MODEL ------------------------------------------------------ */
+/* ---- RG_PMPI_MODEL ----------------------------------------------------------- */
 
-/* The number after "key": in text (from `from` on); -1 where absent or not
- * a finite number (the model writes non-finite values as null). */
-static int rg__pmpi_number(const char *from, const char *key, double *out)
+/* The number key of a model's range into *out where it is finite and >= 0
+ * (the model writes non-finite values as null); -1 where not. */
+static int rg__pmpi_param(const rg_json_val_t *range, const char *key, double *out)
 {
-    const char *p = strstr(from, key);
-    char       *end;
-    double      v;
+    double v;
 
-    if (p == NULL) {
-        return -1;
-    }
-    p += strlen(key);
-    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == ':') {
-        p++;
-    }
-    v = strtod(p, &end);
-    if (end == p || !isfinite(v)) {
+    if (!rg_json_as_double(rg_json_get(range, key), &v) || v < 0) {
         return -1;
     }
     *out = v;
     return 0;
 }
 
-/* L, o and g of the model's first protocol range (small messages) into *m;
- * *flags 1 where the file is a flag model ("engine": "flags"). */
+/* L, o and g of a parsed model's first protocol range (small messages) into
+ * *m; *flags 1 where it is a flag model ("engine": "flags"). */
+static int rg__pmpi_model_doc(const rg_json_val_t *root, rg_pmpi_model_t *m, int *flags,
+                              char *why, size_t cap)
+{
+    const rg_json_val_t *first = rg_json_at(rg_json_get(root, "ranges"), 0);
+
+    if (!rg_json_string_is(rg_json_get(root, "model"), "loggp") || first == NULL) {
+        snprintf(why, cap, "it is not a model-loggp.json or model-flags.json (`railgauge "
+                 "gauge` writes them; for a LoP model use `railgauge tune barrier` and "
+                 "RG_PMPI_BARRIER)");
+        return -1;
+    }
+    if (rg__pmpi_param(first, "L_us", &m->L) != 0 || rg__pmpi_param(first, "o_us", &m->o) != 0 ||
+        rg__pmpi_param(first, "g_us", &m->g) != 0) {
+        snprintf(why, cap, "its first range has no finite L_us, o_us and g_us >= 0");
+        return -1;
+    }
+    if (rg_json_get(first, "duplex_us") != NULL &&
+        rg__pmpi_param(first, "duplex_us", &m->duplex) != 0) {
+        snprintf(why, cap, "its duplex_us is not a finite number >= 0");
+        return -1;
+    }
+    *flags = rg_json_string_is(rg_json_get(root, "engine"), "flags");
+    return 0;
+}
+
+/* A model file (model-loggp.json or model-flags.json) into *m; see
+ * rg__pmpi_model_doc. */
 static int rg__pmpi_read_model(const char *path, rg_pmpi_model_t *m, int *flags, char *why,
                                size_t cap)
 {
-    FILE       *f = fopen(path, "r");
-    char       *text;
-    const char *ranges;
-    long        n;
-    int         rc = -1;
+    FILE         *f = fopen(path, "r");
+    char         *text;
+    rg_json_doc_t doc;
+    long          n;
+    int           rc = -1;
 
     if (f == NULL) {
         snprintf(why, cap, "cannot open it: %s", strerror(errno));
@@ -153,35 +180,22 @@ static int rg__pmpi_read_model(const char *path, rg_pmpi_model_t *m, int *flags,
     }
     if (fread(text, 1, (size_t)n, f) != (size_t)n) {
         snprintf(why, cap, "cannot read it");
+    } else if (rg_json_parse(&doc, text, (size_t)n, NULL, NULL) != RG_OK) {
+        snprintf(why, cap, "it is not a model-loggp.json or model-flags.json: not JSON (line "
+                 "%u, column %u: %s)", doc.err_line, doc.err_col, doc.err_what);
     } else {
-        text[n] = '\0';
-        ranges  = strstr(text, "\"ranges\"");
-        if (strstr(text, "\"model\": \"loggp\"") == NULL || ranges == NULL) {
-            snprintf(why, cap, "it is not a model-loggp.json or model-flags.json (`railgauge "
-                     "gauge` writes them; for a LoP model use `railgauge tune barrier` and "
-                     "RAILGAUGE_BARRIER)");
-        } else if (rg__pmpi_number(ranges, "\"L_us\"", &m->L) != 0 ||
-                   rg__pmpi_number(ranges, "\"o_us\"", &m->o) != 0 ||
-                   rg__pmpi_number(ranges, "\"g_us\"", &m->g) != 0 ||
-                   m->L < 0 || m->o < 0 || m->g < 0) {
-            snprintf(why, cap, "its first range has no finite L_us, o_us and g_us >= 0");
-        } else if (strstr(ranges, "\"duplex_us\"") != NULL &&
-                   (rg__pmpi_number(ranges, "\"duplex_us\"", &m->duplex) != 0 ||
-                    m->duplex < 0)) {
-            snprintf(why, cap, "its duplex_us is not a finite number >= 0");
-        } else {
-            *flags  = strstr(text, "\"engine\": \"flags\"") != NULL;
+        if ((rc = rg__pmpi_model_doc(rg_json_root(&doc), m, flags, why, cap)) == 0) {
             m->have = 1;
             snprintf(m->src, sizeof(m->src), "%s", path);
-            rc = 0;
         }
+        rg_json_doc_fini(&doc);
     }
     free(text);
     fclose(f);
     return rc;
 }
 
-/* RAILGAUGE_MODEL: a model file (for every communicator), or a directory
+/* RG_PMPI_MODEL: a model file (for every communicator), or a directory
  * (the report of `railgauge gauge`): its model-flags.json for communicators
  * on flags, its model-loggp.json for those on messages (and on flags where
  * it has no flag model). */
@@ -203,7 +217,10 @@ static int rg__pmpi_models(const char *path, char *why, size_t cap)
         return 0;
     }
     for (i = 0; i < 2; i++) {
-        snprintf(file, sizeof(file), "%s/%s", path, names[i]);
+        if (snprintf(file, sizeof(file), "%s/%s", path, names[i]) >= (int)sizeof(file)) {
+            snprintf(why, cap, "a directory name too long for its files' names");
+            return -1;
+        }
         if (stat(file, &sb) != 0) {
             continue;
         }
@@ -339,38 +356,69 @@ static int rg__pmpi_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
     return MPI_SUCCESS;
 }
 
+/* The variable that setting `name` of the table is read from now (its RG_
+ * name, or its former name where only that is set), for messages. */
+static const char *rg__pmpi_var(const char *name, char *buf, size_t cap)
+{
+    if (rg_config_source(&rg_pmpi_config_table, rg_pmpi_config_aliases, name, buf, cap,
+                         NULL) != RG_OK) {
+        snprintf(buf, cap, "RG_PMPI_%s", name);
+    }
+    return buf;
+}
+
+static void rg__pmpi_why(char *why, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* The reason of a bad setting into why, cut short where it does not fit (a
+ * model path can be as long as PATH_MAX; one line says enough). */
+static void rg__pmpi_why(char *why, size_t cap, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(why, cap, fmt, ap);
+    va_end(ap);
+}
+
 /* Reads this rank's settings: MPI_SUCCESS, or MPI_ERR_ARG with the reason in
  * why. */
 static int rg__pmpi_settings(char *why, size_t cap)
 {
-    const char *text = getenv("RAILGAUGE_BARRIER");
-    const char *model = getenv("RAILGAUGE_MODEL");
-    const char *shm = getenv("RAILGAUGE_BARRIER_SHM");
-    const char *verbose = getenv("RAILGAUGE_PMPI_VERBOSE");
-    char        sub[300];
-    rg_err_t    err;
+    /* Static: some 5 KiB that the application's stack need not hold. */
+    static rg_pmpi_config_t cfg;
+    char                    sub[300], var[64];
+    rg_err_t                err;
 
     rg_pmpi.fixed = 0;
     rg_pmpi.shm = 1;
-    rg_pmpi.verbose = verbose != NULL && verbose[0] != '\0' && strcmp(verbose, "0") != 0;
     rg_pmpi.model[RG_PMPI_MESSAGES].have = 0;
     rg_pmpi.model[RG_PMPI_FLAGS] = rg__pmpi_flags_default;
-    if (shm != NULL && shm[0] != '\0') {
-        if (strcmp(shm, "0") == 0) {
+    if (rg_config_load_aliased(&rg_pmpi_config_table, rg_pmpi_config_aliases, &cfg, &err) !=
+        RG_OK) {
+        snprintf(why, cap, "%s", rg_err_message(&err));
+        return MPI_ERR_ARG;
+    }
+    rg_pmpi.verbose = cfg.verbose[0] != '\0' && strcmp(cfg.verbose, "0") != 0;
+    if (cfg.barrier_shm[0] != '\0') {
+        if (strcmp(cfg.barrier_shm, "0") == 0) {
             rg_pmpi.shm = 0;
-        } else if (strcmp(shm, "auto") != 0 && strcmp(shm, "1") != 0) {
-            snprintf(why, cap, "RAILGAUGE_BARRIER_SHM=%s: expected auto, 1 or 0", shm);
+        } else if (strcmp(cfg.barrier_shm, "auto") != 0 && strcmp(cfg.barrier_shm, "1") != 0) {
+            snprintf(why, cap, "%s=%s: expected auto, 1 or 0",
+                     rg__pmpi_var("BARRIER_SHM", var, sizeof(var)), cfg.barrier_shm);
             return MPI_ERR_ARG;
         }
     }
-    if (model != NULL && model[0] != '\0' && (text == NULL || text[0] == '\0') &&
-        rg__pmpi_models(model, sub, sizeof(sub)) != 0) {
-        snprintf(why, cap, "RAILGAUGE_MODEL=%s: %s", model, sub);
+    if (cfg.model[0] != '\0' && cfg.barrier[0] == '\0' &&
+        rg__pmpi_models(cfg.model, sub, sizeof(sub)) != 0) {
+        rg__pmpi_why(why, cap, "%s=%s: %s", rg__pmpi_var("MODEL", var, sizeof(var)), cfg.model,
+                     sub);
         return MPI_ERR_ARG;
     }
-    if (text != NULL && text[0] != '\0') {
-        if (rg_coll_barrier_parse(text, 0, &rg_pmpi.spec, &err) != RG_OK) {
-            snprintf(why, cap, "RAILGAUGE_BARRIER: %s", rg_err_message(&err));
+    if (cfg.barrier[0] != '\0') {
+        rg__pmpi_var("BARRIER", rg_pmpi.fixed_by, sizeof(rg_pmpi.fixed_by));
+        if (rg_coll_barrier_parse(cfg.barrier, 0, &rg_pmpi.spec, &err) != RG_OK) {
+            snprintf(why, cap, "%s: %s", rg_pmpi.fixed_by, rg_err_message(&err));
             return MPI_ERR_ARG;
         }
         rg_pmpi.fixed = 1;
@@ -390,7 +438,7 @@ static int rg__pmpi_setup(void)
     PMPI_Comm_size(MPI_COMM_WORLD, &size);
     rg_pmpi.init_err = MPI_SUCCESS;
     /* The lowest rank with a bad setting, and whether every rank allows
-     * flags (a rank with RAILGAUGE_BARRIER_SHM=0 makes it 0 for all: the
+     * flags (a rank with RG_PMPI_BARRIER_SHM=0 makes it 0 for all: the
      * engine's choice is collective). */
     mine[0] = rg__pmpi_settings(why, sizeof(why)) != MPI_SUCCESS ? rank : size;
     mine[1] = rg_pmpi.shm;
@@ -519,7 +567,7 @@ static int rg__pmpi_shm(MPI_Comm comm, MPI_Comm node, rg_pmpi_comm_t *c, int siz
     return PMPI_Barrier(comm);
 }
 
-/* The barrier of a communicator of size ranks on the engine: RAILGAUGE_BARRIER,
+/* The barrier of a communicator of size ranks on the engine: RG_PMPI_BARRIER,
  * else the model's choice for the engine, else dissemination. *why names the
  * source. */
 static rg_coll_barrier_spec_t rg__pmpi_spec(int engine, int size, const char **why)
@@ -527,14 +575,14 @@ static rg_coll_barrier_spec_t rg__pmpi_spec(int engine, int size, const char **w
     static const rg_coll_barrier_spec_t dissem = {RG_COLL_BARRIER_DISSEM, 1};
 
     if (rg_pmpi.fixed) {
-        *why = "RAILGAUGE_BARRIER";
+        *why = rg_pmpi.fixed_by;
         return rg_pmpi.spec;
     }
     if (rg_pmpi.model[engine].have) {
         *why = rg_pmpi.model[engine].src;
         return rg__pmpi_choose(&rg_pmpi.model[engine], size);
     }
-    *why = "no model of the messages (RAILGAUGE_MODEL): dissemination";
+    *why = "no model of the messages (RG_PMPI_MODEL): dissemination";
     return dissem;
 }
 

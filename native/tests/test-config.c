@@ -325,17 +325,44 @@ TEST_IMPL(config_bad_table)
     return 0;
 }
 
-/* Prints the table into a string with open_memstream(); *text_p is freed
- * by the caller. */
-static int rg__test_print(const void *base, char **text_p)
+/* Prints the table (its aliases too, where not NULL) into a string with
+ * open_memstream(); *text_p is freed by the caller. */
+static int rg__test_print_table(const rg_config_table_t *table, const rg_config_alias_t *aliases,
+                                const void *base, char **text_p)
 {
     size_t len;
     FILE  *f = open_memstream(text_p, &len);
 
     ASSERT(f != NULL);
-    rg_config_print(&rg__test_table, base, f);
+    if (aliases != NULL) {
+        rg_config_print_aliased(table, aliases, base, f);
+    } else {
+        rg_config_print(table, base, f);
+    }
     ASSERT(fclose(f) == 0);
     return 0;
+}
+
+static int rg__test_print(const void *base, char **text_p)
+{
+    return rg__test_print_table(&rg__test_table, NULL, base, text_p);
+}
+
+/* 0 where the table prints as expected, else 1 after showing what it
+ * printed. */
+static int rg__test_print_same(const rg_config_table_t *table, const rg_config_alias_t *aliases,
+                               const void *base, const char *expected)
+{
+    char *text = NULL;
+    int   same;
+
+    ASSERT(rg__test_print_table(table, aliases, base, &text) == 0);
+    same = text != NULL && strcmp(text, expected) == 0;
+    if (!same) {
+        fprintf(stderr, "printed:\n%s", text ? text : "(null)");
+    }
+    free(text);
+    return same ? 0 : 1;
 }
 
 TEST_IMPL(config_print)
@@ -349,18 +376,12 @@ TEST_IMPL(config_print)
     ASSERT_OK(rg_config_load(&rg__test_table, &cfg, &err), &err);
     cfg.ring_size = 3 * 1048576;
     cfg.delay_ns  = 2.5e9;
-    ASSERT(rg__test_print(&cfg, &text) == 0);
-    same = text != NULL && strcmp(text,
+    ASSERT(rg__test_print_same(&rg__test_table, NULL, &cfg,
         "RG_UTEST_RING_SIZE  3MiB  (default 64k)    Size of each ring.\n"
         "RG_UTEST_COUNT      8     (default 8)      Slots per ring.\n"
         "RG_UTEST_RATIO      0.5   (default 0.5)    Fill ratio.\n"
         "RG_UTEST_DELAY      2.5s  (default 1.5ms)  Delay between rounds.\n"
-        "RG_UTEST_NAME       \"\"    (default \"\")     Device name.\n") == 0;
-    if (!same) {
-        fprintf(stderr, "printed:\n%s", text ? text : "(null)");
-    }
-    free(text);
-    ASSERT(same);
+        "RG_UTEST_NAME       \"\"    (default \"\")     Device name.\n") == 0);
 
     /* Without a struct, the defaults are listed as values. */
     text = NULL;
@@ -383,6 +404,123 @@ TEST_IMPL(config_print)
         fprintf(stderr, "printed:\n%s", text ? text : "(null)");
     }
     free(text);
+    ASSERT(same);
+    return 0;
+}
+
+/* Former names (aliases): read where the RG_ name is unset, the RG_ name
+ * winning where both are set (even set empty); a bad value named under the
+ * name that gave it; listed after the help. And the PATH type's length. */
+typedef struct rg__test_alias_cfg {
+    char barrier[RG_CONFIG_STRING_MAX];
+    char model[RG_CONFIG_PATH_MAX];
+    int  count;
+} rg__test_alias_cfg_t;
+
+static const rg_config_field_t rg__test_alias_fields[] = {
+    {"BARRIER", "", "The barrier.", offsetof(rg__test_alias_cfg_t, barrier), RG_CONFIG_STRING},
+    {"MODEL", "", "A model file.", offsetof(rg__test_alias_cfg_t, model), RG_CONFIG_PATH},
+    {"COUNT", "8", "", offsetof(rg__test_alias_cfg_t, count), RG_CONFIG_INT},
+    {NULL}
+};
+
+static const rg_config_table_t rg__test_alias_table = {"UTALIAS", rg__test_alias_fields};
+
+static const rg_config_alias_t rg__test_aliases[] = {
+    {"BARRIER", "RGTEST_OLD_BARRIER"},
+    {"COUNT", "RGTEST_OLD_COUNT"},
+    {"COUNT", "RGTEST_OLDER_COUNT"},
+    {NULL, NULL}
+};
+
+static void rg__test_alias_unset(void)
+{
+    unsetenv("RG_UTALIAS_BARRIER");
+    unsetenv("RG_UTALIAS_MODEL");
+    unsetenv("RG_UTALIAS_COUNT");
+    unsetenv("RGTEST_OLD_BARRIER");
+    unsetenv("RGTEST_OLD_COUNT");
+    unsetenv("RGTEST_OLDER_COUNT");
+}
+
+/* Loads the alias table; 0 where it loaded. */
+static int rg__test_alias_load(rg__test_alias_cfg_t *cfg, rg_err_t *err)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    rg_err_clear(err);
+    return rg_config_load_aliased(&rg__test_alias_table, rg__test_aliases, cfg, err) != RG_OK;
+}
+
+TEST_IMPL(config_alias)
+{
+    rg__test_alias_cfg_t cfg;
+    rg_err_t             err;
+    char                 src[64], *longpath;
+    int                  same;
+
+    rg__test_alias_unset();
+    /* The former name alone. */
+    ASSERT(setenv("RGTEST_OLD_BARRIER", "nway:3", 1) == 0);
+    ASSERT(setenv("RGTEST_OLDER_COUNT", "5", 1) == 0);
+    ASSERT(rg__test_alias_load(&cfg, &err) == 0);
+    ASSERT_STR_EQ(cfg.barrier, "nway:3");
+    ASSERT_INT_EQ(cfg.count, 5); /* the second alias, the first being unset */
+    ASSERT_OK(rg_config_source(&rg__test_alias_table, rg__test_aliases, "BARRIER", src,
+                               sizeof(src), &err), &err);
+    ASSERT_STR_EQ(src, "RGTEST_OLD_BARRIER");
+    /* Without the aliases, only the RG_ names are read. */
+    memset(&cfg, 0, sizeof(cfg));
+    ASSERT_OK(rg_config_load(&rg__test_alias_table, &cfg, &err), &err);
+    ASSERT_STR_EQ(cfg.barrier, "");
+    ASSERT_INT_EQ(cfg.count, 8);
+    /* Both: the RG_ name wins, even set empty; the first alias before the second. */
+    ASSERT(setenv("RG_UTALIAS_BARRIER", "linear", 1) == 0);
+    ASSERT(setenv("RGTEST_OLD_COUNT", "6", 1) == 0);
+    ASSERT(rg__test_alias_load(&cfg, &err) == 0);
+    ASSERT_STR_EQ(cfg.barrier, "linear");
+    ASSERT_INT_EQ(cfg.count, 6);
+    ASSERT_OK(rg_config_source(&rg__test_alias_table, rg__test_aliases, "BARRIER", src,
+                               sizeof(src), &err), &err);
+    ASSERT_STR_EQ(src, "RG_UTALIAS_BARRIER");
+    ASSERT(setenv("RG_UTALIAS_BARRIER", "", 1) == 0);
+    ASSERT(rg__test_alias_load(&cfg, &err) == 0);
+    ASSERT_STR_EQ(cfg.barrier, "");
+    /* A bad value is named under the variable that gave it. */
+    ASSERT(setenv("RGTEST_OLD_COUNT", "six", 1) == 0);
+    ASSERT(rg__test_alias_load(&cfg, &err) != 0);
+    ASSERT_INT_EQ(err.status, RG_ERR_PARSE);
+    ASSERT_STR_HAS(err.msg, "environment variable RGTEST_OLD_COUNT='six'");
+    ASSERT(setenv("RG_UTALIAS_COUNT", "seven", 1) == 0);
+    ASSERT(rg__test_alias_load(&cfg, &err) != 0);
+    ASSERT_STR_HAS(err.msg, "environment variable RG_UTALIAS_COUNT='seven'");
+    /* No such setting; no room. */
+    ASSERT_INT_EQ(rg_config_source(&rg__test_alias_table, rg__test_aliases, "NOPE", src,
+                                   sizeof(src), &err), RG_ERR_NOT_FOUND);
+    ASSERT_INT_EQ(rg_config_source(&rg__test_alias_table, rg__test_aliases, "BARRIER", src, 4,
+                                   &err), RG_ERR_RANGE);
+    rg__test_alias_unset();
+
+    /* The listing names the former names after the help. */
+    ASSERT(rg__test_print_same(&rg__test_alias_table, rg__test_aliases, NULL,
+        "RG_UTALIAS_BARRIER  \"\"  (default \"\")  The barrier. (formerly RGTEST_OLD_BARRIER, "
+        "still read)\n"
+        "RG_UTALIAS_MODEL    \"\"  (default \"\")  A model file.\n"
+        "RG_UTALIAS_COUNT    8   (default 8)   (formerly RGTEST_OLD_COUNT, RGTEST_OLDER_COUNT, "
+        "still read)\n") == 0);
+
+    /* A path may be as long as a file name on Linux; a string may not. */
+    longpath = malloc(RG_CONFIG_PATH_MAX + 1);
+    ASSERT(longpath != NULL);
+    memset(longpath, 'p', RG_CONFIG_PATH_MAX);
+    longpath[RG_CONFIG_PATH_MAX - 1] = '\0';
+    same = rg_config_parse(&rg__test_alias_fields[1], longpath, &cfg, &err) == RG_OK &&
+           strlen(cfg.model) == RG_CONFIG_PATH_MAX - 1 &&
+           rg_config_parse(&rg__test_alias_fields[0], longpath, &cfg, &err) == RG_ERR_PARSE;
+    longpath[RG_CONFIG_PATH_MAX - 1] = 'p';
+    longpath[RG_CONFIG_PATH_MAX] = '\0';
+    same = same && rg_config_parse(&rg__test_alias_fields[1], longpath, &cfg, &err) ==
+                       RG_ERR_PARSE && strstr(err.msg, "longer than the limit of 4095") != NULL;
+    free(longpath);
     ASSERT(same);
     return 0;
 }

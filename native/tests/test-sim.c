@@ -10,6 +10,7 @@
 #include "sim/rails.h"
 #include "sim/rxwin_work.h"
 #include "sim/sim.h"
+#include "mutate.h"
 #include "task.h"
 
 /* Parses `text` as GOAL (calc in microseconds) and simulates it; the result
@@ -345,7 +346,7 @@ TEST_IMPL(sim_fuzz_goal)
 
     for (round = 0; round < ROUNDS; round++) {
         const char     *seed = fuzz_seeds[round % 3];
-        size_t          n = strlen(seed), edits, k;
+        size_t          n = strlen(seed);
         rg_sim_sched_t  s;
         rg_sim_result_t res;
         rg_err_t        err;
@@ -353,49 +354,8 @@ TEST_IMPL(sim_fuzz_goal)
         FILE           *f;
 
         memcpy(buf, seed, n);
-        rnd = rnd * 1103515245u + 12345u;
-        edits = 1 + (rnd >> 16) % 6;
-        for (k = 0; k < edits; k++) {
-            size_t at;
-            rnd = rnd * 1103515245u + 12345u;
-            at = n ? (rnd >> 8) % n : 0;
-            switch ((rnd >> 4) % 4) {
-            case 0: /* flip a byte */
-                if (n) {
-                    buf[at] = (char)(rnd >> 20);
-                }
-                break;
-            case 1: { /* insert a word */
-                size_t      nw = sizeof(fuzz_words) / sizeof(*fuzz_words);
-                const char *w = fuzz_words[(rnd >> 12) % nw];
-                size_t      wl = strlen(w);
-                if (n + wl < MAX) {
-                    memmove(buf + at + wl, buf + at, n - at);
-                    memcpy(buf + at, w, wl);
-                    n += wl;
-                }
-                break;
-            }
-            case 2: { /* delete a run */
-                size_t len = 1 + (rnd >> 24) % 8;
-                if (at + len <= n) {
-                    memmove(buf + at, buf + at + len, n - at - len);
-                    n -= len;
-                }
-                break;
-            }
-            default: /* duplicate a run */
-                if (n && n + 32 < MAX) {
-                    size_t len = 1 + (rnd >> 24) % 32;
-                    if (at + len > n) {
-                        len = n - at;
-                    }
-                    memmove(buf + at + len, buf + at, n - at);
-                    n += len;
-                }
-                break;
-            }
-        }
+        rg_test_mutate(buf, &n, MAX, fuzz_words, sizeof(fuzz_words) / sizeof(*fuzz_words), 6,
+                       &rnd);
         f = fmemopen(buf, n ? n : 1, "r");
         ASSERT(f != NULL);
         rg_err_clear(&err);
@@ -794,8 +754,14 @@ TEST_IMPL(sim_rails)
         static const char bad[] = "{\"rails\": [{\"G_us_per_byte\": 1},]}";
         ASSERT(rg_sim_rails_parse_json(bad, strlen(bad), "b.json", &rl, &pol, w, &nw, &err) ==
                RG_ERR_INVALID);
+        /* A trailing comma is no JSON (base/json_read.h reads the whole text first). */
         ASSERT(strstr(rg_err_message(&err), "b.json: not a rails.json (line 1, column 33): "
-                      "each rail must be an object") != NULL);
+                      "a value expected") != NULL);
+        static const char bad2[] = "{\"rails\": [{\"G_us_per_byte\": 1}, 5]}";
+        ASSERT(rg_sim_rails_parse_json(bad2, strlen(bad2), "b.json", &rl, &pol, w, &nw, &err) ==
+               RG_ERR_INVALID);
+        ASSERT(strstr(rg_err_message(&err), "b.json: not a rails.json (line 1, column 34): "
+                      "rails[1]: each rail must be an object") != NULL);
     }
     ASSERT_OK(rg_sim_rails_parse_g("1e-3,0.002,5", &rl, &err), &err);
     ASSERT(rl.nrails == 3 && rl.rail[2].G == 5);

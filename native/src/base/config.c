@@ -28,7 +28,7 @@ typedef union rg__config_value {
     size_t size;
     int    i;
     double d;
-    char   s[RG_CONFIG_STRING_MAX];
+    char   s[RG_CONFIG_PATH_MAX]; /* a string or a path */
 } rg__config_value_t;
 
 typedef struct rg__config_unit {
@@ -289,6 +289,7 @@ static size_t rg__config_type_size(rg_config_type_t type)
     case RG_CONFIG_DOUBLE:  return sizeof(double);
     case RG_CONFIG_TIME_NS: return sizeof(double);
     case RG_CONFIG_STRING:  return RG_CONFIG_STRING_MAX;
+    case RG_CONFIG_PATH:    return RG_CONFIG_PATH_MAX;
     }
     return 0;
 }
@@ -311,11 +312,12 @@ static rg_status_t rg__config_parse_value(const rg_config_field_t *field,
     case RG_CONFIG_TIME_NS:
         return rg__config_parse_time_ns(text, &val->d, err);
     case RG_CONFIG_STRING:
+    case RG_CONFIG_PATH:
         len = strlen(text);
-        if (len >= RG_CONFIG_STRING_MAX) {
+        if (len >= rg__config_type_size(field->type)) {
             return rg_err_set(err, RG_ERR_PARSE, "string of %zu characters is "
-                              "longer than the limit of %d", len,
-                              RG_CONFIG_STRING_MAX - 1);
+                              "longer than the limit of %zu", len,
+                              rg__config_type_size(field->type) - 1);
         }
         memcpy(val->s, text, len + 1);
         return RG_OK;
@@ -367,10 +369,36 @@ static rg_status_t rg__config_env_name(const rg_config_table_t *table,
     return RG_OK;
 }
 
+/* The variable the field is read from (its RG_ name where set, else its
+ * first alias that is set, else its RG_ name) into env, and its text (NULL:
+ * none is set) into *text_p. */
+static rg_status_t rg__config_field_env(const rg_config_table_t *table,
+                                        const rg_config_alias_t *aliases,
+                                        const rg_config_field_t *field, char *env,
+                                        size_t len, const char **text_p, rg_err_t *err)
+{
+    const rg_config_alias_t *a;
+    rg_status_t              status;
+
+    status = rg__config_env_name(table, field, env, len, err);
+    if (status != RG_OK) {
+        return status;
+    }
+    *text_p = getenv(env);
+    for (a = aliases; *text_p == NULL && a != NULL && a->name != NULL; a++) {
+        if (strcmp(a->name, field->name) == 0 && a->env != NULL &&
+            (*text_p = getenv(a->env)) != NULL) {
+            snprintf(env, len, "%s", a->env);
+        }
+    }
+    return RG_OK;
+}
+
 /* Parses the field's default, then its environment variable where set, into
  * *val. A bad default is a bug in the table (RG_ERR_INVALID); a bad variable
  * is the user's (RG_ERR_PARSE), and its message names variable and value. */
 static rg_status_t rg__config_field_load(const rg_config_table_t *table,
+                                         const rg_config_alias_t *aliases,
                                          const rg_config_field_t *field,
                                          rg__config_value_t *val, rg_err_t *err)
 {
@@ -379,7 +407,7 @@ static rg_status_t rg__config_field_load(const rg_config_table_t *table,
     rg_err_t     inner;
     rg_status_t  status;
 
-    status = rg__config_env_name(table, field, env, sizeof(env), err);
+    status = rg__config_field_env(table, aliases, field, env, sizeof(env), &text, err);
     if (status != RG_OK) {
         return status;
     }
@@ -394,7 +422,6 @@ static rg_status_t rg__config_field_load(const rg_config_table_t *table,
         return rg_err_set(err, RG_ERR_INVALID, "default of %s is invalid: %s",
                           env, inner.msg);
     }
-    text = getenv(env);
     if (text == NULL) {
         return RG_OK;
     }
@@ -408,6 +435,13 @@ static rg_status_t rg__config_field_load(const rg_config_table_t *table,
 
 rg_status_t rg_config_load(const rg_config_table_t *table, void *base, rg_err_t *err)
 {
+    return rg_config_load_aliased(table, NULL, base, err);
+}
+
+rg_status_t rg_config_load_aliased(const rg_config_table_t *table,
+                                   const rg_config_alias_t *aliases, void *base,
+                                   rg_err_t *err)
+{
     const rg_config_field_t *field;
     rg__config_value_t       val;
     rg_status_t              status;
@@ -420,7 +454,7 @@ rg_status_t rg_config_load(const rg_config_table_t *table, void *base, rg_err_t 
     /* Every field is checked before any is stored, so that a bad value
      * leaves the whole struct as it was rather than half loaded. */
     for (field = table->fields; field->name != NULL; field++) {
-        status = rg__config_field_load(table, field, &val, err);
+        status = rg__config_field_load(table, aliases, field, &val, err);
         if (status != RG_OK) {
             return status;
         }
@@ -428,7 +462,7 @@ rg_status_t rg_config_load(const rg_config_table_t *table, void *base, rg_err_t 
     /* The second pass parses the same texts again and cannot fail unless
      * another thread changes the environment in between. */
     for (field = table->fields; field->name != NULL; field++) {
-        status = rg__config_field_load(table, field, &val, err);
+        status = rg__config_field_load(table, aliases, field, &val, err);
         if (status != RG_OK) {
             return status;
         }
@@ -505,7 +539,8 @@ static void rg__config_format(const rg_config_field_t *field, const void *base,
             break;
         }
         case RG_CONFIG_STRING:
-            snprintf(buf, len, "%.*s", RG_CONFIG_STRING_MAX - 1, p);
+        case RG_CONFIG_PATH:
+            snprintf(buf, len, "%.*s", (int)rg__config_type_size(field->type) - 1, p);
             break;
         default:
             snprintf(buf, len, "?");
@@ -518,12 +553,42 @@ static void rg__config_format(const rg_config_field_t *field, const void *base,
     }
 }
 
+/* "(formerly A, still read)", or "(formerly A, B, still read)", for a field
+ * with aliases; "" for one without. */
+static void rg__config_alias_note(const rg_config_alias_t *aliases,
+                                  const rg_config_field_t *field, char *buf, size_t len)
+{
+    const rg_config_alias_t *a;
+    size_t                   used = 0;
+    int                      n;
+
+    buf[0] = '\0';
+    for (a = aliases; a != NULL && a->name != NULL && used < len; a++) {
+        if (strcmp(a->name, field->name) == 0 && a->env != NULL) {
+            n = snprintf(buf + used, len - used, "%s%s",
+                         used == 0 ? "(formerly " : ", ", a->env);
+            used += n > 0 ? (size_t)n : 0;
+        }
+    }
+    if (used > 0 && used < len) {
+        snprintf(buf + used, len - used, ", still read)");
+    }
+}
+
 void rg_config_print(const rg_config_table_t *table, const void *base, FILE *out)
+{
+    rg_config_print_aliased(table, NULL, base, out);
+}
+
+void rg_config_print_aliased(const rg_config_table_t *table, const rg_config_alias_t *aliases,
+                             const void *base, FILE *out)
 {
     const rg_config_field_t *field;
     char                     env[RG__CONFIG_ENV_MAX];
-    char                     value[RG_CONFIG_STRING_MAX + 8];
+    char                     value[RG_CONFIG_PATH_MAX + 8];
     char                     dflt[RG_CONFIG_STRING_MAX + 16];
+    char                     note[2 * RG__CONFIG_ENV_MAX];
+    const char              *help;
     size_t                   w_env = 0, w_value = 0, w_dflt = 0, n;
     int                      pass;
 
@@ -541,6 +606,8 @@ void rg_config_print(const rg_config_table_t *table, const void *base, FILE *out
             snprintf(dflt, sizeof(dflt), "(default %s)",
                      (field->dflt != NULL && field->dflt[0] != '\0') ?
                      field->dflt : "\"\"");
+            rg__config_alias_note(aliases, field, note, sizeof(note));
+            help = field->help != NULL ? field->help : "";
             if (pass == 0) {
                 n = strlen(env);
                 w_env = (n > w_env) ? n : w_env;
@@ -548,9 +615,10 @@ void rg_config_print(const rg_config_table_t *table, const void *base, FILE *out
                 w_value = (n > w_value) ? n : w_value;
                 n = strlen(dflt);
                 w_dflt = (n > w_dflt) ? n : w_dflt;
-            } else if (field->help != NULL && field->help[0] != '\0') {
-                fprintf(out, "%-*s  %-*s  %-*s  %s\n", (int)w_env, env,
-                        (int)w_value, value, (int)w_dflt, dflt, field->help);
+            } else if (help[0] != '\0' || note[0] != '\0') {
+                fprintf(out, "%-*s  %-*s  %-*s  %s%s%s\n", (int)w_env, env,
+                        (int)w_value, value, (int)w_dflt, dflt, help,
+                        help[0] != '\0' && note[0] != '\0' ? " " : "", note);
             } else {
                 /* No padding after the last column: no trailing blanks. */
                 fprintf(out, "%-*s  %-*s  %s\n", (int)w_env, env,
@@ -558,4 +626,35 @@ void rg_config_print(const rg_config_table_t *table, const void *base, FILE *out
             }
         }
     }
+}
+
+rg_status_t rg_config_source(const rg_config_table_t *table, const rg_config_alias_t *aliases,
+                             const char *name, char *out, size_t cap, rg_err_t *err)
+{
+    const rg_config_field_t *field;
+    char                     env[RG__CONFIG_ENV_MAX];
+    const char              *text;
+    rg_status_t              status;
+
+    if (table == NULL || table->fields == NULL || name == NULL || out == NULL) {
+        return rg_err_set(err, RG_ERR_INVALID, "rg_config_source: an argument is NULL");
+    }
+    for (field = table->fields; field->name != NULL; field++) {
+        if (strcmp(field->name, name) == 0) {
+            break;
+        }
+    }
+    if (field->name == NULL) {
+        return rg_err_set(err, RG_ERR_NOT_FOUND, "no setting %s in the table of %s", name,
+                          table->prefix != NULL ? table->prefix : "");
+    }
+    status = rg__config_field_env(table, aliases, field, env, sizeof(env), &text, err);
+    if (status != RG_OK) {
+        return status;
+    }
+    if (strlen(env) >= cap) {
+        return rg_err_set(err, RG_ERR_RANGE, "%s does not fit %zu bytes", env, cap);
+    }
+    snprintf(out, cap, "%s", env);
+    return RG_OK;
 }

@@ -153,47 +153,50 @@ void rg_json_array_end(rg_json_t *js)
     rg__json_close(js, ']', 0);
 }
 
-/* Returns the length of the valid UTF-8 sequence at s (1 to 4), or 0 where
- * the bytes there are not valid UTF-8 (overlong forms, surrogates and code
- * points above U+10FFFF included). */
-static size_t rg__json_utf8_len(const unsigned char *s)
+/* RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF (the
+ * second byte's range says which); shared with the reader (json_read.c). */
+size_t rg__json_utf8_len(const unsigned char *s, const unsigned char *end)
 {
-    if (s[0] < 0x80) {
+    unsigned c = s[0], lo = 0x80, hi = 0xBF;
+    size_t   n, i;
+
+    if (c < 0x80) {
         return 1;
     }
-    if (s[0] >= 0xc2 && s[0] <= 0xdf) {
-        return ((s[1] & 0xc0) == 0x80) ? 2 : 0;
+    if (c >= 0xC2 && c <= 0xDF) {
+        n = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        n  = 3;
+        lo = c == 0xE0 ? 0xA0 : 0x80;   /* overlong below */
+        hi = c == 0xED ? 0x9F : 0xBF;   /* UTF-16 surrogates above */
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        n  = 4;
+        lo = c == 0xF0 ? 0x90 : 0x80;   /* overlong below */
+        hi = c == 0xF4 ? 0x8F : 0xBF;   /* above U+10FFFF */
+    } else {
+        return 0;
     }
-    if (s[0] >= 0xe0 && s[0] <= 0xef) {
-        if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 ||
-            (s[0] == 0xe0 && s[1] < 0xa0) ||     /* overlong */
-            (s[0] == 0xed && s[1] >= 0xa0)) {    /* UTF-16 surrogate */
+    if ((size_t)(end - s) < n || s[1] < lo || s[1] > hi) {
+        return 0;
+    }
+    for (i = 2; i < n; i++) {
+        if ((s[i] & 0xC0) != 0x80) {
             return 0;
         }
-        return 3;
     }
-    if (s[0] >= 0xf0 && s[0] <= 0xf4) {
-        if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 ||
-            (s[3] & 0xc0) != 0x80 ||
-            (s[0] == 0xf0 && s[1] < 0x90) ||     /* overlong */
-            (s[0] == 0xf4 && s[1] >= 0x90)) {    /* above U+10FFFF */
-            return 0;
-        }
-        return 4;
-    }
-    return 0;
+    return n;
 }
 
 /* Writes s as a quoted JSON string. Control characters are escaped (the
  * common ones in their short form, the rest as \u00XX); bytes that are not
  * valid UTF-8 become U+FFFD, because a strict reader (Python's json on
  * bytes) rejects the whole record otherwise and such bytes come from outside
- * (host names, strerror text in some locale). The continuation-byte checks
- * in rg__json_utf8_len() stop at the NUL, so they never read past it. */
+ * (host names, strerror text in some locale). */
 static void rg__json_quoted(rg_json_t *js, const char *s)
 {
     const unsigned char *p = (const unsigned char *)s;
     const unsigned char *run = p;
+    const unsigned char *end = p + strlen(s);
     char                 esc[8];
     size_t               n;
 
@@ -201,7 +204,7 @@ static void rg__json_quoted(rg_json_t *js, const char *s)
     while (*p != '\0') {
         const char *rep = NULL;
 
-        n = rg__json_utf8_len(p);
+        n = rg__json_utf8_len(p, end);
         if (n > 1) {
             p += n;
             continue;

@@ -65,4 +65,9 @@ const char *rg_json_text(const rg_json_t *js);
  * incomplete record (RG_ERR_INVALID); RG_ERR_IO where the write fails. */
 rg_status_t rg_json_write_line(const rg_json_t *js, FILE *f, rg_err_t *err);
 
+/* Not public; shared with the reader (json_read.h): the length (1 to 4) of
+ * the valid UTF-8 sequence at s, which ends before end, or 0 where it is not
+ * one (overlong forms, surrogates and code points above U+10FFFF are not). */
+size_t rg__json_utf8_len(const unsigned char *s, const unsigned char *end);
+
 #endif /* RG_BASE_JSON_H */

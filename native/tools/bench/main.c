@@ -11,6 +11,7 @@
 #include "base/config.h"
 #include "base/timer.h"
 #include "bench.h"
+#include "pmpi_config.h"
 #include "proto/proto.h"
 #include "rails/rails.h"
 
@@ -78,6 +79,23 @@ static void rg__bench_usage(FILE *f)
         "  -h, --help         this text\n");
 }
 
+/* One table loaded from the environment now (its former names too) and
+ * listed; RG_BENCH_EXIT_USAGE where a value is bad. */
+static int rg__bench_print_table(const rg_config_table_t *t, const rg_config_alias_t *aliases,
+                                 void *scratch, size_t size)
+{
+    rg_err_t err;
+
+    memset(scratch, 0, size);
+    if (rg_config_load_aliased(t, aliases, scratch, &err) != RG_OK) {
+        fprintf(stderr, "railgauge-bench: %s\n", rg_err_message(&err));
+        return RG_BENCH_EXIT_USAGE;
+    }
+    printf("[%s]\n", t->prefix);
+    rg_config_print_aliased(t, aliases, scratch, stdout);
+    return 0;
+}
+
 /* Every setting of the layers below, as loaded from the environment now. */
 static int rg__bench_print_config(void)
 {
@@ -98,13 +116,14 @@ static int rg__bench_print_config(void)
         rg_config_print(*t, scratch, stdout);
     }
     /* The runtime's (the barrier and rxwin patterns run over it). */
-    memset(scratch, 0, sizeof(scratch));
-    if (rg_config_load(&rg_proto_config_table, scratch, &err) != RG_OK) {
-        fprintf(stderr, "railgauge-bench: %s\n", rg_err_message(&err));
+    if (rg__bench_print_table(&rg_proto_config_table, NULL, scratch, sizeof(scratch)) != 0) {
         rc = RG_BENCH_EXIT_USAGE;
-    } else {
-        printf("[%s]\n", rg_proto_config_table.prefix);
-        rg_config_print(&rg_proto_config_table, scratch, stdout);
+    }
+    /* The PMPI library's (native/pmpi), read in the MPI programs it is
+     * preloaded into, with the former names it still reads. */
+    if (rg__bench_print_table(&rg_pmpi_config_table, rg_pmpi_config_aliases, scratch,
+                              sizeof(scratch)) != 0) {
+        rc = RG_BENCH_EXIT_USAGE;
     }
     return rc;
 }

@@ -52,15 +52,16 @@ def pmpi_library_path(flavour: str) -> Path:
 def pmpi(flavour: str, print_path: bool) -> int:
     """The PMPI library that replaces MPI_Barrier with a barrier of coll/.
 
-    LD_PRELOAD=$(railgauge pmpi --print-path --mpi openmpi) RAILGAUGE_BARRIER=nway:3
-    mpirun.openmpi -n 16 ./app   (RAILGAUGE_BARRIER: linear, binomial, recdbl, dissem,
-    nway:N; `railgauge tune barrier` gives the choice for a model; docs/coll.md)."""
+    LD_PRELOAD=$(railgauge pmpi --print-path --mpi openmpi) RG_PMPI_BARRIER=nway:3
+    mpirun.openmpi -n 16 ./app   (RG_PMPI_BARRIER, formerly RAILGAUGE_BARRIER, still read:
+    linear, binomial, recdbl, dissem, nway:N; `railgauge tune barrier` gives the choice for
+    a model; `railgauge-bench --print-config` lists every RG_PMPI_ setting; docs/coll.md)."""
     path = pmpi_library_path(flavour)
     term = Terminal()
     if print_path:
         term.result(str(path))
         return 0
     term.result(f"librailgauge-pmpi ({flavour}): {path}")
-    term.result(f"use: LD_PRELOAD={path} RAILGAUGE_BARRIER=nway:3 "
+    term.result(f"use: LD_PRELOAD={path} RG_PMPI_BARRIER=nway:3 "
                 f"{LAUNCHERS[flavour]} -n 16 ./app")
     return 0
