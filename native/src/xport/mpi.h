@@ -6,7 +6,9 @@
  *                  forwards to the plugin, so that the transport is listed and
  *                  found like any other while MPI stays out of the tools;
  *   mpi.c          in each MPI plugin (built with mpicc.openmpi, mpicc.mpich):
- *                  MPI point-to-point on a duplicate of MPI_COMM_WORLD.
+ *                  MPI point-to-point on a duplicate of MPI_COMM_WORLD, with
+ *                  mpi_open.c (open, close) and mpi_int.h (their private
+ *                  header).
  */
 #ifndef RG_XPORT_MPI_H
 #define RG_XPORT_MPI_H

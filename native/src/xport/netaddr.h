@@ -5,7 +5,7 @@
  * with one setting for every rank: RG_TCP_IFACE=eth1 or
  * RG_TCP_SUBNET=10.1.0.0/16 names a different address on every host.
  *
- * Used by tcp.c (RG_TCP_IFACE, RG_TCP_SUBNET) and ofi_open.c (RG_OFI_IFACE,
+ * Used by tcp_open.c (RG_TCP_IFACE, RG_TCP_SUBNET) and ofi_open.c (RG_OFI_IFACE,
  * RG_OFI_SUBNET).
  */
 #ifndef RG_XPORT_NETADDR_H

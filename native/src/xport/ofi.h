@@ -1,7 +1,8 @@
 /*
  * railgauge: the ofi transport's private header, shared by ofi.c (the data
- * path and the ops table) and ofi_open.c (provider selection, endpoint,
- * address exchange, close). The design is described at the top of ofi.c.
+ * path and the ops table), ofi_open.c (provider selection, endpoint,
+ * address exchange, close) and ofi_win.c (memory windows: registration,
+ * exchange, one-sided writes). The design is described at the top of ofi.c.
  */
 #ifndef RG_XPORT_OFI_H
 #define RG_XPORT_OFI_H
@@ -114,12 +115,33 @@ static inline const char *rg__ofi_prov(const rg__ofi_t *ofi)
     return ofi->info != NULL ? ofi->info->fabric_attr->prov_name : "?";
 }
 
-/* Shared between the two files. */
+/* A request counts towards its peer's waits from posting to completion; a
+ * peer found dead while something waits for it fails the transport. */
+static inline void rg__ofi_wait_add(rg__ofi_t *ofi, const rg_xreq_t *req)
+{
+    if (req->peer == RG_XPORT_ANY_SOURCE) {
+        ofi->any_waits++;
+    } else {
+        ofi->peers[req->peer].waits++;
+    }
+}
+
+/* Shared between the files: ofi.c */
 rg__ofi_op_t *rg__ofi_op_get(rg__ofi_t *ofi);
 void          rg__ofi_op_put(rg__ofi_t *ofi, rg__ofi_op_t *op);
 rg_status_t   rg__ofi_cq_poll(rg__ofi_t *ofi);
+rg_status_t   rg__ofi_op_error(rg__ofi_t *ofi, int peer, int errnum, const char *doing,
+                               const char *detail);
+
+/* ofi_open.c */
 rg_status_t   rg__ofi_open(const char *name, rg_boot_t *boot, rg_xport_t **xp_p,
                            rg_err_t *err);
 void          rg__ofi_close(rg_xport_t *xp);
+
+/* ofi_win.c */
+rg_status_t   rg__ofi_win_create(rg_xport_t *xp, void *base, size_t len, rg_xwin_t **win_p);
+rg_status_t   rg__ofi_win_write(rg_xport_t *xp, rg_xwin_t *win, int peer, size_t off,
+                                rg_xreq_t *req);
+void          rg__ofi_win_free(rg_xport_t *xp, rg_xwin_t *win);
 
 #endif /* RG_XPORT_OFI_H */

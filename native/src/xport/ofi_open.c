@@ -915,34 +915,22 @@ static rg_status_t rg__ofi_av_fill(rg__ofi_t *ofi, const unsigned char *names,
     return RG_OK;
 }
 
-rg_status_t rg__ofi_open(const char *name, rg_boot_t *boot, rg_xport_t **xp_p,
-                         rg_err_t *err)
+/* The settings of this instance: the config table, then what the name
+ * says ("ofi:<provider>" and where), each checked. */
+static rg_status_t rg__ofi_settings(const char *name, rg__ofi_config_t *cfg, rg_err_t *err)
 {
-    rg__ofi_config_t cfg;
-    rg__ofi_record_t rec, *recs = NULL;
-    rg__ofi_t       *ofi;
-    unsigned char    own[RG__OFI_RECORD_LEN];
-    unsigned char   *blobs = NULL, *names = NULL, *mine = NULL;
-    void            *ep_name = NULL;
-    size_t           name_max = 1;
-    rg_status_t      status, setup;
-    rg_err_t         setup_err;
-    uint64_t         host = rg_host_id();
-    unsigned         tag_bits = 64;
-    int              size = rg_boot_size(boot), rank = rg_boot_rank(boot), i;
-    int              no_rma_rank = -1;
-    char             pbuf[RG_CONFIG_STRING_MAX];
+    rg_status_t status;
 
-    status = rg_config_load(&rg_xport_ofi_config_table, &cfg, err);
+    status = rg_config_load(&rg_xport_ofi_config_table, cfg, err);
     if (status != RG_OK) {
         return status;
     }
-    if (!(cfg.connect_timeout_ns >= 1e6 && cfg.connect_timeout_ns <= 3600e9)) {
+    if (!(cfg->connect_timeout_ns >= 1e6 && cfg->connect_timeout_ns <= 3600e9)) {
         return rg_err_set(err, RG_ERR_RANGE,
                           "RG_OFI_CONNECT_TIMEOUT=%gns is outside 1ms .. 1h",
-                          cfg.connect_timeout_ns);
+                          cfg->connect_timeout_ns);
     }
-    status = rg__ofi_variant_where(name, &cfg, err);
+    status = rg__ofi_variant_where(name, cfg, err);
     if (status != RG_OK) {
         return status;
     }
@@ -950,6 +938,143 @@ rg_status_t rg__ofi_open(const char *name, rg_boot_t *boot, rg_xport_t **xp_p,
         return rg_err_set(err, RG_ERR_NOT_FOUND,
                           "transport 'ofi:' names no provider (ofi:tcp, ofi:shm, ofi:udp, "
                           "ofi:verbs, ofi:efa, ofi:cxi or any libfabric provider name)");
+    }
+    return RG_OK;
+}
+
+/* Reads every rank's record of the first allgather (blobs, into recs):
+ * fails naming a rank whose setup failed, else takes each peer's pid and
+ * host and agrees on the smallest head, fragment and tag width. Raises
+ * *name_max_p to the longest name; *no_rma_rank_p is the first rank
+ * without FI_RMA, or -1. */
+static rg_status_t rg__ofi_agree(rg__ofi_t *ofi, const unsigned char *blobs,
+                                 rg__ofi_record_t *recs, uint64_t host, size_t *name_max_p,
+                                 int *no_rma_rank_p, rg_err_t *err)
+{
+    size_t   name_max    = *name_max_p;
+    unsigned tag_bits    = 64;
+    int      no_rma_rank = -1, i;
+
+    ofi->frag = SIZE_MAX;
+    ofi->head = SIZE_MAX;
+    for (i = 0; i < ofi->super.size; i++) {
+        rg__ofi_record_get(blobs + (size_t)i * RG__OFI_RECORD_LEN, &recs[i]);
+        if (recs[i].status != RG_OK) {
+            return rg_err_set(err, RG_ERR_BOOTSTRAP,
+                              "rank %d could not open its %s endpoint (%s)", i, ofi->name,
+                              rg_status_name((rg_status_t)recs[i].status));
+        }
+        ofi->peers[i].pid   = recs[i].pid;
+        ofi->peers[i].local = recs[i].host == host;
+        name_max = recs[i].name_len > name_max ? recs[i].name_len : name_max;
+        ofi->frag = recs[i].frag < ofi->frag ? (size_t)recs[i].frag : ofi->frag;
+        ofi->head = recs[i].head < ofi->head ? (size_t)recs[i].head : ofi->head;
+        tag_bits  = recs[i].tag_bits < tag_bits ? recs[i].tag_bits : tag_bits;
+        if (!(recs[i].flags & RG__OFI_REC_RMA) && no_rma_rank < 0) {
+            no_rma_rank = i;
+        }
+    }
+    /* Continuation tags hold the train number above one flag bit. */
+    ofi->tag_bits   = tag_bits;
+    ofi->train_mask = tag_bits >= 33 ? UINT64_C(0xffffffff)
+                                     : (UINT64_C(1) << (tag_bits > 1 ? tag_bits - 1 : 1)) - 1;
+    *name_max_p    = name_max;
+    *no_rma_rank_p = no_rma_rank;
+    return RG_OK;
+}
+
+/* The second allgather: every rank's endpoint name (this rank's is ep_name,
+ * of name_len bytes), padded to the longest, into the AV; then, once every
+ * rank's AV holds every rank, the greetings that make the connections. */
+static rg_status_t rg__ofi_connect(rg__ofi_t *ofi, const void *ep_name, size_t name_len,
+                                   const rg__ofi_record_t *recs, size_t name_max,
+                                   uint64_t timeout_ns, rg_err_t *err)
+{
+    unsigned char *names, *mine;
+    rg_status_t    status;
+
+    names = calloc((size_t)ofi->super.size, name_max);
+    mine  = calloc(1, name_max);
+    if (names == NULL || mine == NULL) {
+        free(mine);
+        free(names);
+        return rg_err_set(err, RG_ERR_NOMEM, "cannot allocate %d ofi addresses",
+                          ofi->super.size);
+    }
+    memcpy(mine, ep_name, name_len);
+    status = rg_boot_allgather(ofi->super.boot, mine, name_max, names, err);
+    if (status == RG_OK) {
+        status = rg__ofi_av_fill(ofi, names, name_max, recs, err);
+    }
+    /* No rank may send before every rank's AV knows it (connectionless
+     * providers drop or refuse messages from unknown sources). */
+    if (status == RG_OK) {
+        status = rg_boot_barrier(ofi->super.boot, err);
+    }
+    if (status == RG_OK) {
+        status = rg__ofi_greet(ofi, timeout_ns, err);
+    }
+    free(mine);
+    free(names);
+    return status;
+}
+
+/* What the agreed endpoints offer: injects, one-sided writes, the sizes in
+ * attr and the reasons for what is missing; and the inject staging buffer. */
+static rg_status_t rg__ofi_offer(rg__ofi_t *ofi, const rg__ofi_config_t *cfg, int no_rma_rank,
+                                 rg_err_t *err)
+{
+    /* An inject completes before the peer has the data, and xport.h lets a
+     * caller stop calling once its send is complete. Where reliability is a
+     * software protocol over datagrams (rxd), only this rank's later calls
+     * into libfabric would retransmit it; the tcp provider queues it in this
+     * process while the socket is busy and writes it only when called again
+     * (a peer then waits for it forever, seen in the conformance suite): no
+     * injects there. */
+    ofi->send_safe               = cfg->send_safe != 0;
+    ofi->inject                  = cfg->inject != 0 &&
+                                   !(cfg->send_safe &&
+                                     (ofi->info->ep_attr->protocol == FI_PROTO_RXD ||
+                                      rg__ofi_is_tcp(rg__ofi_prov(ofi))));
+    ofi->inject_size             = ofi->inject ? ofi->info->tx_attr->inject_size : 0;
+    ofi->rma                     = no_rma_rank < 0;
+    ofi->super.attr.same_host    = (ofi->info->caps & FI_LOCAL_COMM) != 0 &&
+                                   (ofi->info->caps & FI_REMOTE_COMM) == 0;
+    ofi->super.attr.max_msg_size = SIZE_MAX;
+    ofi->super.attr.inject_size  = ofi->inject_size < ofi->head ? ofi->inject_size
+                                                                : ofi->head - 1;
+    ofi->live_check_ns           = rg_time_mono_ns();
+    rg__ofi_why_not(ofi, cfg, no_rma_rank);
+    if (ofi->super.attr.inject_size > 0 &&
+        (ofi->inject_buf = malloc(ofi->super.attr.inject_size)) == NULL) {
+        return rg_err_set(err, RG_ERR_NOMEM, "cannot allocate an inject buffer");
+    }
+    return RG_OK;
+}
+
+/* Open, in steps: the settings; the handle; this rank's endpoint; the
+ * exchange of the records, and the agreement on sizes; the exchange of the
+ * names, the AV and the greetings; then what the endpoints offer. */
+rg_status_t rg__ofi_open(const char *name, rg_boot_t *boot, rg_xport_t **xp_p,
+                         rg_err_t *err)
+{
+    rg__ofi_config_t cfg;
+    rg__ofi_record_t rec, *recs = NULL;
+    rg__ofi_t       *ofi;
+    unsigned char    own[RG__OFI_RECORD_LEN];
+    unsigned char   *blobs = NULL;
+    void            *ep_name = NULL;
+    size_t           name_max = 1;
+    rg_status_t      status, setup;
+    rg_err_t         setup_err;
+    uint64_t         host = rg_host_id();
+    int              size = rg_boot_size(boot), rank = rg_boot_rank(boot);
+    int              no_rma_rank = -1;
+    char             pbuf[RG_CONFIG_STRING_MAX];
+
+    status = rg__ofi_settings(name, &cfg, err);
+    if (status != RG_OK) {
+        return status;
     }
     ofi = calloc(1, sizeof(*ofi));
     if (ofi == NULL) {
@@ -997,84 +1122,18 @@ rg_status_t rg__ofi_open(const char *name, rg_boot_t *boot, rg_xport_t **xp_p,
         status = setup;
         goto err_close;
     }
-    ofi->frag = SIZE_MAX;
-    ofi->head = SIZE_MAX;
-    for (i = 0; i < size; i++) {
-        rg__ofi_record_get(blobs + (size_t)i * RG__OFI_RECORD_LEN, &recs[i]);
-        if (recs[i].status != RG_OK) {
-            status = rg_err_set(err, RG_ERR_BOOTSTRAP,
-                                "rank %d could not open its %s endpoint (%s)", i, name,
-                                rg_status_name((rg_status_t)recs[i].status));
-            goto err_close;
-        }
-        ofi->peers[i].pid   = recs[i].pid;
-        ofi->peers[i].local = recs[i].host == host;
-        name_max = recs[i].name_len > name_max ? recs[i].name_len : name_max;
-        ofi->frag = recs[i].frag < ofi->frag ? (size_t)recs[i].frag : ofi->frag;
-        ofi->head = recs[i].head < ofi->head ? (size_t)recs[i].head : ofi->head;
-        tag_bits  = recs[i].tag_bits < tag_bits ? recs[i].tag_bits : tag_bits;
-        if (!(recs[i].flags & RG__OFI_REC_RMA) && no_rma_rank < 0) {
-            no_rma_rank = i;
-        }
-    }
-    /* Continuation tags hold the train number above one flag bit. */
-    ofi->tag_bits   = tag_bits;
-    ofi->train_mask = tag_bits >= 33 ? UINT64_C(0xffffffff)
-                                     : (UINT64_C(1) << (tag_bits > 1 ? tag_bits - 1 : 1)) - 1;
-
-    /* The names, padded to the longest. */
-    names = calloc((size_t)size, name_max);
-    mine  = calloc(1, name_max);
-    if (names == NULL || mine == NULL) {
-        status = rg_err_set(err, RG_ERR_NOMEM, "cannot allocate %d ofi addresses", size);
-        goto err_close;
-    }
-    memcpy(mine, ep_name, rec.name_len);
-    status = rg_boot_allgather(boot, mine, name_max, names, err);
+    status = rg__ofi_agree(ofi, blobs, recs, host, &name_max, &no_rma_rank, err);
     if (status == RG_OK) {
-        status = rg__ofi_av_fill(ofi, names, name_max, recs, err);
-    }
-    /* No rank may send before every rank's AV knows it (connectionless
-     * providers drop or refuse messages from unknown sources). */
-    if (status == RG_OK) {
-        status = rg_boot_barrier(boot, err);
+        status = rg__ofi_connect(ofi, ep_name, rec.name_len, recs, name_max,
+                                 (uint64_t)cfg.connect_timeout_ns, err);
     }
     if (status == RG_OK) {
-        status = rg__ofi_greet(ofi, (uint64_t)cfg.connect_timeout_ns, err);
+        status = rg__ofi_offer(ofi, &cfg, no_rma_rank, err);
     }
     if (status != RG_OK) {
         goto err_close;
     }
-
-    /* An inject completes before the peer has the data, and xport.h lets a
-     * caller stop calling once its send is complete. Where reliability is a
-     * software protocol over datagrams (rxd), only this rank's later calls
-     * into libfabric would retransmit it; the tcp provider queues it in this
-     * process while the socket is busy and writes it only when called again
-     * (a peer then waits for it forever, seen in the conformance suite): no
-     * injects there. */
-    ofi->send_safe               = cfg.send_safe != 0;
-    ofi->inject                  = cfg.inject != 0 &&
-                                   !(cfg.send_safe &&
-                                     (ofi->info->ep_attr->protocol == FI_PROTO_RXD ||
-                                      rg__ofi_is_tcp(rg__ofi_prov(ofi))));
-    ofi->inject_size             = ofi->inject ? ofi->info->tx_attr->inject_size : 0;
-    ofi->rma                     = no_rma_rank < 0;
-    ofi->super.attr.same_host    = (ofi->info->caps & FI_LOCAL_COMM) != 0 &&
-                                   (ofi->info->caps & FI_REMOTE_COMM) == 0;
-    ofi->super.attr.max_msg_size = SIZE_MAX;
-    ofi->super.attr.inject_size  = ofi->inject_size < ofi->head ? ofi->inject_size
-                                                                : ofi->head - 1;
-    ofi->live_check_ns           = rg_time_mono_ns();
-    rg__ofi_why_not(ofi, &cfg, no_rma_rank);
-    if (ofi->super.attr.inject_size > 0 &&
-        (ofi->inject_buf = malloc(ofi->super.attr.inject_size)) == NULL) {
-        status = rg_err_set(err, RG_ERR_NOMEM, "cannot allocate an inject buffer");
-        goto err_close;
-    }
     free(ep_name);
-    free(mine);
-    free(names);
     free(blobs);
     free(recs);
     *xp_p = &ofi->super;
@@ -1082,8 +1141,6 @@ rg_status_t rg__ofi_open(const char *name, rg_boot_t *boot, rg_xport_t **xp_p,
 
 err_close:
     free(ep_name);
-    free(mine);
-    free(names);
     free(blobs);
     free(recs);
     rg__ofi_close(&ofi->super);
