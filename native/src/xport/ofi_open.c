@@ -1111,15 +1111,8 @@ rg_status_t rg__ofi_open(const char *name, rg_boot_t *boot, rg_xport_t **xp_p,
     rec.pid      = (int32_t)getpid();
     rec.host     = host;
     rg__ofi_record_put(own, &rec);
-    status = rg_boot_allgather(boot, own, sizeof(own), blobs, err);
+    status = rg_xport_join_setup(boot, setup, &setup_err, own, sizeof(own), blobs, err);
     if (status != RG_OK) {
-        goto err_close;
-    }
-    if (setup != RG_OK) {
-        if (err != NULL) {
-            *err = setup_err;
-        }
-        status = setup;
         goto err_close;
     }
     status = rg__ofi_agree(ofi, blobs, recs, host, &name_max, &no_rma_rank, err);

@@ -730,15 +730,8 @@ rg_status_t rg__tcp_open(const char *name, rg_boot_t *boot, rg_xport_t **xp_p,
     setup = rg__tcp_listen(tcp, &cfg, &lfd, &setup_err);
     tcp->me.status = setup;
     rg__tcp_blob_put(mine, &tcp->me);
-    status = rg_boot_allgather(boot, mine, sizeof(mine), all, err);
+    status = rg_xport_join_setup(boot, setup, &setup_err, mine, sizeof(mine), all, err);
     if (status != RG_OK) {
-        goto err_close;
-    }
-    if (setup != RG_OK) {
-        if (err != NULL) {
-            *err = setup_err;
-        }
-        status = setup;
         goto err_close;
     }
     status = rg__tcp_connect_lower(tcp, &cfg, all, err);

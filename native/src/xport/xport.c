@@ -669,6 +669,20 @@ rg_status_t rg_xport_win_range(rg_xport_t *xp, uint64_t win_len, int peer, size_
                       "bytes", req->len, off, peer, (unsigned long long)win_len);
 }
 
+rg_status_t rg_xport_join_setup(rg_boot_t *boot, rg_status_t setup, const rg_err_t *setup_err,
+                                const void *own, size_t len, void *all, rg_err_t *err)
+{
+    rg_status_t status = rg_boot_allgather(boot, own, len, all, err);
+
+    if (status != RG_OK) {
+        return status;
+    }
+    if (setup != RG_OK && err != NULL) {
+        *err = *setup_err;
+    }
+    return setup;
+}
+
 /* A pid is dead when it is gone or a zombie (exited, not yet reaped). */
 int rg_xport_pid_dead(pid_t pid)
 {

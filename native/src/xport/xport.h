@@ -306,6 +306,14 @@ const char *rg_xport_strerror(const rg_xport_t *xp);
 rg_status_t rg_xport_win_range(rg_xport_t *xp, uint64_t win_len, int peer, size_t off,
                                rg_xreq_t *req);
 
+/* For transports: the address exchange of an open that every rank joins,
+ * with the status of its own set-up (setup, and setup_err where it failed),
+ * so that a failure on one rank fails the open on all instead of leaving
+ * them waiting: the allgather of own (len bytes a rank) into all, then the
+ * set-up's failure. RG_OK when both went well; else the error, in err. */
+rg_status_t rg_xport_join_setup(rg_boot_t *boot, rg_status_t setup, const rg_err_t *setup_err,
+                                const void *own, size_t len, void *all, rg_err_t *err);
+
 /* For transports: 1 when pid is gone or a zombie (exited, not yet reaped),
  * which is how peers on this host are found dead while a rank waits. */
 int rg_xport_pid_dead(pid_t pid);

@@ -123,6 +123,12 @@ double      rg_bench_elapsed_s(const rg_bench_t *bench);
  * is at most target_rel. */
 rg_status_t rg_bench_point_stable(double *samples, size_t count, double target_rel,
                                   rg_stats_t *stats, rg_err_t *err, int *stable);
+/* The next batch of an adaptive point (prtt.c): about batch_ns of work at
+ * per_rep_ns a repetition, at least the repetitions still missing for
+ * min_reps and at least min_batch, never past budget_left_s nor max_reps
+ * repetitions in all (count so far). 0: stop. */
+size_t rg_bench_next_batch(size_t count, double per_rep_ns, double batch_ns, size_t min_batch,
+                           size_t min_reps, size_t max_reps, double budget_left_s);
 
 /* Messages above this need more memory than a benchmark should take. */
 #define RG_BENCH_SIZE_LIMIT ((size_t)1 << 30)

@@ -1101,22 +1101,10 @@ static rg_status_t rg__onen_measure(rg_onen_t *on, rg_onen_point_t *pt)
         if (o->budget_s > 0 && rg_bench_elapsed_s(on->bench) >= o->budget_s) {
             break;
         }
-        want = (size_t)(RG_ONEN_BATCH_NS / (per_rep_ns > 1 ? per_rep_ns : 1));
-        if (count + want < (size_t)o->min_reps) {
-            want = (size_t)o->min_reps - count;
-        }
-        if ((o->point_budget_s - spent_s) * 1e9 / per_rep_ns < (double)want) {
-            want = (size_t)((o->point_budget_s - spent_s) * 1e9 / per_rep_ns) + 1;
-        }
-        if (want < RG_ONEN_MIN_BATCH) {
-            want = RG_ONEN_MIN_BATCH;
-        }
-        if (count + want > (size_t)o->max_reps) {
-            want = (size_t)o->max_reps - count;
-        }
-        if (count + want > on->cap) {
-            want = on->cap - count;
-        }
+        want = rg_bench_next_batch(count, per_rep_ns, RG_ONEN_BATCH_NS, RG_ONEN_MIN_BATCH,
+                                   (size_t)o->min_reps,
+                                   (size_t)o->max_reps < on->cap ? (size_t)o->max_reps : on->cap,
+                                   o->point_budget_s - spent_s);
         if (want == 0) {
             break;
         }

@@ -83,6 +83,26 @@ rg_status_t rg_bench_point_stable(double *samples, size_t count, double target_r
     return st;
 }
 
+size_t rg_bench_next_batch(size_t count, double per_rep_ns, double batch_ns, size_t min_batch,
+                           size_t min_reps, size_t max_reps, double budget_left_s)
+{
+    size_t want = (size_t)(batch_ns / (per_rep_ns > 1 ? per_rep_ns : 1));
+
+    if (count + want < min_reps) {
+        want = min_reps - count;
+    }
+    if (budget_left_s * 1e9 / per_rep_ns < (double)want) {
+        want = (size_t)(budget_left_s * 1e9 / per_rep_ns) + 1;
+    }
+    if (want < min_batch) {
+        want = min_batch;
+    }
+    if (count + want > max_reps) {
+        want = max_reps > count ? max_reps - count : 0;
+    }
+    return want;
+}
+
 double rg_bench_elapsed_s(const rg_bench_t *bench)
 {
     return (double)(rg_time_mono_ns() - bench->start_ns) * 1e-9;
@@ -290,21 +310,8 @@ static rg_status_t rg__bench_measure(rg_bench_t *bench, rg_bench_point_t *pt,
         if (o->budget_s > 0 && rg_bench_elapsed_s(bench) >= o->budget_s) {
             break;
         }
-        /* The next batch: about RG_BENCH_BATCH_NS of work, at least the
-         * repetitions still missing for min_reps, never past the budgets. */
-        want = (size_t)(RG_BENCH_BATCH_NS / (per_rep_ns > 1 ? per_rep_ns : 1));
-        if (count + want < lim->min_reps) {
-            want = lim->min_reps - count;
-        }
-        if ((lim->budget_s - spent_s) * 1e9 / per_rep_ns < (double)want) {
-            want = (size_t)((lim->budget_s - spent_s) * 1e9 / per_rep_ns) + 1;
-        }
-        if (want < RG_BENCH_MIN_BATCH) {
-            want = RG_BENCH_MIN_BATCH;
-        }
-        if (count + want > lim->max_reps) {
-            want = lim->max_reps > count ? lim->max_reps - count : 0;
-        }
+        want = rg_bench_next_batch(count, per_rep_ns, RG_BENCH_BATCH_NS, RG_BENCH_MIN_BATCH,
+                                   lim->min_reps, lim->max_reps, lim->budget_s - spent_s);
         if (want == 0) {
             break;
         }
