@@ -323,17 +323,20 @@ def _int_value(rec: dict[str, Any], key: str, where: str) -> int:
     return int(value)
 
 
-def _time_value(rec: dict[str, Any], key: str, where: str, *, required: bool) -> float | None:
-    value = rec.get(key)
+def time_value(value: Any, key: str, where: str, error: type[Exception] = MeasurementError, *,
+               required: bool = False) -> float | None:
+    """A record's time in us: a finite number >= 0; None where it is null and not required.
+    Raises error naming where and key otherwise."""
     if value is None:
         if required:
-            raise MeasurementError(f"{where}: '{key}' is null; a finite time is required")
+            raise error(f"{where}: '{key}' is null; a finite time is required")
         return None
     if not finite_number(value):
-        raise MeasurementError(f"{where}: '{key}' must be a finite number, got {value!r}")
+        what = "a finite number" if required else "a finite number or null"
+        raise error(f"{where}: '{key}' must be {what}, got {value!r}")
     out = float(value)
     if out < 0.0:
-        raise MeasurementError(f"{where}: '{key}' is negative ({out!r} us)")
+        raise error(f"{where}: '{key}' is negative ({out!r} us)")
     return out
 
 
@@ -354,16 +357,16 @@ def _parse_prtt(rec: dict[str, Any], path: str, line: int) -> PrttPoint:
     count = _int_value(rec, "count", where)
     if count < 1:
         raise MeasurementError(f"{where}: 'count' must be >= 1, got {count}")
-    d_us = _time_value(rec, "d_us", where, required=True)
-    median = _time_value(rec, "median_us", where, required=True)
+    d_us = time_value(rec.get("d_us"), "d_us", where, required=True)
+    median = time_value(rec.get("median_us"), "median_us", where, required=True)
     assert d_us is not None and median is not None
-    d_actual = _time_value(rec, "d_actual_us", where, required=False)
+    d_actual = time_value(rec.get("d_actual_us"), "d_actual_us", where)
     excess = rec.get("delay_excess_us")
     if excess is not None and not finite_number(excess):
         raise MeasurementError(
             f"{where}: 'delay_excess_us' must be a finite number, got {excess!r}"
         )
-    times = {k: _time_value(rec, k, where, required=False) for k in OPTIONAL_TIME_KEYS}
+    times = {k: time_value(rec.get(k), k, where) for k in OPTIONAL_TIME_KEYS}
 
     ci = record_ci95(rec, where, MeasurementError)
     stable = record_stable(rec, where, MeasurementError)

@@ -45,11 +45,11 @@ import numpy as np
 from railgauge import __version__
 from railgauge.measurements import (
     Blocks,
-    finite_number,
     json_records,
     read_blocks,
     record_ci95,
     record_stable,
+    time_value,
 )
 
 __all__ = [
@@ -246,17 +246,6 @@ def _int_value(value: Any, key: str, where: str) -> int:
     return int(value)
 
 
-def _time_value(value: Any, key: str, where: str) -> float | None:
-    if value is None:
-        return None
-    if not finite_number(value):
-        raise OnenError(f"{where}: '{key}' must be a finite number or null, got {value!r}")
-    out = float(value)
-    if out < 0.0:
-        raise OnenError(f"{where}: '{key}' is negative ({out!r} us)")
-    return out
-
-
 def _check_enum(value: Any, key: str, allowed: Sequence[str], where: str) -> str:
     if value not in allowed:
         raise OnenError(
@@ -287,7 +276,7 @@ def _parse_onen(rec: dict[str, Any], path: str, line: int) -> OnenPoint:
     count = _int_value(rec["count"], "count", where)
     if count < 1:
         raise OnenError(f"{where}: 'count' must be >= 1, got {count}")
-    times = {k: _time_value(rec.get(k), k, where) for k in OPTIONAL_TIME_KEYS}
+    times = {k: time_value(rec.get(k), k, where, OnenError) for k in OPTIONAL_TIME_KEYS}
     if times["rtt_min_us"] is None and times["rtt_median_us"] is None:
         raise OnenError(
             f"{where}: onen record has no round time: 'rtt_min_us' and 'rtt_median_us' are "
