@@ -122,6 +122,11 @@ def test_rendezvous_override_and_real_models() -> None:
     assert rendezvous_at(shm)[0] == 65536
     # MPICH over UCX (Netgauge's own measurement): its rendezvous between 8193 and 9217 B.
     assert rendezvous_at(load_source(NG_MPICH).model)[0] == 9217
+    # Open MPI (vader) with its eager limit moved (OMPI_MCA_btl_vader_eager_limit): found
+    # where it was put, past the changes of small sizes that step only one of the two.
+    for limit in (4096, 32768):
+        doc = json.loads((DATA / "export" / f"model-openmpi-eager{limit}.json").read_text())
+        assert rendezvous_at(doc)[0] == limit
 
 
 # ----------------------------------------------------------------------------------------

@@ -270,8 +270,10 @@ def boundary_steps(fit: LoggpFit) -> list[dict[str, float]]:
     """For every protocol change of the model (the first size of each range but the
     first), the steps at that size of the one-way time PRTT(1,0,s)/2 (``dh_us``), of the
     overheads o_s(s) + o_r(s) (``do_us``) and of G_all(s) (``dgall_us``): the new range's
-    value minus the old range's line carried on to that size; ``h_us`` is the old value,
-    ``score`` = (max(dh, 0) + max(do, 0)) / h."""
+    value minus the old range's line carried on to that size; ``h_us`` is the larger of the
+    two one-way times there, ``score`` = (dh + do) / h where both step up, else 0 (a
+    handshake adds to the one-way time and to the overheads: the request and the clear to
+    send are handled at both ends)."""
     out: list[dict[str, float]] = []
     for old, new in zip(fit.ranges, fit.ranges[1:], strict=False):
         s = float(new.from_bytes)
@@ -279,10 +281,12 @@ def boundary_steps(fit: LoggpFit) -> list[dict[str, float]]:
         b = _series_at(new, s, first=True)
         dh = b["h"] - a["h"]
         do = (b["os"] + b["or"]) - (a["os"] + a["or"])
-        h = max(a["h"], 1e-12)
-        out.append({"at_bytes": s, "h_us": a["h"], "dh_us": dh, "do_us": do,
-                    "dgall_us": b["gall"] - a["gall"],
-                    "score": (max(dh, 0.0) + max(do, 0.0)) / h})
+        # The larger of the two one-way times: the old range's line carried past a short
+        # range can fall near 0 or below, which must not make a small step look huge.
+        h = max(a["h"], b["h"], 1e-12)
+        score = (dh + do) / h if dh > 0.0 and do > 0.0 else 0.0
+        out.append({"at_bytes": s, "h_us": h, "dh_us": dh, "do_us": do,
+                    "dgall_us": b["gall"] - a["gall"], "score": score})
     return out
 
 
@@ -292,9 +296,9 @@ def rendezvous_at(model: dict[str, Any] | LoggpFit,
 
     ``override`` (``--rendezvous-at SIZE``) wins. Otherwise the rule (docs/export.md): a
     rendezvous adds a handshake before the data, so at the switch the one-way time
-    PRTT(1,0,s)/2 and the overheads step up. Of the model's protocol changes, the one with
-    the largest step up of PRTT(1,0,s)/2 plus o_s(s) + o_r(s), relative to PRTT(1,0,s)/2
-    just below it, is the switch, where that step is at least
+    PRTT(1,0,s)/2 and the overheads step up. Of the model's protocol changes where both
+    PRTT(1,0,s)/2 and o_s(s) + o_r(s) step up, the one with the largest sum of the two steps,
+    relative to PRTT(1,0,s)/2 there, is the switch, where that is at least
     :data:`RENDEZVOUS_MIN_STEP` (5%); the size is the first size of the range above it.
     None where the model has one range, or no change steps up that much (all eager).
     """
@@ -319,6 +323,6 @@ def rendezvous_at(model: dict[str, Any] | LoggpFit,
     return at, (
         f"inferred: at the protocol change to {at} B, PRTT(1,0,s)/2 steps by "
         f"{best['dh_us']:+.4g} us and o_s+o_r by {best['do_us']:+.4g} us "
-        f"({100.0 * best['score']:+.0f}% of the one-way time {best['h_us']:.4g} us below it), "
-        f"the largest step up of the model's changes ({listed})"
+        f"({100.0 * best['score']:+.0f}% of the one-way time {best['h_us']:.4g} us there), "
+        f"the largest step up of both among the model's changes ({listed})"
     )
