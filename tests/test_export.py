@@ -232,9 +232,10 @@ def test_netgauge_round_trip_through_fit(rndv: tuple[Path, dict[str, Any]],
             lo, hi = a["ci95"][key]
             slack = 1e-9 + 0.02 * abs(a[key])
             assert lo - slack <= b[key] <= hi + slack, (key, b[key], a["ci95"][key])
-    # The model's L, g, G are in the rows of each range (what CODES uses).
-    for r in rows:
-        rng = [x for x in doc["ranges"] if x["from_bytes"] <= r[0]][-1]
+    # The model's L, g, G are in the rows (what CODES uses), each row those of the sizes
+    # CODES gives it: from the previous row's size up to its own.
+    for prev, r in zip([rows[0], *rows[:-1]], rows, strict=True):
+        rng = [x for x in doc["ranges"] if x["from_bytes"] <= prev[0]][-1]
         assert r[5] == pytest.approx(rng["L_us"], rel=1e-6)
         assert r[8] == pytest.approx(rng["g_us"], rel=1e-6)
         assert r[9] == pytest.approx(rng["G_us_per_byte"], rel=1e-6)

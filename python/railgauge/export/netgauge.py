@@ -10,7 +10,7 @@ asserting 11 fields: so every row holds 11 numbers, no line is blank, and a comm
 in the first column. It keeps the rows in ``table[100]`` without a bound check, so a table
 for CODES holds at most 100 rows (:data:`CODES_MAX_ROWS`, ``--max-rows``). For a message of
 s bytes it takes L, g and G (microseconds, us per byte) of the first row whose size is
-above s (the last row beyond the table).
+above s (the last row beyond the table, the first below it).
 
 What a row holds:
 
@@ -23,7 +23,11 @@ What a row holds:
   (PRTT(n,d,s) - PRTT(1,0,s))/(n-1) - d, all that is read from it, is kept exactly.
 * ``o_r``: the measured receive overhead (``orecv``; where a size has none, o_s(s): the
   paper's assumption, said in a comment line).
-* ``L``, ``g``, ``G``: the fitted model's, of the range of the size (what CODES uses);
+* ``L``, ``g``, ``G``: the fitted model's (what CODES uses), of the range of the sizes
+  CODES gives the row: it takes a message's parameters from the first row whose size is
+  above the message's, so a row serves the sizes from the previous row's size up to its
+  own, and holds the parameters of the previous row's range (the first row its own; the
+  last row also serves every size beyond the table);
   ``o_s``: the measured send overhead of the size as above; ``lsqu(g,G)``: the sum of the
   squared residuals (us^2) of the range's measured G_all(s) about its line g + (s-1) G.
 """
@@ -94,6 +98,9 @@ def netgauge_table(meas: Measurements, fit: LoggpFit, *, max_rows: int = CODES_M
     rows = choose_rows(sizes, keep, max_rows)
     at = {int(s): i for i, s in enumerate(tr.sizes)}
     idx = np.asarray(range_index(fit, np.asarray(rows, dtype=np.float64)))
+    # CODES gives a message of s bytes the row of the first size above s, so row i serves
+    # the sizes from row i-1's up to its own: its L, g, G are those of row i-1's range.
+    serves = np.asarray(range_index(fit, np.asarray(rows[:1] + rows[:-1], dtype=np.float64)))
     shifted: list[int] = []
     o_r_missing: list[int] = []
     o_r_all = np.asarray(tr.o_r, dtype=np.float64)
@@ -122,7 +129,8 @@ def netgauge_table(meas: Measurements, fit: LoggpFit, *, max_rows: int = CODES_M
     lines.append("# to get o: plot \"./loggp.out\" using 1:(($5-$3)/($2-1)-$3)")
     lines.append("# to get g,G: plot \"./loggp.out\" using 1:($4-$3)/($2-1)")
     lines.append(f"# railgauge export --to netgauge of {source or 'measurements'}: times in us; "
-                 "L, g, G of the fitted model's range of each size; o_s, o_r measured")
+                 "o_s, o_r measured; L, g, G of the fitted model for the sizes from the "
+                 "previous row's up to this row's (CODES' lookup)")
     if shifted:
         lines.append(f"# PRTT(n,d,s) at {len(shifted)} size(s) carried from the measured d to "
                      "d = PRTT(1,0,s) as written here, with the send overhead kept")
@@ -130,7 +138,7 @@ def netgauge_table(meas: Measurements, fit: LoggpFit, *, max_rows: int = CODES_M
         lines.append(f"# no measured o_r at {len(o_r_missing)} size(s): o_r = o_s there")
     if len(rows) < len(sizes):
         lines.append(f"# {len(rows)} of {len(sizes)} sizes (--max-rows {max_rows})")
-    for v, r in zip(vals, idx, strict=True):
+    for v, r in zip(vals, serves, strict=True):
         rng = fit.ranges[int(r)]
         cells = [str(v["size"]), str(v["n"])] + [_fmt(x) for x in (
             v["p1"], v["pn"], v["pd"], rng.L_us, v["o_s"], v["o_r"], rng.g_us,
