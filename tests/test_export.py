@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from conftest import find_native_tool
 from railgauge.export.common import ExportSource, load_source, rendezvous_at
 from railgauge.export.files import ExportError
 from railgauge.export.loggopsim import NO_RENDEZVOUS_S, export_loggopsim, parse_size_span
@@ -329,9 +330,22 @@ def test_netgauge_out_not_overwritten_on_failure(rndv: tuple[Path, dict[str, Any
     assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.out"]
 
 
-def test_measure_format_netgauge_help() -> None:
-    res = _run(["measure", "--help"])
-    assert res.returncode == 0 and "--format" in res.stdout and "netgauge" in res.stdout
+def test_measure_format_netgauge(tmp_path: Path) -> None:
+    """`railgauge measure --format netgauge`: a short shm run straight into the table (the
+    JSON Lines beside it), which CODES' rules accept and `railgauge fit` reads."""
+    find_native_tool("railgauge-bench")
+    table = tmp_path / "loggp.out"
+    res = _run(["measure", "--quick", "--budget", "10", "--max-size", "1KiB", "--passes", "1",
+                "--format", "netgauge", "--out", str(table)])
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "loggp.out.jsonl").is_file()
+    rows = _codes_rows(table.read_text())
+    sizes = [int(r[0]) for r in rows]
+    # The budget may end before the last size has all three patterns.
+    assert len(sizes) >= 3 and sizes[0] == 1 and sizes[-1] <= 1024
+    fitted = _run(["fit", str(table), "--json", "--out", str(tmp_path / "m.json")])
+    assert fitted.returncode == 0, fitted.stderr
+    assert json.loads(fitted.stdout)["ranges"]
 
 
 def test_default_out_names(rndv: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
