@@ -99,6 +99,31 @@ def test_load_source_kinds(rndv: tuple[Path, dict[str, Any]]) -> None:
     assert ng.transport == "netgauge" and not ng.intra_host and ng.model["ranges"]
 
 
+def test_intra_host_from_the_placement_record(tmp_path: Path) -> None:
+    """gauge / measure append a placement record (where the ranks ran); the reader skips
+    it, the export reads it: MPI ranks started without hosts share one host."""
+    from types import SimpleNamespace
+
+    from railgauge.gauge import append_placement
+    from railgauge.measurements import read_measurements
+
+    meas = synth_prtt(ONE, sweep_sizes(4096, per_octave=1), noise=0.005, transport="mpi")
+    for name, plan, expect in (
+        ("local", SimpleNamespace(launcher="openmpi", hosts=None, hostfile=None, netns=None),
+         True),
+        ("apart", SimpleNamespace(launcher="mpich", hosts=["a", "b"], hostfile=None,
+                                  netns=None), False),
+    ):
+        path = tmp_path / f"{name}.jsonl"
+        write_jsonl(meas, path)
+        assert not load_source(path).intra_host  # no placement: MPI taken as a network
+        append_placement(plan, path)
+        assert json.loads(path.read_text().splitlines()[-1])["one_host"] is expect
+        assert len(read_measurements(path).records) == len(meas.records)
+        src = load_source(path)
+        assert src.intra_host is expect, src.intra_host_reason
+
+
 @pytest.mark.parametrize("params, expect", [(RNDV, True), (GAP_ONLY, False), (ONE, False)],
                          ids=["rendezvous", "gap-only", "one-range"])
 def test_rendezvous_inferred_on_synthetic_models(tmp_path: Path, params: list[tuple[float, ...]],

@@ -136,21 +136,36 @@ def _fit_measurements(path: Path) -> dict[str, Any]:
     return dict(doc)
 
 
-def _header_of(path: Path | None) -> dict[str, Any]:
-    """The first header record of a railgauge measurements file ({} where none)."""
+def _records_of(path: Path | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The first header record and the last ``placement`` record of a railgauge
+    measurements file ({} where none, or not such a file)."""
+    header: dict[str, Any] = {}
+    placement: dict[str, Any] = {}
     if path is None:
-        return {}
+        return header, placement
     try:
         with path.open(encoding="utf-8") as f:
             for raw in f:
-                raw = raw.strip()
-                if not raw:
+                if '"header"' not in raw and '"placement"' not in raw:
                     continue
                 rec = json.loads(raw)
-                return rec if isinstance(rec, dict) and rec.get("type") == "header" else {}
+                if not isinstance(rec, dict):
+                    continue
+                if rec.get("type") == "header" and not header:
+                    header = rec
+                elif rec.get("type") == "placement":
+                    placement = rec
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return {}
-    return {}
+        pass
+    return header, placement
+
+
+def _measured_file(model: dict[str, Any]) -> Path | None:
+    """The measurements file a model was fitted from, where it is still there."""
+    files = (model.get("source") or {}).get("files") or []
+    if len(files) == 1 and Path(str(files[0])).is_file():
+        return Path(str(files[0]))
+    return None
 
 
 def _is_loopback(address: str) -> bool:
@@ -161,14 +176,25 @@ def _is_loopback(address: str) -> bool:
         return host == "localhost"
 
 
-def _intra_host(transport: str, header: dict[str, Any],
+def _intra_host(transport: str, header: dict[str, Any], placement: dict[str, Any],
                 model: dict[str, Any]) -> tuple[bool, str]:
-    """Whether the measurement was within one host, and why it is taken to be."""
+    """Whether the measurement was within one host, and why it is taken to be: the
+    transport (shm), else the ``placement`` record of railgauge gauge / measure (ranks
+    started without --hosts, --hostfile or --netns), else what older files say (a TCP
+    loopback address, libfabric's shm provider, railgauge's own launcher)."""
     info = header.get("transport_info") or (model.get("source") or {}).get("transport_info")
     info = info if isinstance(info, dict) else {}
     name = transport.split(":", 1)[0]
     if name == "shm":
         return True, "shm: shared memory between ranks of one host"
+    if isinstance(placement.get("one_host"), bool):
+        launcher = placement.get("launcher") or "local"
+        if placement["one_host"]:
+            return True, (f"{name}: the ranks were started on one host ({launcher} launcher "
+                          "without --hosts, --hostfile or --netns)")
+        where = [f"{k} {placement[k]}" for k in ("hosts", "hostfile", "netns")
+                 if placement.get(k)]
+        return False, f"{name}: the ranks ran apart ({', '.join(where)}): a network path"
     if name == "tcp":
         addr = str(info.get("address", ""))
         if addr and _is_loopback(addr):
@@ -238,9 +264,9 @@ def load_source(path: str | Path) -> ExportSource:
         beside = meas_path.with_name(MODEL_FILE)
         if beside.is_file() and _read_json_object(beside) == model:
             model_path = beside
-    header = _header_of(meas_path)
+    header, placement = _records_of(meas_path or _measured_file(model))
     transport = str(header.get("transport") or model.get("transport") or "unknown")
-    intra, why = _intra_host(transport, header, model)
+    intra, why = _intra_host(transport, header, placement, model)
     return ExportSource(model=model, model_path=model_path, report_dir=report_dir,
                         measurements_path=meas_path, transport=transport, intra_host=intra,
                         intra_host_reason=why)
