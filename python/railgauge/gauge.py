@@ -94,9 +94,33 @@ def measure_prtt_step(plan: Any, out: Path, ui: Terminal) -> Any:
 
     try:
         with ui.progress(f"PRTT over {plan.transport}") as cb:
-            return measure_prtt(plan, out, progress=cb, fit_boundaries=fit_boundaries)
+            res = measure_prtt(plan, out, progress=cb, fit_boundaries=fit_boundaries)
     except (MeasureError, NativeToolError, LaunchError) as exc:
         raise GaugeError(str(exc)) from None
+    append_placement(plan, out)
+    return res
+
+
+def append_placement(plan: Any, out: Path) -> None:
+    """Appends a ``placement`` record to the measurements: where the ranks ran, as far as
+    the launch says (the header names rank 0's host only). ``one_host`` is True where the
+    ranks were started without --hosts, --hostfile or --netns (railgauge's launcher starts
+    them here; an MPI launcher without hosts does too, outside a batch allocation that
+    spreads them). Readers skip the record type (docs/fit.md); the exports read it
+    (docs/export.md). A file that cannot be appended to is left as it is."""
+    rec = {
+        "type": "placement",
+        "launcher": getattr(plan, "launcher", None) or "local",
+        "hosts": getattr(plan, "hosts", None),
+        "hostfile": getattr(plan, "hostfile", None),
+        "netns": getattr(plan, "netns", None),
+        "one_host": all(getattr(plan, k, None) is None for k in ("hosts", "hostfile", "netns")),
+    }
+    try:
+        with Path(out).open("a", encoding="utf-8") as f:
+            f.write(json.dumps(rec) + "\n")
+    except OSError:
+        pass
 
 
 def measure_onen_step(plan: Any, out: Path, ui: Terminal, *, ranks: int,

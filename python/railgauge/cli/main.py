@@ -41,6 +41,7 @@ SHORT_HELP: dict[str, str] = {
     "tune": "Choose the fastest algorithm from the model",
     "pmpi": "Put the n-way barrier under an MPI program",
     "rxwin": "Workloads over the adaptive shared receive window",
+    "export": "The model for SimGrid, LogGOPSim, CODES/Netgauge",
 }
 
 
@@ -83,6 +84,10 @@ def _register() -> None:
     from railgauge.cli import rxwin
 
     cli.add_command(rxwin.rxwin)
+
+    from railgauge.cli import export
+
+    cli.add_command(export.export)
 
 
 _register()
