@@ -7,6 +7,8 @@ Data: docs/data/barrier-8 (a full `railgauge gauge` over shm, 1 B .. 1 KiB: its
 model-loggp.json and the prtt-shm.jsonl it was fitted from), tests/data/simgrid (a
 `railgauge gauge --quick` model over shm, 1 B .. 1 MiB, whose predictions come from
 pieces), and a two-range network model with a rendezvous switch made here from the first.
+native/tools/smpi/coll_smpi.c runs the dissemination barrier and the pairwise alltoall at
+P = 64 under SMPI against `railgauge sim` on the same model (the last tests).
 
 Tolerances (what SimGrid 3.32 meets, measured): against the model, SMPI's PRTT(1,0,s) and,
 in eager sizes, PRTT(n,d,s) within 1e-4 relative (SimGrid rounds times to 1e-9 s). Against
@@ -30,6 +32,7 @@ from typing import Any
 
 import pytest
 
+from conftest import run_cli
 from railgauge.export.common import ExportSource
 from railgauge.export.files import ExportError
 from railgauge.export.simgrid import export_simgrid, smpi_cfg
@@ -40,7 +43,7 @@ SHM_DIR = ROOT / "docs" / "data" / "barrier-8"
 SHM_MODEL = SHM_DIR / "model-loggp.json"
 SHM_MEAS = SHM_DIR / "prtt-shm.jsonl"
 QUICK_MODEL = ROOT / "tests" / "data" / "simgrid" / "model-loggp-quick-shm.json"
-PROGRAM = ROOT / "native" / "tools" / "smpi" / "prtt_smpi.c"
+SMPI_TOOLS = ROOT / "native" / "tools" / "smpi"
 
 HAVE_SIMGRID = shutil.which("smpicc") is not None and shutil.which("smpirun") is not None
 needs_simgrid = pytest.mark.skipif(
@@ -191,17 +194,26 @@ def test_an_existing_folder_is_not_overwritten(tmp_path: Path) -> None:
 # ----------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def prtt_smpi(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def _smpicc(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
     if not HAVE_SIMGRID:
         pytest.skip("SimGrid's smpicc/smpirun not installed (Debian: libsimgrid-dev)")
-    exe = tmp_path_factory.mktemp("smpi") / "prtt_smpi"
+    exe = tmp_path_factory.mktemp("smpi") / name
     subprocess.run(
         ["smpicc", "-std=c11", "-D_POSIX_C_SOURCE=200809L", "-Wall", "-Wextra", "-Werror",
-         "-O2", "-o", str(exe), str(PROGRAM)],
+         "-O2", "-o", str(exe), str(SMPI_TOOLS / f"{name}.c")],
         check=True, capture_output=True, text=True, timeout=120,
     )
     return exe
+
+
+@pytest.fixture(scope="module")
+def prtt_smpi(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _smpicc(tmp_path_factory, "prtt_smpi")
+
+
+@pytest.fixture(scope="module")
+def coll_smpi(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _smpicc(tmp_path_factory, "coll_smpi")
 
 
 def _run(exe: Path, res: dict[str, Any], sizes: list[str], n: int = 16) -> list[dict[str, Any]]:
@@ -287,3 +299,59 @@ def test_smpi_follows_a_model_with_pieces(tmp_path: Path, prtt_smpi: Path) -> No
             # Below the model's, but for the sizes below the piece's first, where the
             # overhead line cut to the round trip's slope lies a little higher.
             assert rec["us"] <= pred * (1 + 1e-3), rec
+
+
+# ----------------------------------------------------------------------------------------
+# Collectives at P = 64: SMPI against railgauge sim on the same model and schedule
+# ----------------------------------------------------------------------------------------
+
+
+def _pairwise_alltoall_goal(ranks: int, size: int) -> str:
+    """SMPI's ``pair`` alltoall as GOAL: step i (1 .. P-1) exchanges with rank XOR i, a
+    send and a receive that start when both of step i-1 are done (MPI_Sendrecv). SMPI's
+    step 0, the copy to itself, has no message."""
+    out = [f"num_ranks {ranks}"]
+    for r in range(ranks):
+        out.append(f"rank {r} {{")
+        for i in range(1, ranks):
+            out.append(f"  s{i}: send {size}b to {r ^ i} tag {i}")
+            out.append(f"  r{i}: recv {size}b from {r ^ i} tag {i}")
+            if i > 1:
+                out += [f"  {a}{i} requires {b}{i - 1}" for a in "sr" for b in "sr"]
+        out.append("}")
+    return "\n".join(out) + "\n"
+
+
+@needs_simgrid
+@pytest.mark.parametrize(("op", "size"), [("barrier", 0), ("alltoall", 8), ("alltoall", 1024)])
+def test_collectives_at_64_ranks_agree_with_railgauge_sim(
+    tmp_path: Path, coll_smpi: Path, op: str, size: int
+) -> None:
+    """The dissemination barrier (SMPI's ompi_bruck) and the pairwise alltoall (pair) at
+    P = 64, one rank a host on the star, against railgauge sim's LogGOPS on the same model.
+    Measured: the barrier 1.614 us (SMPI) against 1.615 us, the alltoall of 8 B 17.06
+    against 17.07 us, of 1 KiB 32.35 against 33.21 us (SMPI 2.6% below: it shares the
+    links' bandwidth among the messages in flight where LogGOPS serialises them at the
+    NIC, g + (s-1) G each). Tolerance 10%, the issue's target."""
+    ranks = 64
+    res = export_simgrid(_source(_load(SHM_MODEL), intra_host=False), tmp_path / "sg",
+                         hosts=ranks, topology="flat", rendezvous=None,
+                         rendezvous_reason="test")
+    proc = subprocess.run(
+        ["smpirun", "-np", str(ranks), *res["smpirun_args"], *PROOF_CFG,
+         "--cfg=smpi/barrier:ompi_bruck", "--cfg=smpi/alltoall:pair", str(coll_smpi), op,
+         *([str(size)] if op == "alltoall" else [])],
+        capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    smpi = json.loads(proc.stdout.strip().splitlines()[-1])["makespan_us"]
+    if op == "barrier":
+        sim_args = ["barrier", "--algorithm", "dissemination", "-P", str(ranks)]
+    else:
+        goal = tmp_path / "alltoall.goal"
+        goal.write_text(_pairwise_alltoall_goal(ranks, size), encoding="utf-8")
+        sim_args = ["goal", str(goal)]
+    sim = run_cli("sim", *sim_args, "--model", str(SHM_MODEL), "--json")
+    assert sim.returncode == 0, sim.stderr
+    makespan = json.loads(sim.stdout)["makespan_us"]
+    assert _rel(smpi, makespan) <= 0.10, (smpi, makespan)
