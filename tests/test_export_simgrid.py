@@ -237,6 +237,24 @@ def _export(tmp_path: Path, model: dict[str, Any], *, intra_host: bool = True,
 
 
 @needs_simgrid
+def test_every_option_is_one_of_simgrids(tmp_path: Path, prtt_smpi: Path) -> None:
+    """SimGrid refuses an unknown key and then lists the keys it has (--help-cfg of the
+    installed version): every option the export writes is among them."""
+    res = _export(tmp_path, _network_model(), intra_host=False, rendezvous=16384)
+    proc = subprocess.run(
+        ["smpirun", "-np", "2", *res["smpirun_args"][:4], "--cfg=railgauge/no-such-key:1",
+         str(prtt_smpi), "1"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert proc.returncode != 0
+    known = {line.split(":")[0].strip() for line in proc.stderr.splitlines()
+             if line.startswith("  ") and ": (" in line}
+    assert "smpi/os" in known
+    ours = {a[len("--cfg="):].split(":", 1)[0] for a in res["smpirun_args"][4:]}
+    assert ours <= known, ours - known
+
+
+@needs_simgrid
 def test_smpi_reproduces_the_shm_model_and_measurement(tmp_path: Path, prtt_smpi: Path) -> None:
     model = _load(SHM_MODEL)
     meas = _measured(SHM_MEAS)
