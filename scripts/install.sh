@@ -10,7 +10,9 @@ devpkgs=""
 if [ "${1:-}" = "--dev" ]; then
     extra="[test]"
     # clang: libFuzzer for the GOAL parser's fuzz test (14 MB download, 113 MB installed).
-    devpkgs="clang"
+    # libsimgrid-dev: SimGrid 3.32's smpicc and smpirun, which run the proof of
+    # `railgauge export --to simgrid` (tests/test_export_simgrid.py).
+    devpkgs="clang libsimgrid-dev"
 fi
 
 pkgs="build-essential cmake ninja-build python3 python3-venv python3-dev pkg-config
