@@ -277,6 +277,11 @@ def emit_rails(rails: Sequence[RailRate], stack: str, version: str | None = None
 def _rails_openmpi(em: Emitted, rails: Sequence[RailRate], ifnames: list[str | None],
                    rates: str, source: str) -> Emitted:
     why: dict[str, str] = {}
+    em.settings["pml"] = "ob1"
+    why["pml"] = ("pml: ob1, the messaging layer that sends over the BTLs and splits by their "
+                  "bandwidths; the cm or ucx layers, which a site's defaults may pick, would "
+                  "not use the TCP BTL's rails at all.")
+    em.reasons.append(why["pml"])
     em.settings["btl_tcp_if_include"] = ",".join(r.name for r in rails)
     why["btl_tcp_if_include"] = (
         "btl_tcp_if_include: the rails measured (interfaces or CIDR subnets), so that the TCP "
@@ -303,9 +308,11 @@ def _rails_openmpi(em: Emitted, rails: Sequence[RailRate], ifnames: list[str | N
     em.warnings += _rails_transport_warnings(rails, "Open MPI's btl tcp")
     head = [f"Open MPI {em.version} MCA parameters from the rails' measured rates "
             f"({source}: {rates}), written by railgauge rails emit.",
-            "Load with: mpirun --mca mca_base_param_files THIS_FILE --mca btl tcp,self ... "
-            "(or append the lines to $HOME/.openmpi/mca-params.conf; each is also "
-            "--mca NAME VALUE).",
+            "Load with: mpirun --mca mca_base_param_files THIS_FILE ... (which replaces the "
+            "default list of parameter files: add theirs after a comma to keep them), or "
+            "append the lines to $HOME/.openmpi/mca-params.conf; each is also --mca NAME "
+            "VALUE. The BTLs themselves (btl) are left to you: tcp for the rails, with "
+            "self and vader for ranks of one host.",
             "Every rank's host must name the rails by the same interfaces."]
     em.text = _render(em, head, "mca", why)
     return em
