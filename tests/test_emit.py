@@ -468,3 +468,13 @@ def test_openmpi_over_two_veth_rails(tmp_path: Path) -> None:
         assert got.get(key) == value, (key, run.stdout)
     assert "warning" not in run.stderr.lower(), run.stderr
     assert sent[0] > 512 << 10 and sent[1] > sent[0], sent
+
+
+def test_cli_gauge_emit_bad_input() -> None:
+    """gauge --emit needs --rails, and a bad version is refused before anything is measured."""
+    res = cli("gauge", "--emit", "openmpi")
+    assert res.returncode == 2 and "give --rails" in res.stderr
+    bad = cli("gauge", "--rails", "lo", "--emit", "openmpi", "--stack-version", "99")
+    assert bad.returncode == 2 and "--stack-version '99'" in bad.stderr
+    lone = cli("gauge", "--stack-version", "4.1")
+    assert lone.returncode == 2 and "goes with --emit" in lone.stderr
