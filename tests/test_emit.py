@@ -171,6 +171,12 @@ def test_versions() -> None:
         resolve_version("openmpi", "2.1.6", RXWIN_STACKS)
     assert resolve_version("mpich", "4.1.2", RAILS_STACKS) == "4.1.2"
     assert resolve_version("mvapich2", "2.3.7", RXWIN_STACKS) == "2.3.7"
+    for v in ("2.3.7-1", "4.1.4rc1", "v1.13.1", "5.0.3+dfsg"):
+        assert resolve_version("openmpi" if v[0] in "45" else
+                               "ucx" if v.startswith("v") else "mvapich2", v,
+                               RXWIN_STACKS) == v
+    with pytest.raises(ExportError, match="not a mvapich2 release"):
+        resolve_version("mvapich2", "2.3.7 extra", RXWIN_STACKS)
 
 
 @pytest.mark.skipif(shutil.which("ompi_info") is None,

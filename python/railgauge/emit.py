@@ -80,7 +80,7 @@ class Emitted:
 # ---- the stack and its version ------------------------------------------------------------
 
 def _parse_version(text: str) -> tuple[int, int] | None:
-    m = re.match(r"^\s*v?(\d+)\.(\d+)(?:\.\d+)?(?:[a-z]+\d*)?\s*$", text)
+    m = re.match(r"^\s*v?(\d+)\.(\d+)(?:\.\d+)?(?:[a-z]+\d*)?(?:[-+~][\w.+~-]*)?\s*$", text)
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
@@ -116,7 +116,7 @@ def installed_version(stack: str) -> str | None:
         "openmpi": (["ompi_info", "--version"], r"Open MPI v?(\d+\.\d+(?:\.\d+)?)"),
         "mpich": (["mpichversion"], r"MPICH Version:\s*(\d+\.\d+(?:\.\d+)?)"),
         "ucx": (["ucx_info", "-v"], r"Version (\d+\.\d+(?:\.\d+)?)"),
-        "mvapich2": (["mpiname", "-v"], r"MVAPICH2 (\d+\.\d+(?:\.\d+)?)"),
+        "mvapich2": (["mpiname", "-a"], r"MVAPICH2\s+(\d+\.\d+(?:\.\d+)?)"),
     }
     argv, pat = patterns[stack]
     m = re.search(pat, _run_quiet(argv))
