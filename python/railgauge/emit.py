@@ -519,7 +519,10 @@ def _rxwin_ucx(em: Emitted, q: QueueChoice, scale: str) -> Emitted:
     if em.stack == "openmpi":
         rows.insert(0, ("OMPI_MCA_pml", "ucx",
                         "OMPI_MCA_pml: ucx, since Open MPI sets receive queues through its "
-                        "UCX layer (the openib BTL, which had its own, is gone from 5.0)."))
+                        "UCX layer (the openib BTL, which had its own, is gone from 5.0). "
+                        "Open MPI selects it only where UCX offers one of pml_ucx_tls "
+                        "(rc_verbs, ud_verbs, rc_mlx5, dc_mlx5, ud_mlx5 by default in 4.1), "
+                        "that is on InfiniBand or RoCE, where these queues are."))
     _set_rows(em, why, rows)
     em.reasons.append(
         f"What UCX cannot express: a queue that grows. The window chosen for railgauge's "
