@@ -17,6 +17,7 @@ fi
 
 pkgs="build-essential cmake ninja-build python3 python3-venv python3-dev pkg-config
       libfabric-dev libfabric-bin openmpi-bin libopenmpi-dev mpich libmpich-dev iproute2 iperf3
+      libucx-dev
       $devpkgs"
 missing=""
 for p in $pkgs; do

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -15,6 +16,7 @@ from railgauge.cli.common import (
     make_plan,
     measure_options,
 )
+from railgauge.cli.emitting import STACK_VERSION_OPTION, export_errors
 from railgauge.terminal import Terminal
 
 
@@ -57,9 +59,15 @@ def default_out_dir() -> Path:
                    "`railgauge testbed up`), fit it, and write rails.json with the weights "
                    "of the weighted policy (the rails' bandwidths 1/G) and the RG_RAILS_* "
                    "settings that use them. With --netns the ranks run there.")
+@click.option("--emit", "emit", type=click.Choice(("openmpi", "ucx", "mpich")), default=None,
+              help="With --rails: also write the rails' rates as this stack's settings "
+                   "into the report folder (rails-<stack>.conf or .env; as `railgauge rails "
+                   "emit`); with --json, its object under \"emit\".")
+@STACK_VERSION_OPTION
 def gauge(margs: MeasureArgs, verbose: int, quiet: int, ranks: int, no_onen: bool,
           no_barrier: bool, onen_budget: float | None, out: Path | None, as_json: bool,
-          seed: int, rails_text: str | None) -> int:
+          seed: int, rails_text: str | None, emit: str | None,
+          stack_version: str | None) -> int:
     """Measure LogGP by PRTT, fit it per protocol range, measure 1:n / n:1 (LoP), compare
     the models, and write a report.
 
@@ -75,6 +83,15 @@ def gauge(margs: MeasureArgs, verbose: int, quiet: int, ranks: int, no_onen: boo
             rail_names = parse_rails(rails_text)
         except RailsGaugeError as exc:
             raise UserError(str(exc)) from None
+    if emit is None and stack_version is not None:
+        raise UserError("--stack-version goes with --emit")
+    if emit is not None:
+        if rail_names is None:
+            raise UserError("--emit writes the rails' rates: give --rails")
+        from railgauge.emit import RAILS_STACKS, resolve_version
+
+        with export_errors():
+            stack_version = resolve_version(emit, stack_version, RAILS_STACKS)
     out_dir = out if out is not None else default_out_dir()
     created = not out_dir.exists()
     try:
@@ -92,8 +109,16 @@ def gauge(margs: MeasureArgs, verbose: int, quiet: int, ranks: int, no_onen: boo
         if created and not any(out_dir.iterdir()):
             out_dir.rmdir()
         raise FailError(str(exc)) from None
+    emitted = None
+    if emit is not None and res.rails is not None:
+        emitted = _emit_rails(res.rails, emit, stack_version, out_dir)
+        for w in emitted[0].warnings:
+            term.warn(w)
     if as_json:
-        term.result(json.dumps(res.to_json(), indent=2))
+        doc = res.to_json()
+        if emitted is not None:
+            doc["emit"] = emitted[0].to_json(str(emitted[1]))
+        term.result(json.dumps(doc, indent=2))
         term.info(f"report: {out_dir}")
         return 0
     from railgauge.report.html import format_table
@@ -107,6 +132,20 @@ def gauge(margs: MeasureArgs, verbose: int, quiet: int, ranks: int, no_onen: boo
         term.result(barrier_text(res.barrier))
     if res.rails is not None:
         term.result(res.rails.text() + f"\n  (rails.json in {out_dir})")
+    if emitted is not None:
+        term.result(f"  {emit} {emitted[0].version} settings: {emitted[1]}")
     term.result(f"\nreport folder: {out_dir}\n  {res.report}\n  measured + fitted in "
                 f"{res.wall_s:.1f} s")
     return 0
+
+
+def _emit_rails(part: Any, stack: str, version: str | None, out_dir: Path) -> tuple[Any, Path]:
+    """The gauged rails' rates as the stack's file in the report folder."""
+    from railgauge.emit import RailRate, emit_rails, write_emitted
+
+    rails = [RailRate(r.name, r.transport, r.bandwidth_MBps) for r in part.rails]
+    path = out_dir / f"rails-{stack}.{'conf' if stack == 'openmpi' else 'env'}"
+    with export_errors():
+        em = emit_rails(rails, stack, version, source=str(out_dir / "rails.json"))
+        write_emitted(em, path)
+    return em, path

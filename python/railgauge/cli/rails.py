@@ -10,11 +10,13 @@ testbed's first --hosts hosts (`railgauge testbed up --hosts 4 ...`)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import click
 
 from railgauge.cli.common import FailError, UserError, size_option
+from railgauge.cli.emitting import OUT_OPTION, STACK_VERSION_OPTION, export_errors, finish
 from railgauge.terminal import Terminal
 
 
@@ -24,7 +26,8 @@ def rails() -> None:
 
     railgauge testbed up --rails 2 --rate 1gbit,2gbit; railgauge rails bench --policy
     weighted --size 4MiB; railgauge rails bench --pattern alltoall --hosts 4 (a testbed
-    of 4 hosts)."""
+    of 4 hosts); railgauge rails emit rails.json --emit openmpi (the measured rates as
+    Open MPI's, UCX's or MPICH's settings)."""
 
 
 def _print_pattern(term: Terminal, rec: dict[str, Any]) -> None:
@@ -72,15 +75,27 @@ def _print_split(term: Terminal, rails: list[dict[str, Any]]) -> None:
                    "pair) among --hosts hosts (railgauge-bench PATTERN --help).")
 @click.option("--hosts", type=click.IntRange(2, 254), default=2, show_default=True,
               help="Ranks, one per testbed host (the testbed must have that many).")
+@click.option("--emit", "emit", type=click.Choice(("openmpi", "ucx", "mpich")), default=None,
+              help="Also write the rails' measured rates (--weights measure) as this "
+                   "stack's settings (as `railgauge rails emit`); with --json, its object "
+                   "with the bench's record under \"bench\".")
+@STACK_VERSION_OPTION
+@OUT_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def bench(policy: str, size: int, time_s: float, warmup_s: float, weights: str | None,
           window: int | None, bidir: bool, no_verify: bool, pattern: str, hosts: int,
+          emit: str | None, stack_version: str | None, out: Path | None,
           as_json: bool) -> int:
     """Bandwidth of two ranks on the testbed's first two hosts over all its rails, or a
     message-rate or collective pattern among --hosts hosts."""
     from railgauge import netns
     from railgauge import rails as rl
 
+    if emit is None and (stack_version is not None or out is not None):
+        raise UserError("--stack-version and --out go with --emit")
+    if emit is not None and weights is not None and weights != "measure":
+        raise UserError("--emit writes the rails' measured rates: give --weights measure, "
+                        "not weights")
     term = Terminal()
     tb = netns.load_state()
     if tb is None:
@@ -101,7 +116,7 @@ def bench(policy: str, size: int, time_s: float, warmup_s: float, weights: str |
     try:
         if weights is not None and weights != "measure":
             wlist = rl.parse_weights(weights, len(tb.rails))
-        elif weights == "measure" or policy == "weighted":
+        elif weights == "measure" or policy == "weighted" or emit is not None:
             # The rails' bandwidths: at the message size for bw, at 4 MiB for the other
             # patterns, whose sizes (8 B messages) say little of a rail's bandwidth.
             term.detail("measuring each rail alone for the weights")
@@ -119,6 +134,11 @@ def bench(policy: str, size: int, time_s: float, warmup_s: float, weights: str |
         raise UserError(str(exc)) from None
     except rl.RailsError as exc:
         raise FailError(str(exc)) from None
+    if not no_verify and not rec.get("verified", False):
+        raise FailError("bytes arrived wrong")
+    if emit is not None:
+        return _emit_measured(term, tb, wlist or [], emit, stack_version, out, as_json, rec,
+                              size if pattern == "bw" else 4 << 20)
     if as_json:
         click.echo(json.dumps(rec))
     elif pattern != "bw":
@@ -128,6 +148,44 @@ def bench(policy: str, size: int, time_s: float, warmup_s: float, weights: str |
                     f"({rec['bandwidth_MBps'] * 8e-3:.3f} Gbit/s), {size} B messages"
                     + (", both ways" if bidir else ""))
         _print_split(term, rec["rails"])
-    if not no_verify and not rec.get("verified", False):
-        raise FailError("bytes arrived wrong")
     return 0
+
+
+def _emit_measured(term: Terminal, tb: Any, rates: list[float], stack: str,
+                   version: str | None, out: Path | None, as_json: bool,
+                   rec: dict[str, Any], size: int) -> int:
+    """The bench's result, then the rates measured for its weights as the stack's file."""
+    from railgauge.emit import RailRate, emit_rails
+
+    if not as_json:
+        term.info(f"{rec['policy']}: {rec.get('bandwidth_MBps', 0.0):.1f} MB/s")
+    rails = [RailRate(r.ifname, f"tcp:{r.ifname}", w)
+             for r, w in zip(tb.rails, rates, strict=True)]
+    with export_errors():
+        em = emit_rails(rails, stack, version,
+                        source=f"rails bench, each rail alone at {size} B")
+    return finish(term, em, out, as_json, {"bench": rec})
+
+
+@rails.command("emit")
+@click.argument("rails_json", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--emit", "emit", type=click.Choice(("openmpi", "ucx", "mpich")),
+              required=True,
+              help="openmpi: btl_tcp_if_include and btl_tcp_bandwidth_<if> (an MCA "
+                   "parameter file); ucx: UCX_NET_DEVICES and the rail counts; mpich: the "
+                   "same UCX variables for its ch4:ucx device.")
+@STACK_VERSION_OPTION
+@OUT_OPTION
+@click.option("--json", "as_json", is_flag=True,
+              help='Print {"stack", "version", "settings", "file", "content", "reasons"}.')
+def emit_cmd(rails_json: Path, emit: str, stack_version: str | None, out: Path | None,
+             as_json: bool) -> int:
+    """The rates of a rails.json (`railgauge gauge --rails`) as an MPI stack's settings,
+    each with its reason."""
+    from railgauge.emit import emit_rails, read_rails_json
+
+    term = Terminal()
+    with export_errors():
+        rails = read_rails_json(rails_json)
+        em = emit_rails(rails, emit, stack_version, source=str(rails_json))
+    return finish(term, em, out, as_json)

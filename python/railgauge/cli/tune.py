@@ -6,11 +6,16 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from railgauge.cli.common import FailError, UserError
+from railgauge.cli.emitting import OUT_OPTION, STACK_VERSION_OPTION, export_errors, finish
 from railgauge.terminal import Terminal
+
+if TYPE_CHECKING:
+    from railgauge.tune import RxwinTuneResult
 
 
 @contextmanager
@@ -134,23 +139,41 @@ def _float_list(ctx: click.Context, param: click.Parameter,
               help="Settings within this fraction of the best time count as fast.")
 @click.option("--eager-limit", type=click.IntRange(0, 1 << 30), default=16384,
               show_default=True, help="Messages up to this many bytes use the window.")
+@click.option("--emit", "emit", type=click.Choice(("mvapich2", "ucx", "openmpi")),
+              default=None,
+              help="Write the choice as this stack's receive-queue settings: mvapich2 "
+                   "MV2_SRQ_*; ucx UCX_RC/UD_RX_QUEUE_LEN (a fixed length, simulated too); "
+                   "openmpi the same through its pml ucx.")
+@STACK_VERSION_OPTION
+@OUT_OPTION
 @click.option("--json", "as_json", is_flag=True,
               help="Print {w_init, w_max, rnr_timer_ms, window, time_s, mem_bytes_mean, "
-                   "table, ...} as JSON.")
+                   "table, ...} as JSON; with --emit, the stack's object {stack, version, "
+                   "settings, file, content, reasons} with this under \"tune\".")
 def rxwin(model: Path, pattern: str, nranks: int, iters: int, w_inits: tuple[int, ...],
           w_maxes: tuple[int, ...], timers: tuple[float, ...], tolerance: float,
-          eager_limit: int, as_json: bool) -> int:
+          eager_limit: int, emit: str | None, stack_version: str | None, out: Path | None,
+          as_json: bool) -> int:
     """Which receive window (W_init, W_max) and RNR timer for a workload: the least memory
-    within the tolerance of the best simulated time."""
+    within the tolerance of the best simulated time; --emit writes it as an MPI stack's
+    receive-queue settings, each with its reason."""
+    from railgauge.emit import RXWIN_STACKS, resolve_version
     from railgauge.native import find_tool
     from railgauge.tune import tune_rxwin
 
     term = Terminal()
+    if emit is None and (stack_version is not None or out is not None):
+        raise UserError("--stack-version and --out go with --emit")
+    if emit is not None:
+        with export_errors():
+            stack_version = resolve_version(emit, stack_version, RXWIN_STACKS)
     with _tune_errors():
         tool = find_tool("railgauge-sim")
         res = tune_rxwin(pattern, model, tool=tool, nranks=nranks, iters=iters,
                          w_inits=w_inits, w_maxes=w_maxes, timers_ms=timers,
                          tolerance=tolerance, eager_limit=eager_limit)
+    if emit is not None:
+        return _emit_rxwin(term, res, emit, stack_version, out, as_json, tool, eager_limit)
     if as_json:
         term.result(json.dumps(res.to_json()))
         return 0
@@ -169,3 +192,14 @@ def rxwin(model: Path, pattern: str, nranks: int, iters: int, w_inits: tuple[int
                 f"RG_PROTO_RNR_TIMER_MS={c.rnr_timer_ms:g} ({c.time_s * 1e3:.4f} ms, "
                 f"{c.mem_mean / 1024:.1f} KiB per rank)")
     return 0
+
+
+def _emit_rxwin(term: Terminal, res: RxwinTuneResult, stack: str, version: str | None,
+                out: Path | None, as_json: bool, tool: str, eager_limit: int) -> int:
+    from railgauge.emit import emit_rxwin, rxwin_queue_choice
+
+    with _tune_errors():
+        q = rxwin_queue_choice(res, tool=tool, eager_limit=eager_limit)
+    with export_errors():
+        em = emit_rxwin(q, stack, version)
+    return finish(term, em, out, as_json, {"tune": res.to_json()})
