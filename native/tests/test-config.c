@@ -493,6 +493,13 @@ TEST_IMPL(config_alias)
     ASSERT(setenv("RG_UTALIAS_COUNT", "seven", 1) == 0);
     ASSERT(rg__test_alias_load(&cfg, &err) != 0);
     ASSERT_STR_HAS(err.msg, "environment variable RG_UTALIAS_COUNT='seven'");
+    /* Given: by its RG_ name (set, even empty) or an alias; not by an alias not passed. */
+    ASSERT(rg_config_given(&rg__test_alias_table, rg__test_aliases, "BARRIER"));
+    ASSERT(rg_config_given(&rg__test_alias_table, rg__test_aliases, "COUNT"));
+    ASSERT(!rg_config_given(&rg__test_alias_table, rg__test_aliases, "NOPE"));
+    ASSERT(unsetenv("RG_UTALIAS_COUNT") == 0);
+    ASSERT(rg_config_given(&rg__test_alias_table, rg__test_aliases, "COUNT"));
+    ASSERT(!rg_config_given(&rg__test_alias_table, NULL, "COUNT"));
     /* No such setting; no room. */
     ASSERT_INT_EQ(rg_config_source(&rg__test_alias_table, rg__test_aliases, "NOPE", src,
                                    sizeof(src), &err), RG_ERR_NOT_FOUND);

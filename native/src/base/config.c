@@ -658,3 +658,23 @@ rg_status_t rg_config_source(const rg_config_table_t *table, const rg_config_ali
     snprintf(out, cap, "%s", env);
     return RG_OK;
 }
+
+int rg_config_given(const rg_config_table_t *table, const rg_config_alias_t *aliases,
+                    const char *name)
+{
+    const rg_config_field_t *field;
+    char                     env[RG__CONFIG_ENV_MAX];
+    const char              *text = NULL;
+    rg_err_t                 err;
+
+    if (table == NULL || table->fields == NULL || name == NULL) {
+        return 0;
+    }
+    for (field = table->fields; field->name != NULL; field++) {
+        if (strcmp(field->name, name) == 0) {
+            return rg__config_field_env(table, aliases, field, env, sizeof(env), &text,
+                                        &err) == RG_OK && text != NULL;
+        }
+    }
+    return 0;
+}

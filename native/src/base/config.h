@@ -76,6 +76,12 @@ rg_status_t rg_config_load_aliased(const rg_config_table_t *table,
 rg_status_t rg_config_source(const rg_config_table_t *table, const rg_config_alias_t *aliases,
                              const char *name, char *out, size_t cap, rg_err_t *err);
 
+/* 1 when the variable of the field `name` (or one of its aliases) is set:
+ * the user chose its value, which a tool's own default must not override;
+ * 0 when it is not set or the table has no such field. */
+int rg_config_given(const rg_config_table_t *table, const rg_config_alias_t *aliases,
+                    const char *name);
+
 /* One aligned line per field: variable, value, "(default ...)", help.
  * Sizes print in the largest exact binary unit (3MiB), times in the largest
  * unit that keeps them at least 1 (1.5ms). With base NULL the defaults are

@@ -669,6 +669,11 @@ rg_status_t rg_xport_win_range(rg_xport_t *xp, uint64_t win_len, int peer, size_
                       "bytes", req->len, off, peer, (unsigned long long)win_len);
 }
 
+int rg_xport_wait_given(const char *name)
+{
+    return rg_config_given(&rg__xport_wait_table, NULL, name);
+}
+
 rg_status_t rg_xport_join_setup(rg_boot_t *boot, rg_status_t setup, const rg_err_t *setup_err,
                                 const void *own, size_t len, void *all, rg_err_t *err)
 {

@@ -314,6 +314,11 @@ rg_status_t rg_xport_win_range(rg_xport_t *xp, uint64_t win_len, int peer, size_
 rg_status_t rg_xport_join_setup(rg_boot_t *boot, rg_status_t setup, const rg_err_t *setup_err,
                                 const void *own, size_t len, void *all, rg_err_t *err);
 
+/* 1 when the user set the wait setting `name` ("SPIN_NS", "YIELD_NS", ...:
+ * RG_XPORT_<name>), so that a tool that tunes the wait for its purpose
+ * leaves the user's value alone. */
+int rg_xport_wait_given(const char *name);
+
 /* For transports: 1 when pid is gone or a zombie (exited, not yet reaped),
  * which is how peers on this host are found dead while a rank waits. */
 int rg_xport_pid_dead(pid_t pid);

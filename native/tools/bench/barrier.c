@@ -361,7 +361,7 @@ int rg_bench_barrier_main(int argc, char **argv)
     /* As the other patterns: a measured wait never sleeps in the kernel
      * (sched_yield still lets oversubscribed ranks run). RG_XPORT_YIELD_NS,
      * when set, wins. */
-    if (getenv("RG_XPORT_YIELD_NS") == NULL && rg_proto_xport(proto)->wait.yield_ns < 200e6) {
+    if (!rg_xport_wait_given("YIELD_NS") && rg_proto_xport(proto)->wait.yield_ns < 200e6) {
         rg_proto_xport(proto)->wait.yield_ns = 200e6;
     }
     /* More ranks than CPUs: a rank that waits spins on a core that the rank
@@ -369,7 +369,7 @@ int rg_bench_barrier_main(int argc, char **argv)
      * on 2 cores: 23 us per dissemination barrier instead of 76). The ranks
      * may be on several hosts; this counts those of this host only roughly
      * (all of them), which errs towards yielding. RG_XPORT_SPIN_NS wins. */
-    if (getenv("RG_XPORT_SPIN_NS") == NULL &&
+    if (!rg_xport_wait_given("SPIN_NS") &&
         rg_proto_size(proto) > sysconf(_SC_NPROCESSORS_ONLN)) {
         rg_proto_xport(proto)->wait.spin_ns = 0;
     }

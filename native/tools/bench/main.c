@@ -411,7 +411,7 @@ int main(int argc, char **argv)
      * scheduler's wake-up latency to o and g. sched_yield() still lets other
      * runnable processes in, so an oversubscribed machine keeps working.
      * RG_XPORT_YIELD_NS, when set, wins. */
-    if (getenv("RG_XPORT_YIELD_NS") == NULL && bench.xp->wait.yield_ns < 200e6) {
+    if (!rg_xport_wait_given("YIELD_NS") && bench.xp->wait.yield_ns < 200e6) {
         bench.xp->wait.yield_ns = 200e6;
     }
     if (bench.rank == 0) {
