@@ -373,3 +373,33 @@ def test_collectives_at_64_ranks_agree_with_railgauge_sim(
     assert sim.returncode == 0, sim.stderr
     makespan = json.loads(sim.stdout)["makespan_us"]
     assert _rel(smpi, makespan) <= 0.10, (smpi, makespan)
+
+
+def test_a_section_whose_network_line_is_negative_at_zero_keeps_the_model() -> None:
+    """A steep network line of a later section (a piece whose time is in its slope) is
+    negative at s = 0; SMPI has no negative latency, so the export moves the deficit into
+    the overheads' offsets, and SMPI's o_s(s) + network(s) + o_r(s) is still the model's
+    one-way time over the section (the benchmark found 3x at 20 KiB before)."""
+    from railgauge.export.simgrid import _Lines, _section
+
+    ln = _Lines(20643, (9.08, -2.67e-4), (0.4, 1e-6), (-6.0, 4.6e-4))
+    lat0, g0 = 0.2, 1e-5
+    sec = _section(ln, lat0, g0, True, 32767)
+
+    def smpi_us(s: int) -> float:
+        net = lat0 * sec.lat_factor + (s + 16) * g0 / sec.bw_factor
+        return (sec.os_offset + sec.os_per_byte * s + sec.or_offset
+                + sec.or_per_byte * s) * 1e6 + net
+
+    for s in (20643, 26000, 32767):
+        model = sum(a + b * s for a, b in (ln.os, ln.orecv, ln.net))
+        assert smpi_us(s) == pytest.approx(model, rel=1e-9), s
+        assert sec.os_offset * 1e6 + sec.os_per_byte * 1e6 * s >= -1e-9, s
+        assert sec.or_offset * 1e6 + sec.or_per_byte * 1e6 * s >= -1e-9, s
+    # A milder case: the overheads' offsets absorb it and the split stays the model's.
+    mild = _Lines(20643, (3.0, 1e-5), (0.4, 1e-6), (-0.5, 2e-4))
+    sec = _section(mild, lat0, g0, True, 32767)
+    for s in (20643, 32767):
+        model = sum(a + b * s for a, b in (mild.os, mild.orecv, mild.net))
+        assert smpi_us(s) == pytest.approx(model, rel=1e-9), s
+    assert sec.os_per_byte * 1e6 == pytest.approx(1e-5)

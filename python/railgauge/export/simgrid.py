@@ -149,7 +149,16 @@ def _model_lines(fit: LoggpFit) -> list[_Lines]:
     return [_range_lines(r, 0 if i == 0 else r.from_bytes) for i, r in enumerate(fit.ranges)]
 
 
-def _section(ln: _Lines, lat0_us: float, g0_us: float, eager: bool) -> _Section:
+def _room(line: tuple[float, float], lo: int, hi: int | None) -> float:
+    """The least value of a line over the sizes lo .. hi (None: unbounded), >= 0."""
+    a, b = line
+    if hi is None:
+        return max(a + b * lo, 0.0) if b >= 0 else 0.0
+    return max(min(a + b * lo, a + b * hi), 0.0)
+
+
+def _section(ln: _Lines, lat0_us: float, g0_us: float, eager: bool,
+             end: int | None = None) -> _Section:
     """Lines as a section against the platform's latency ``lat0_us`` and per-byte time
     ``g0_us``. An eager section keeps its overheads as SMPI's; in a rendezvous section SMPI
     charges no overhead to a blocking send or receive (measured with SimGrid 3.32: a
@@ -164,6 +173,26 @@ def _section(ln: _Lines, lat0_us: float, g0_us: float, eager: bool) -> _Section:
     per_byte = max(per_byte, _G_FLOOR_US)
     # SMPI's network time is lat * f_lat + (s + 16) * G0 / f_bw.
     fixed -= _SMPI_HEADER * per_byte
+    if fixed < 0 and eager:
+        # A steep network line of a later section is negative at s = 0, which no latency
+        # factor can say: the deficit goes into the overheads' offsets (SMPI takes
+        # negative offsets), as far as they stay >= 0 over the section's sizes, so that
+        # o_s(s) + network(s) + o_r(s) is still the model's one-way time there.
+        lo = max(ln.start, 1)
+        take = min(-fixed, _room(os_, lo, end))
+        os_, fixed = (os_[0] - take, os_[1]), fixed + take
+        take = min(-fixed, _room(or_, lo, end))
+        or_, fixed = (or_[0] - take, or_[1]), fixed + take
+        if fixed < 0:
+            # Still below 0: the network line through its value at the section's first
+            # size and 0 at s = -16, the rest of its slope into o_s(s); the sum is kept
+            # exactly, the split moves towards the send overhead (which then grows
+            # across the section instead of the network time).
+            at_lo = max(fixed + per_byte * (lo + _SMPI_HEADER), _G_FLOOR_US * lo)
+            new_pb = at_lo / (lo + _SMPI_HEADER)
+            k = per_byte - new_pb
+            os_ = (os_[0] + fixed + _SMPI_HEADER * k, os_[1] + k)
+            fixed, per_byte = 0.0, new_pb
     return _Section(
         above=max(ln.start - 1, 0),
         factor_above=0 if ln.start == 0 else ln.start - 1 + _SMPI_HEADER,
@@ -190,7 +219,9 @@ def _sections(fit: LoggpFit, rendezvous: int | None) -> tuple[float, float, list
         nxt = lines[i + 1].start if i + 1 < len(lines) else None
         if eager and rendezvous is not None and (nxt is None or rendezvous < nxt):
             cuts.append((_Lines(rendezvous, ln.os, ln.orecv, ln.net), False))
-    secs = [_section(ln, lat0, g0, eager) for ln, eager in cuts]
+    ends = [cuts[i + 1][0].start - 1 if i + 1 < len(cuts) else None for i in range(len(cuts))]
+    secs = [_section(ln, lat0, g0, eager, end) for (ln, eager), end in zip(cuts, ends,
+                                                                           strict=True)]
     return lat0 * 1e-6, 1e6 / g0, secs
 
 
