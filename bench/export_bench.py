@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
 
 from harness import (
     BUILD,
@@ -63,6 +64,7 @@ from harness import (
     machine_facts,
     run_proc,
 )
+from railgauge.sim import pairwise_alltoall_goal
 from sim_goal_bench import write_dissemination
 
 DOC = REPO / "docs" / "BENCHMARKS.md"
@@ -228,21 +230,6 @@ def prtt_step(runner: Runner, report: Path, work: Path, exe: Path) -> dict[str, 
             "ranges": [r["from_bytes"] for r in model["ranges"]], "points": points,
             "errors": {k: errors(points, k) for k in ("smpi_export_us", "smpi_default_us",
                                                       "model_us")}}
-
-
-def pairwise_alltoall_goal(ranks: int, size: int) -> str:
-    """SMPI's ``pair`` alltoall as GOAL (as tests/test_export_simgrid.py writes it): step i
-    (1 .. P-1) exchanges with rank XOR i, its send and receive after both of step i-1."""
-    out = [f"num_ranks {ranks}"]
-    for r in range(ranks):
-        out.append(f"rank {r} {{")
-        for i in range(1, ranks):
-            out.append(f"s{i}: send {size}b to {r ^ i} tag {i}")
-            out.append(f"r{i}: recv {size}b from {r ^ i} tag {i}")
-            if i > 1:
-                out += [f"{a}{i} requires {b}{i - 1}" for a in "sr" for b in "sr"]
-        out.append("}")
-    return "\n".join(out) + "\n"
 
 
 def one_way(model: dict[str, Any], s: int) -> dict[str, float]:

@@ -37,6 +37,7 @@ from railgauge.export.common import ExportSource
 from railgauge.export.files import ExportError
 from railgauge.export.simgrid import export_simgrid, smpi_cfg
 from railgauge.fit.model import loggp_from_json, overhead, prtt
+from railgauge.sim import pairwise_alltoall_goal
 
 ROOT = Path(__file__).resolve().parent.parent
 SHM_DIR = ROOT / "docs" / "data" / "barrier-8"
@@ -324,22 +325,6 @@ def test_smpi_follows_a_model_with_pieces(tmp_path: Path, prtt_smpi: Path) -> No
 # ----------------------------------------------------------------------------------------
 
 
-def _pairwise_alltoall_goal(ranks: int, size: int) -> str:
-    """SMPI's ``pair`` alltoall as GOAL: step i (1 .. P-1) exchanges with rank XOR i, a
-    send and a receive that start when both of step i-1 are done (MPI_Sendrecv). SMPI's
-    step 0, the copy to itself, has no message."""
-    out = [f"num_ranks {ranks}"]
-    for r in range(ranks):
-        out.append(f"rank {r} {{")
-        for i in range(1, ranks):
-            out.append(f"  s{i}: send {size}b to {r ^ i} tag {i}")
-            out.append(f"  r{i}: recv {size}b from {r ^ i} tag {i}")
-            if i > 1:
-                out += [f"  {a}{i} requires {b}{i - 1}" for a in "sr" for b in "sr"]
-        out.append("}")
-    return "\n".join(out) + "\n"
-
-
 @needs_simgrid
 @pytest.mark.parametrize(("op", "size"), [("barrier", 0), ("alltoall", 8), ("alltoall", 1024)])
 def test_collectives_at_64_ranks_agree_with_railgauge_sim(
@@ -367,7 +352,7 @@ def test_collectives_at_64_ranks_agree_with_railgauge_sim(
         sim_args = ["barrier", "--algorithm", "dissemination", "-P", str(ranks)]
     else:
         goal = tmp_path / "alltoall.goal"
-        goal.write_text(_pairwise_alltoall_goal(ranks, size), encoding="utf-8")
+        goal.write_text(pairwise_alltoall_goal(ranks, size), encoding="utf-8")
         sim_args = ["goal", str(goal)]
     sim = run_cli("sim", *sim_args, "--model", str(SHM_MODEL), "--json")
     assert sim.returncode == 0, sim.stderr
