@@ -119,7 +119,8 @@ void rg_tk_expect(rg_tk_t *t, int status, const void *buf, size_t got_len, int g
     }
 }
 
-const rg_tk_case_t *rg_tk_case(rg_tk_suite_t s, size_t i)
+/* Entry i of a suite's table. */
+static const rg_tk_case_t *rg_tk_case(rg_tk_suite_t s, size_t i)
 {
     return (const rg_tk_case_t *)(const void *)((const char *)s.table + i * s.stride);
 }
@@ -135,8 +136,12 @@ void rg_tk_list(FILE *f, rg_tk_suite_t s)
     fprintf(f, "\n(* = not run by default)\n");
 }
 
-int rg_tk_common_arg(rg_tk_t *t, rg_tk_suite_t s, int argc, char **argv, int *a,
-                     int *selected, int *any_selected)
+/* Reads the options both suites have (--transport, --test NAME, --seconds S,
+ * --tag TEXT, --help) at argv[*a]. selected has s.n entries. Returns 1 when
+ * the option was one of them (*a moves past its value), 0 when it is not
+ * (the suite reads it), 2 for --help, -1 after printing an error. */
+static int rg_tk_common_arg(rg_tk_t *t, rg_tk_suite_t s, int argc, char **argv, int *a,
+                            int *selected, int *any_selected)
 {
     const char *opt = argv[*a];
     char       *end;
@@ -178,12 +183,23 @@ int rg_tk_common_arg(rg_tk_t *t, rg_tk_suite_t s, int argc, char **argv, int *a,
     return 1;
 }
 
-void rg_tk_default_selection(rg_tk_suite_t s, int *selected, int any_selected)
+/* Without any --test, the tests run by default. */
+static void rg_tk_default_selection(rg_tk_suite_t s, int *selected, int any_selected)
 {
     size_t i;
 
     for (i = 0; i < s.n && !any_selected; i++) {
         selected[i] = rg_tk_case(s, i)->by_default;
+    }
+}
+
+/* Rank 0 prints "ok|FAILED test=... transport=... ranks=N S s". */
+static void rg_tk_report(const rg_tk_t *t, uint64_t t0_ns)
+{
+    if (t->rank == 0) {
+        printf("%s test=%s transport=%s ranks=%d %.2f s\n", t->failures == 0 ? "ok" : "FAILED",
+               t->test, t->transport, t->size, (double)(rg_time_mono_ns() - t0_ns) * 1e-9);
+        fflush(stdout);
     }
 }
 
@@ -203,15 +219,6 @@ void rg_tk_run(rg_tk_t *t, rg_tk_suite_t s, const int *selected, int (*run)(void
             break;
         }
         rg_tk_report(t, t0);
-    }
-}
-
-void rg_tk_report(const rg_tk_t *t, uint64_t t0_ns)
-{
-    if (t->rank == 0) {
-        printf("%s test=%s transport=%s ranks=%d %.2f s\n", t->failures == 0 ? "ok" : "FAILED",
-               t->test, t->transport, t->size, (double)(rg_time_mono_ns() - t0_ns) * 1e-9);
-        fflush(stdout);
     }
 }
 
@@ -249,7 +256,8 @@ int rg_tk_parse_args(rg_tk_t *t, rg_tk_suite_t s, int argc, char **argv, int *se
     return 1;
 }
 
-int rg_tk_boot(rg_tk_t *t, rg_boot_t **boot)
+/* The bootstrap: rank and size into t. 0, or 1 after printing why. */
+static int rg_tk_boot(rg_tk_t *t, rg_boot_t **boot)
 {
     rg_err_t err;
 
@@ -285,7 +293,11 @@ int rg_tk_init(rg_tk_t *t, const char *tool, double seconds, char *buf, size_t c
     return 0;
 }
 
-int rg_tk_opened(const rg_tk_t *t, int st, const rg_err_t *err, int max_ranks)
+/* After opening the transport or runtime with status st: 0 when it opened
+ * and there are enough ranks; 1 when it did not open, 2 when it did but
+ * the job has fewer than 2 ranks (the caller closes it), after printing a
+ * FAIL line either way. */
+static int rg_tk_opened(const rg_tk_t *t, int st, const rg_err_t *err, int max_ranks)
 {
     if (st != RG_OK) {
         fprintf(stdout, "FAIL test=open rank=%d transport=%s: %s\n", t->rank, t->transport,

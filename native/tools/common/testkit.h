@@ -70,7 +70,6 @@ int rg_tk_must(rg_tk_t *t, int st, int allow_truncated, const char *what, const 
 void rg_tk_expect(rg_tk_t *t, int status, const void *buf, size_t got_len, int got_src,
                   int got_tag, size_t len, int src, int tag, uint32_t seed, const char *what);
 
-const rg_tk_case_t *rg_tk_case(rg_tk_suite_t s, size_t i);
 /* " name name* ..." (a * where not run by default) and the legend. */
 void rg_tk_list(FILE *f, rg_tk_suite_t s);
 
@@ -89,37 +88,16 @@ int rg_tk_parse_args(rg_tk_t *t, rg_tk_suite_t s, int argc, char **argv, int *se
  * 0, or 2 after printing why. */
 int rg_tk_init(rg_tk_t *t, const char *tool, double seconds, char *buf, size_t cap);
 
-/* After opening the transport or runtime with status st: 0 when it opened
- * and there are enough ranks; 1 when it did not open, 2 when it did but
- * the job has fewer than 2 ranks (the caller closes it), after printing a
- * FAIL line either way. */
-int rg_tk_opened(const rg_tk_t *t, int st, const rg_err_t *err, int max_ranks);
-
 /* The bootstrap, then the transport or runtime under test by open (its
  * status; err says why), which close closes again where the job has too
  * few ranks. 0, or the exit status after a FAIL line. */
 int rg_tk_open(rg_tk_t *t, rg_boot_t **boot, int max_ranks,
                int (*open)(void *ctx, rg_err_t *err), void (*close)(void *ctx), void *ctx);
 
-/* The bootstrap: rank and size into t. 0, or 1 after printing why. */
-int rg_tk_boot(rg_tk_t *t, rg_boot_t **boot);
-
-/* Reads the options both suites have (--transport, --test NAME, --seconds S,
- * --tag TEXT, --help) at argv[*a]. selected has s.n entries. Returns 1 when
- * the option was one of them (*a moves past its value), 0 when it is not
- * (the suite reads it), 2 for --help, -1 after printing an error. */
-int rg_tk_common_arg(rg_tk_t *t, rg_tk_suite_t s, int argc, char **argv, int *a,
-                     int *selected, int *any_selected);
-/* Without any --test, the tests run by default. */
-void rg_tk_default_selection(rg_tk_suite_t s, int *selected, int any_selected);
-
 /* Runs the selected tests in the suite's order: t->test set to each name,
  * run(ctx, i) runs test i with what the suite does after it (0, or < 0 to
  * stop the run), then the result line. */
 void rg_tk_run(rg_tk_t *t, rg_tk_suite_t s, const int *selected, int (*run)(void *ctx, size_t i),
                void *ctx);
-
-/* Rank 0 prints "ok|FAILED test=... transport=... ranks=N S s". */
-void rg_tk_report(const rg_tk_t *t, uint64_t t0_ns);
 
 #endif
