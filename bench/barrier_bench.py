@@ -95,17 +95,24 @@ def pmpi_lib(flavour: str) -> str:
 
 def mpi_barrier(flavour: str, P: int, iters: int, pmpi: str | None = None,
                 alg: str | None = None) -> float:
-    exe = build_check(flavour)
     env = {}
     if pmpi is not None:
         env = {"LD_PRELOAD": pmpi}
         if alg != "default":
             env["RG_PMPI_BARRIER"] = alg or "dissem"
+    return barrier_check_time(flavour, P, iters, env, f"{alg or ''}")
+
+
+def barrier_check_time(flavour: str, P: int, iters: int, env: dict[str, str],
+                       what: str = "") -> float:
+    """The median MPI_Barrier (us) of `barrier_check ITERS 0 --time` on P ranks of the
+    flavour, every rank given env."""
+    exe = build_check(flavour)
     argv = mpi_command(flavour, [str(exe), str(iters), "0", "--time"], P, env=env)
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False,
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=900, check=False,
                           env={**os.environ, **env})
     if proc.returncode != 0:
-        raise RuntimeError(f"{flavour} barrier P={P} {alg or ''}: "
+        raise RuntimeError(f"{flavour} barrier P={P} {what}: "
                            f"{(proc.stderr or proc.stdout).strip()[-400:]}")
     for tok in proc.stdout.split():
         if tok.startswith("median_us="):

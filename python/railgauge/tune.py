@@ -92,23 +92,26 @@ def candidates(ns: tuple[int, ...] = DEFAULT_NS) -> list[Candidate]:
 
 def predict_barrier(tool: str, params: dict[str, Any], cand: Candidate, P: int) -> float:
     """The simulated makespan (us) of one barrier on P ranks. Raises SimError."""
-    mode = ["barrier", "--algorithm", cand.label, "-P", str(P)]
-    doc = run_sim(tool, mode, params)
+    return _predict_spec(tool, params, cand.label, P)
+
+
+def _predict_spec(tool: str, params: dict[str, Any], spec: str, P: int) -> float:
+    doc = run_sim(tool, ["barrier", "--algorithm", spec, "-P", str(P)], params)
     return float(doc["makespan_us"])
 
 
-def _simulate_all(tool: str, params: dict[str, Any],
-                  jobs: list[tuple[Candidate, int]]) -> list[tuple[float | None, str | None]]:
-    """Each (candidate, P) simulated, one simulator process per CPU at a time: the
+def simulate_specs(tool: str, params: dict[str, Any],
+                   jobs: list[tuple[str, int]]) -> list[tuple[float | None, str | None]]:
+    """Each (schedule spec, P) simulated, one simulator process per CPU at a time: the
     makespan, or None and the reason where the schedule is too large to simulate."""
 
-    def one(job: tuple[Candidate, int]) -> tuple[float | None, str | None]:
-        cand, P = job
+    def one(job: tuple[str, int]) -> tuple[float | None, str | None]:
+        spec, P = job
         try:
-            return predict_barrier(tool, params, cand, P), None
+            return _predict_spec(tool, params, spec, P), None
         except SimError as exc:
             if not exc.user or "operations to simulate" not in str(exc):
-                raise TuneError(f"simulating {cand.label} on {P} ranks: {exc}",
+                raise TuneError(f"simulating {spec} on {P} ranks: {exc}",
                                 user=exc.user) from None
             return None, str(exc)
 
@@ -116,7 +119,12 @@ def _simulate_all(tool: str, params: dict[str, Any],
         return list(pool.map(one, jobs))
 
 
-def _model_params(model: Path) -> dict[str, Any]:
+def _simulate_all(tool: str, params: dict[str, Any],
+                  jobs: list[tuple[Candidate, int]]) -> list[tuple[float | None, str | None]]:
+    return simulate_specs(tool, params, [(c.label, P) for c, P in jobs])
+
+
+def model_params(model: Path) -> dict[str, Any]:
     if not Path(model).is_file():
         raise TuneError(f"no such file: {model}", user=True)
     try:
@@ -201,7 +209,7 @@ def tune_barrier(P: int, model: Path, *, tool: str,
     if P < 1:
         raise TuneError(f"-P {P}: the number of ranks must be >= 1", user=True)
     model, eng, note = resolve_model(model, engine)
-    params = _model_params(model)
+    params = model_params(model)
     extra = _call_us(model, eng)
     cands = candidates(ns)
     results = _simulate_all(tool, params, [(c, P) for c in cands])
@@ -228,7 +236,7 @@ def barrier_curves(Ps: list[int], model: Path, *, tool: str,
     """Predicted time against P for each candidate (label -> [(P, us), ...]); points the
     simulator refuses (too large) are left out."""
     model, eng, _ = resolve_model(model, engine)
-    params = _model_params(model)
+    params = model_params(model)
     extra = _call_us(model, eng)
     jobs = [(c, P) for c in candidates(ns) for P in Ps]
     curves: dict[str, list[tuple[int, float]]] = {c.label: [] for c in candidates(ns)}

@@ -40,8 +40,9 @@ def tune() -> None:
 
 
 @tune.command("barrier")
-@click.option("-P", "P", type=click.IntRange(1, 1 << 26), required=True,
-              help="Number of ranks.")
+@click.option("-P", "P", required=True, metavar="P|LIST|A..B",
+              help="Number of ranks: one value, a list (2,4,8) or a range (2..4096: the "
+                   "powers of two between and both ends).")
 @click.option("--model", "model", type=click.Path(dir_okay=False, path_type=Path),
               required=True, help="model-loggp.json (or model-lop.json) from `railgauge fit`, "
                                   "or model-flags.json from `railgauge gauge` over shm.")
@@ -50,39 +51,75 @@ def tune() -> None:
               help="The barrier's engine the model describes: auto = that of the file given "
                    "(model-flags.json: the shared-memory flags; others: messages); flags "
                    "takes the model-flags.json beside a messaging model (a gauge report "
-                   "folder); messages refuses a flag model.")
+                   "folder); messages refuses a flag model. --emit always simulates the "
+                   "stack's messages.")
 @click.option("--max-n", type=click.IntRange(2, 64), default=7, show_default=True,
               help="Try the n-way dissemination with n = 2 .. this.")
+@click.option("--emit", "emit", type=click.Choice(("openmpi", "openmpi-json", "mpich")),
+              default=None,
+              help="Choose among the stack's own barrier algorithms (simulated as the stack "
+                   "implements them) for each P and write them in the stack's format: "
+                   "openmpi a coll_tuned dynamic rules file, openmpi-json the same in Open "
+                   "MPI's JSON rules schema, mpich the settings of every layer (and a JSON "
+                   "selection file where the choice depends on P).")
+@STACK_VERSION_OPTION
+@OUT_OPTION
 @click.option("--plot", "plot", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also draw the predicted time against P (powers of two up to P) for "
                    "every algorithm into this PNG.")
 @click.option("--json", "as_json", is_flag=True,
-              help="Print {algorithm, n, predicted_us, table} as JSON.")
-def barrier(P: int, model: Path, engine: str, max_n: int, plot: Path | None,
+              help="Print {algorithm, n, predicted_us, table} as JSON (a list of P: "
+                   "{\"results\": [...]}); with --emit, the stack's object {stack, version, "
+                   "settings, file, content, reasons, choices}.")
+def barrier(P: str, model: Path, engine: str, max_n: int, emit: str | None,
+            stack_version: str | None, out: Path | None, plot: Path | None,
             as_json: bool) -> int:
-    """Which barrier, and which n, for P ranks: every algorithm simulated on the model."""
+    """Which barrier, and which n, for P ranks: every algorithm simulated on the model;
+    with --emit, which of an MPI stack's own algorithms, written as that stack's settings."""
     from railgauge.native import find_tool
-    from railgauge.tune import (
-        barrier_curves,
-        plot_barrier_curves,
-        plot_points,
-        tune_barrier,
-    )
+    from railgauge.stacks.choose import parse_ranks
+    from railgauge.tune import barrier_curves, plot_barrier_curves, plot_points, tune_barrier
 
     term = Terminal()
+    if emit is None and (stack_version is not None or out is not None):
+        raise UserError("--stack-version and --out go with --emit")
+    with _tune_errors():
+        Ps = parse_ranks(P)
+    if emit is not None:
+        return _emit_barrier(term, Ps, model, emit, stack_version, out, as_json)
     ns = tuple(range(2, max_n + 1))
     with _tune_errors():
         tool = find_tool("railgauge-sim")
-        res = tune_barrier(P, model, tool=tool, ns=ns, engine=engine)
+        results = [tune_barrier(p, model, tool=tool, ns=ns, engine=engine) for p in Ps]
         if plot is not None:
-            curves = barrier_curves(plot_points(P), model, tool=tool, ns=ns, engine=engine)
+            res = results[-1]
+            curves = barrier_curves(plot_points(Ps[-1]), model, tool=tool, ns=ns,
+                                    engine=engine)
             choice = f"nway:{res.n}" if res.algorithm == "nway" else res.algorithm
             plot_barrier_curves(curves, plot, title=f"barrier on the model {model.name}",
                                 choice=choice)
     if as_json:
-        term.result(json.dumps(res.to_json()))
+        doc = (results[0].to_json() if len(results) == 1
+               else {"results": [r.to_json() for r in results]})
+        term.result(json.dumps(doc))
         return 0
-    term.result(f"barrier on {P} ranks, model {res.model} (engine {res.engine}"
+    if len(results) > 1:
+        res = results[0]
+        term.result(f"barrier on {len(Ps)} sizes, model {res.model} (engine {res.engine}):")
+        if res.note:
+            term.result(f"  note: {res.note}")
+        term.result(f"  {'P':>8s} {'choice':<10s} {'predicted':>14s}  next best")
+        for r in results:
+            second = r.table[1] if len(r.table) > 1 else None
+            nxt = ("-" if second is None or second.predicted_us is None
+                   else _label(second.algorithm, second.n))
+            label = _label(r.algorithm, r.n)
+            term.result(f"  {r.P:>8d} {label:<10s} {r.predicted_us:11.3f} us  {nxt}")
+        if plot is not None:
+            term.result(f"plot: {plot}")
+        return 0
+    res = results[0]
+    term.result(f"barrier on {res.P} ranks, model {res.model} (engine {res.engine}"
                 + (", predictions include its per-barrier call cost" if res.engine == "flags"
                    else "") + "):")
     if res.note:
@@ -96,6 +133,47 @@ def barrier(P: int, model: Path, engine: str, max_n: int, plot: Path | None,
     if plot is not None:
         term.result(f"plot: {plot}")
     return 0
+
+
+def _label(algorithm: str, n: int) -> str:
+    return f"nway:{n}" if algorithm == "nway" else algorithm
+
+
+def _emit_barrier(term: Terminal, Ps: list[int], model: Path, fmt: str,
+                  stack_version: str | None, out: Path | None, as_json: bool) -> int:
+    """`tune barrier --emit`: the stack's algorithms simulated per P, the fastest written."""
+    import importlib
+
+    from railgauge.emit import resolve_version
+    from railgauge.native import find_tool
+    from railgauge.stacks import BARRIER_FORMATS
+    from railgauge.stacks.choose import choose_barrier, model_warnings
+
+    stack = BARRIER_FORMATS[fmt]
+    with export_errors():
+        version = resolve_version(stack, stack_version, tuple(sorted(set(
+            BARRIER_FORMATS.values()))))
+        mod = importlib.import_module(f"railgauge.stacks.{stack}")
+        algorithms = mod.barrier_algorithms(version)
+    with _tune_errors():
+        tool = find_tool("railgauge-sim")
+        res = choose_barrier(Ps, model, tool=tool, stack=stack, version=version,
+                             algorithms=algorithms,
+                             default=lambda p: mod.default_barrier(version, p))
+    with export_errors():
+        em = mod.emit_barrier(res.choices, version, fmt)
+    em.warnings[:0] = model_warnings(model, stack)
+    if not as_json:
+        term.info(f"{stack} {version}: the barrier per communicator size on the model {model} "
+                  "(simulated, us):")
+        for c in res.choices:
+            row = "  ".join(f"{r.algorithm.name}={r.predicted_us:.2f}"
+                            if r.predicted_us is not None else f"{r.algorithm.name}=-"
+                            for r in res.tables[c.P])
+            term.info(f"  P={c.P}: {c.algorithm.name} (default {res.defaults[c.P].name}); "
+                      f"{row}")
+    return finish(term, em, out, as_json,
+                  {"choices": res.choices_json(), "table": res.table_json()})
 
 
 def _int_list(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[int, ...]:

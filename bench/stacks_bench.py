@@ -1,0 +1,246 @@
+#!/usr/bin/env python3
+"""The barrier that `railgauge tune barrier --emit` writes for Open MPI and for MPICH,
+measured in the stack beside every fixed algorithm of that stack and its default, side by
+side in one run (issue 21, docs/stacks.md).
+
+For each MPI installed: a gauge over that MPI (`railgauge gauge --transport mpi
+--launcher L --no-onen --no-barrier`) gives the model; `railgauge tune barrier --emit
+STACK -P LIST --model M --out F --json` writes the stack's settings; then, in every round
+and for every P, `native/pmpi/barrier_check ITER 0 --time` (MPI_Barrier timed from entry to
+exit on every rank, median over all) runs under the stack's default (no setting), under
+each of its fixed algorithms (Open MPI: `coll_tuned_use_dynamic_rules 1` and
+`coll_tuned_barrier_algorithm N`; MPICH: the settings railgauge writes for that one
+algorithm at every size) and under the emitted settings. Rounds rotate the order.
+
+    python3 bench/stacks_bench.py                    # -P 2,4,8, 5 rounds, here
+    python3 bench/stacks_bench.py --from DIR         # the section again from DIR's files
+
+Targets (issue 21): at P <= CPUs the emitted choice within 5% of the best fixed algorithm
+of the stack and never more than 5% slower than its default; oversubscribed P reported,
+not judged. Writes the section ``bench:stacks`` of docs/BENCHMARKS.md and the raw results
+(results.json, each stack's model and emitted files) into the raw folder (default
+docs/data/stacks/). Exit status: 0 done, 1 a run failed, 2 bad usage. Never run in CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
+
+from barrier_bench import WRAPPERS, barrier_check_time
+from harness import REPO, emit_section, machine_facts
+from railgauge.mpilaunch import installed_flavours
+from railgauge.stacks import BarrierChoice, StackAlgorithm
+
+DOC = REPO / "docs" / "BENCHMARKS.md"
+RAW = REPO / "docs" / "data" / "stacks"
+LAUNCHERS = {"openmpi": "mpirun", "mpich": "mpiexec"}
+#: The --emit format written for each stack.
+FORMATS = {"openmpi": "openmpi", "mpich": "mpich"}
+TOL = 0.05
+
+
+def log(msg: str) -> None:
+    print(f"stacks_bench: {msg}", file=sys.stderr, flush=True)
+
+
+def railgauge(*argv: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-c", "import sys; from railgauge.cli.main import main; "
+           "sys.exit(main())", *argv]
+    env = {**os.environ, "PYTHONPATH": str(REPO / "python")}
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout,
+                          check=False)
+
+
+def gauge_model(flavour: str, raw: Path) -> Path:
+    out = raw / f"gauge-{flavour}"
+    if out.exists():
+        shutil.rmtree(out)
+    proc = railgauge("gauge", "--transport", "mpi", "--launcher", LAUNCHERS[flavour],
+                     "--no-onen", "--no-barrier", "--out", str(out), "--json")
+    if proc.returncode not in (0, 3):
+        raise RuntimeError(f"gauge over {flavour}: {proc.stderr.strip()[-400:]}")
+    model = out / "model-loggp.json"
+    keep = raw / f"model-{flavour}.json"
+    keep.write_text(model.read_text())
+    shutil.rmtree(out)
+    return keep
+
+
+def tune_emit(flavour: str, Ps: list[int], model: Path, raw: Path) -> dict[str, Any]:
+    """`railgauge tune barrier --emit` into raw; its JSON object."""
+    out = raw / f"emitted-{flavour}.{'rules' if flavour == 'openmpi' else 'env'}"
+    argv = ["tune", "barrier", "--emit", FORMATS[flavour], "-P", ",".join(map(str, Ps)),
+            "--model", str(model), "--out", str(out), "--json"]
+    proc = railgauge(*argv)
+    if proc.returncode != 0:
+        raise RuntimeError(f"railgauge {' '.join(argv)}: {proc.stderr.strip()[-400:]}")
+    doc: dict[str, Any] = json.loads(proc.stdout)
+    doc["command"] = "railgauge " + shlex.join(argv)
+    return doc
+
+
+def settings_env(stack: str, settings: dict[str, str]) -> dict[str, str]:
+    """A stack's settings as the environment of its ranks."""
+    if stack == "openmpi":
+        return {f"OMPI_MCA_{k}": str(v) for k, v in settings.items()}
+    return {k: str(v) for k, v in settings.items()}
+
+
+def fixed_configs(stack: str, version: str, P: int, raw: Path) -> list[tuple[str, dict[str, str]]]:
+    """(label, environment) of each fixed algorithm of the stack at P."""
+    import importlib
+
+    mod = importlib.import_module(f"railgauge.stacks.{stack}")
+    out: list[tuple[str, dict[str, str]]] = []
+    for alg in mod.barrier_algorithms(version):
+        if not alg.accepts(P):
+            continue
+        if stack == "openmpi":
+            out.append((alg.name, {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
+                                   "OMPI_MCA_coll_tuned_barrier_algorithm": str(alg.id)}))
+        else:
+            out.append((alg.name, mpich_fixed_env(mod, alg, version, P, raw)))
+    return out
+
+
+def mpich_fixed_env(mod: Any, alg: StackAlgorithm, version: str, P: int,
+                    raw: Path) -> dict[str, str]:
+    """The settings railgauge writes to force one MPICH algorithm at P (its files, if any,
+    written into raw)."""
+    em = mod.emit_barrier([BarrierChoice(P=P, algorithm=alg, predicted_us=0.0)], version,
+                          "mpich")
+    files = getattr(em, "files", None) or {}
+    env = dict(em.settings)
+    for name, text in files.items():
+        path = raw / f"fixed-{alg.name}-{P}-{Path(name).name}"
+        path.write_text(text)
+        for k, v in list(env.items()):
+            if v == name:
+                env[k] = str(path)
+    return env
+
+
+def measure(args: argparse.Namespace, raw: Path) -> dict[str, Any]:
+    Ps = sorted({int(x) for x in args.ranks.split(",")})
+    flavours = [f for f in installed_flavours() if shutil.which(WRAPPERS[f])]
+    stacks: dict[str, Any] = {}
+    for f in flavours:
+        log(f"{f}: gauge over MPI for the model")
+        model = gauge_model(f, raw)
+        em = tune_emit(f, Ps, model, raw)
+        configs = {str(P): [("default", {}), *fixed_configs(f, em["version"], P, raw),
+                            ("emitted", settings_env(f, em["settings"]))] for P in Ps}
+        stacks[f] = {"version": em["version"], "emitted": em, "model": model.name,
+                     "configs": {P: [c[0] for c in cs] for P, cs in configs.items()},
+                     "envs": {P: dict(cs) for P, cs in configs.items()}}
+    rounds: list[dict[str, float]] = []
+    for k in range(args.rounds):
+        log(f"round {k + 1}/{args.rounds}")
+        row: dict[str, float] = {}
+        for f in flavours:
+            for P in Ps:
+                cs = list(stacks[f]["envs"][str(P)].items())
+                shift = k % len(cs)
+                for label, env in cs[shift:] + cs[:shift]:
+                    row[f"{f} {P} {label}"] = barrier_check_time(f, P, args.iterations, env,
+                                                                      label)
+        rounds.append(row)
+    return {"ranks": Ps, "flavours": flavours, "stacks": stacks, "rounds": rounds,
+            "iterations": args.iterations, "cpus": os.cpu_count() or 1}
+
+
+def render(res: dict[str, Any], facts: dict[str, Any], command: str) -> str:
+    from harness import facts_md
+
+    cpus = int(res["cpus"])
+    lines = ["## MPI stacks: the emitted barrier beside every fixed algorithm (stacks)", ""]
+    lines += facts_md(facts, command, RAW / "results.json")
+    lines += ["", "Written by `bench/stacks_bench.py`. Per MPI installed: a gauge over that "
+              "MPI gives the model, `railgauge tune barrier --emit` writes the stack's "
+              "settings for every P, and `native/pmpi/barrier_check N 0 --time` (MPI_Barrier "
+              f"of the whole world, {res['iterations']} timed barriers after 100 untimed, "
+              "every rank timing each from entry to exit, median over all) runs under the "
+              "stack's default (no setting), each fixed algorithm and the emitted settings. "
+              f"Figures: median over {len(res['rounds'])} rounds of each run's median, µs; "
+              "rounds rotate the order.", ""]
+    verdicts: list[bool] = []
+    for f in res["flavours"]:
+        st = res["stacks"][f]
+        em = st["emitted"]
+        lines += [f"### {f} {st['version']}", "", f"`{em['command']}`", ""]
+        choice = {str(c["P"]): c for c in em["choices"]}
+        lines += ["| P | ranks per CPU | default | " + " | ".join(
+            ["fixed algorithms (µs)"]) + " | emitted (its choice) | vs best fixed | vs default"
+                  " | verdict |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+        for P in res["ranks"]:
+            labels = st["configs"][str(P)]
+            med = {lab: statistics.median(r[f"{f} {P} {lab}"] for r in res["rounds"])
+                   for lab in labels}
+            fixed = {lab: v for lab, v in med.items() if lab not in ("default", "emitted")}
+            best_lab = min(fixed, key=lambda k: fixed[k])
+            e, d, b = med["emitted"], med["default"], fixed[best_lab]
+            over = cpus < P
+            ok = None if over else (e <= b * (1 + TOL) and e <= d * (1 + TOL))
+            if ok is not None:
+                verdicts.append(ok)
+            fx = ", ".join(f"{lab} {v:.2f}" for lab, v in fixed.items())
+            c = choice.get(str(P), {})
+            lines.append(f"| {P} | {P / cpus:.1f}{' (oversubscribed)' if over else ''} | "
+                         f"{d:.2f} | {fx} | {e:.2f} ({c.get('algorithm', '?')}) | "
+                         f"{e / b:.3f} ({best_lab}) | {e / d:.3f} | "
+                         f"{'reported' if ok is None else ('PASS' if ok else '**FAIL**')} |")
+        lines.append("")
+    judged = "PASS" if verdicts and all(verdicts) else (
+        "not measured" if not verdicts else f"not met ({sum(verdicts)} of {len(verdicts)})")
+    lines += [f"Targets: at P <= CPUs the emitted choice within 5% of the best fixed algorithm "
+              f"and at most 5% slower than the stack's default: {judged}; oversubscribed P "
+              "reported, not judged."]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("-P", "--ranks", default="2,4,8")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--iterations", type=int, default=1000)
+    ap.add_argument("--raw-dir", type=Path, default=RAW)
+    ap.add_argument("--from", dest="from_dir", type=Path, default=None,
+                    help="Render the section from this raw folder's results.json.")
+    ap.add_argument("--no-write", action="store_true")
+    args = ap.parse_args()
+    if args.rounds < 1 or args.iterations < 1:
+        ap.error("--rounds and --iterations must be >= 1")
+    raw = args.from_dir or args.raw_dir
+    raw.mkdir(parents=True, exist_ok=True)
+    command = "python3 bench/stacks_bench.py " + shlex.join(sys.argv[1:])
+    if args.from_dir is None:
+        facts = machine_facts(None)
+        facts["loadavg_start"] = list(os.getloadavg())
+        try:
+            res = measure(args, raw)
+        except (RuntimeError, subprocess.SubprocessError, OSError) as exc:
+            log(str(exc))
+            return 1
+        facts["loadavg_end"] = list(os.getloadavg())
+        res.update(facts=facts, command=command)
+        (raw / "results.json").write_text(json.dumps(res, indent=1) + "\n")
+    else:
+        res = json.loads((raw / "results.json").read_text())
+    emit_section(DOC, "stacks", render(res, res["facts"], res["command"]), args.no_write, log)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
