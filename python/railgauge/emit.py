@@ -420,6 +420,8 @@ class QueueChoice:
     fixed_time_s: float
     fixed_mem_mean: float
     fixed_reaches_best: bool
+    #: every fixed length simulated: (N, time_s, mem_mean)
+    fixed_rows: tuple[tuple[int, float, float], ...] = ()
 
 
 _IB_TRANSPORTS = ("ofi:verbs", "verbs", "ib", "rc", "ud", "ofi:verbs;ofi_rxm")
@@ -580,7 +582,7 @@ def rxwin_queue_choice(res: Any, *, tool: str, eager_limit: int = 16384,
         model_transport=_model_transport(Path(res.model)), w_init=c.w_init, w_max=c.w_max,
         limit=max(1, c.w_init // 2), rnr_timer_ms=c.rnr_timer_ms, time_s=c.time_s,
         best_time_s=best, mem_mean=c.mem_mean, fixed_len=fixed[0], fixed_time_s=fixed[1],
-        fixed_mem_mean=fixed[2], fixed_reaches_best=bool(ok))
+        fixed_mem_mean=fixed[2], fixed_reaches_best=bool(ok), fixed_rows=tuple(rows))
 
 
 def _model_transport(model: Path) -> str | None:
