@@ -21,8 +21,9 @@ Plain functions that never print. What was read in Open MPI's sources (the tags 
   while 6.0 (branch v6.0.x, main; commit e973840e2b) reads the classic rule i as the sizes
   from rule i-1's size to its own size - 1, the last rule up to any size, and reads JSON
   first (first match of comm_size_min..comm_size_max; no match: the fixed decision);
-- a rule whose algorithm is 0 gives the choice back to the fixed decision (the forced
-  algorithm first), in every release (ompi_coll_tuned_barrier_intra_dec_dynamic).
+- a rule whose algorithm is 0 gives the choice back to the fixed decision (to a forced
+  coll_tuned_barrier_algorithm first), in every release; from 5.0 a forced algorithm
+  comes before the file (ompi_coll_tuned_barrier_intra_dec_dynamic).
 """
 
 from __future__ import annotations
@@ -48,6 +49,9 @@ BARRIER_ID = 6
 JSON_SINCE = (6, 0)
 #: From this release a classic rule's size ends its range (coll_tuned_dynamic_file.c).
 CLASSIC_UPPER_SINCE = (6, 0)
+#: From this release a forced coll_tuned_barrier_algorithm comes before the file's rules
+#: (ompi_coll_tuned_barrier_intra_dec_dynamic; up to 4.1 the file's rules come first).
+FORCED_FIRST_SINCE = (5, 0)
 #: From this release the fixed decision is a table by size (coll_tuned_decision_fixed.c).
 FIXED_TABLE_SINCE = (4, 1)
 #: From this release coll/han (priority 35, above tuned's 30) takes the barrier of
@@ -272,8 +276,8 @@ def emit_barrier(choices: Sequence[BarrierChoice], version: str, fmt: str) -> Em
     for i, s in enumerate(spans):
         em.reasons.append(_span_text(s, i == 0) + ".")
     em.reasons.append(_fallback_reason(spans, rel))
-    if rel[:2] >= CLASSIC_UPPER_SINCE:
-        em.reasons.append("Leave coll_tuned_barrier_algorithm unset: from 6.0 a forced "
+    if rel[:2] >= FORCED_FIRST_SINCE:
+        em.reasons.append("Leave coll_tuned_barrier_algorithm unset: from 5.0 a forced "
                           "algorithm comes before the file's rules.")
     else:
         em.reasons.append("The file's rules come before coll_tuned_barrier_algorithm; a rule "
