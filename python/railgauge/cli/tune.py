@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -135,6 +135,13 @@ def barrier(P: str, model: Path, engine: str, max_n: int, emit: str | None,
     return 0
 
 
+def _name_the_file(em: Any, path: str) -> None:
+    """The file's own path where the settings and reasons say THIS_FILE."""
+    em.settings = {k: v.replace("THIS_FILE", path) for k, v in em.settings.items()}
+    em.reasons = [r.replace("THIS_FILE", path) for r in em.reasons]
+    em.text = em.text.replace("THIS_FILE", path)
+
+
 def _label(algorithm: str, n: int) -> str:
     return f"nway:{n}" if algorithm == "nway" else algorithm
 
@@ -163,6 +170,8 @@ def _emit_barrier(term: Terminal, Ps: list[int], model: Path, fmt: str,
     with export_errors():
         em = mod.emit_barrier(res.choices, version, fmt)
     em.warnings[:0] = model_warnings(model, stack)
+    if out is not None:
+        _name_the_file(em, str(out.resolve()))
     if not as_json:
         term.info(f"{stack} {version}: the barrier per communicator size on the model {model} "
                   "(simulated, us):")
