@@ -121,17 +121,13 @@ def mpich_fixed_env(mod: Any, alg: StackAlgorithm, version: str, P: int,
                     raw: Path) -> dict[str, str]:
     """The settings railgauge writes to force one MPICH algorithm at P (its files, if any,
     written into raw)."""
+    where = raw / f"fixed-{alg.name}-{P}"
+    where.mkdir(parents=True, exist_ok=True)
     em = mod.emit_barrier([BarrierChoice(P=P, algorithm=alg, predicted_us=0.0)], version,
-                          "mpich")
-    files = getattr(em, "files", None) or {}
-    env = dict(em.settings)
-    for name, text in files.items():
-        path = raw / f"fixed-{alg.name}-{P}-{Path(name).name}"
-        path.write_text(text)
-        for k, v in list(env.items()):
-            if v == name:
-                env[k] = str(path)
-    return env
+                          "mpich", file_dir=str(where))
+    for name, text in (getattr(em, "files", None) or {}).items():
+        (where / name).write_text(text)
+    return dict(em.settings)
 
 
 def rxwin_part(model: Path, ranks: int, patterns: list[str]) -> dict[str, Any]:

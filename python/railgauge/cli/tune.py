@@ -135,6 +135,27 @@ def barrier(P: str, model: Path, engine: str, max_n: int, emit: str | None,
     return 0
 
 
+def _write_side_files(em: Any, out: Path | None) -> None:
+    """The selection files the settings name (MPICH, where the choice depends on P), beside
+    --out; without --out they are in --json's "files" only, and a warning says so."""
+    from railgauge.export.files import ExportError, write_file_atomic
+
+    files: dict[str, str] = getattr(em, "files", {})
+    if not files:
+        return
+    if out is None:
+        em.warnings.append("the choice depends on the communicator's size, so the settings "
+                           f"name {', '.join(sorted(files))} in this folder: give --out FILE "
+                           "to write them beside FILE (--json carries them under \"files\")")
+        return
+    for name, text in files.items():
+        path = out.resolve().parent / name
+        try:
+            write_file_atomic(path, text)
+        except OSError as exc:
+            raise ExportError(f"{path}: cannot write: {exc.strerror}") from None
+
+
 def _name_the_file(em: Any, path: str) -> None:
     """The file's own path where the settings and reasons say THIS_FILE."""
     em.settings = {k: v.replace("THIS_FILE", path) for k, v in em.settings.items()}
@@ -168,7 +189,12 @@ def _emit_barrier(term: Terminal, Ps: list[int], model: Path, fmt: str,
                              algorithms=algorithms,
                              default=lambda p: mod.default_barrier(version, p))
     with export_errors():
-        em = mod.emit_barrier(res.choices, version, fmt)
+        if stack == "mpich":
+            where = out.resolve().parent if out is not None else Path.cwd()
+            em = mod.emit_barrier(res.choices, version, fmt, file_dir=str(where))
+        else:
+            em = mod.emit_barrier(res.choices, version, fmt)
+        _write_side_files(em, out)
     em.warnings[:0] = model_warnings(model, stack)
     if out is not None:
         _name_the_file(em, str(out.resolve()))
