@@ -552,14 +552,21 @@ def rxwin_queue_choice(res: Any, *, tool: str, eager_limit: int = 16384,
                        fixed_lens: Sequence[int] | None = None) -> QueueChoice:
     """The choice of `tune_rxwin` (``res``, a RxwinTuneResult) and, for the stacks whose
     queue does not grow, the fixed window ``fixed:N`` chosen by the same rule: each N of
-    ``fixed_lens`` (default: the W_max values of the sweep) simulated with the chosen
-    timer, the least memory within the tolerance of the sweep's best time (where none is,
-    the fastest). Raises TuneError."""
+    ``fixed_lens`` (default: the powers of two from UCX's working least up to the largest
+    W_max of the sweep, and those W_max values) simulated with the chosen timer, the least
+    memory within the tolerance of the sweep's best time (where none is, the fastest).
+    Raises TuneError."""
     from railgauge.rxwin import RxwinError, sim_params, sim_rxwin
     from railgauge.tune import TuneError
 
-    lens = sorted(set(fixed_lens if fixed_lens is not None
-                      else [r.w_max for r in res.table]))
+    if fixed_lens is None:
+        top = max(r.w_max for r in res.table)
+        fixed_lens = [r.w_max for r in res.table]
+        n = UCX_RX_QUEUE_MIN
+        while n < top:
+            fixed_lens.append(n)
+            n *= 2
+    lens = sorted(set(fixed_lens))
     c = res.choice
     try:
         params = sim_params(Path(res.model))
