@@ -235,6 +235,53 @@ def test_duplex(P: int) -> None:
     assert run("dissemination", "--duplex", "0") == run("dissemination")
 
 
+def test_stack_barriers_logp_by_hand() -> None:
+    """The stacks' own schedules (docs/coll.md) under LogP, L = 5.5, o = 1.25, g = 0.5 (g <=
+    o: the gap never binds; every value exact in binary), worked out by hand from the
+    engine's rules (docs/sim.md: a send takes CPU o and its message lands o + L after the
+    send started; a landed message takes the receiver's CPU for o when it is free, whether
+    or not its receive is posted yet)."""
+    L, o = 5.5, 1.25
+
+    def run(alg: str, P: int) -> dict:
+        return sim_json("barrier", "--algorithm", alg, "-P", str(P), "--L", str(L), "--o",
+                        str(o), "--g", "0.5")
+
+    # Open MPI's double ring on 4: 2P = 8 hops one after another, each o + L + o; rank 0
+    # finishes with the last, rank k (k > 0) with its second-pass send, hop P + k.
+    doc = run("ring", 4)
+    hop = 2 * o + L
+    assert doc["makespan_us"] == 8 * hop == 64.0
+    assert doc["finish_us"] == [8 * hop, 5 * hop + o, 6 * hop + o, 7 * hop + o]
+    # MPICH's k-dissemination, K = 3 on 4: two phases of K - 1 = 2 sends and receives each
+    # (phase 1 wraps: distances 3 and 6 = 2 mod 4). A phase: the second message lands
+    # 2o + L after the phase began, the first o earlier is handled from max(2o, o + L):
+    # 2o + max(2o, o + L) = 9.25, twice.
+    assert run("kdissem:3", 4)["makespan_us"] == 2 * (2 * o + max(2 * o, o + L)) == 18.5
+    # railgauge's nway:2 on 4 skips the wrapped distance: one message in round 1.
+    assert run("nway:2", 4)["makespan_us"] == (2 * o + max(2 * o, o + L)) + hop == 17.25
+    # MPICH's recursive exchange, K = 2 on 6: p_of_k 4, rem 2: 0 -> 1 and 2 -> 3 fold in
+    # (done at 2o + L = 8); ranks 4 and 5 exchange at once (done at 8). Phase 1: 1 <-> 4,
+    # 3 <-> 5: 4 sends at 8 (lands at 14.75); 1, done with 3 at 16, is kept busy by 4's
+    # message until 17.25 and only then sends (lands at 4 at 24, handled until 25.25).
+    # Step 3: 1 -> 0 at 18.5, handled at 0 until 26.5; likewise 3, 2 and 5.
+    doc = run("recexch:2", 6)
+    assert doc["makespan_us"] == 26.5
+    assert doc["finish_us"] == [26.5, 19.75, 26.5, 19.75, 25.25, 25.25]
+
+
+def test_stack_barriers_bad_spec() -> None:
+    proc = sim_tool("barrier", "-P", "4", "--algorithm", "kdissem:1")
+    assert proc.returncode == 2 and "K must be an integer in 2..1025" in proc.stderr
+    proc = sim_tool("barrier", "-P", "4", "--algorithm", "ring", "--n", "2")
+    assert proc.returncode == 2 and "takes no n" in proc.stderr
+    proc = sim_tool("barrier", "-P", "4", "--algorithm", "recexch")
+    assert proc.returncode == 2 and "needs K >= 2" in proc.stderr
+    # K as --n, as for nway.
+    assert sim_json("barrier", "-P", "4", "--algorithm", "kdissem", "--n", "3", "--L", "5.5",
+                    "--o", "1.25")["makespan_us"] == 18.5
+
+
 def test_duplex_bad_input(tmp_path: Path) -> None:
     proc = sim_tool("barrier", "-P", "4", "--L", "1", "--duplex", "-1")
     assert proc.returncode == 2 and "duplex = -1" in proc.stderr, proc.stderr
