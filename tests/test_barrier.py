@@ -31,6 +31,13 @@ CASES = [
 ]
 #: The shared-memory flag engine (--impl shm), forced where auto would take messages.
 SHM_CASES = [(p, a) for p in (2, 3, 5, 8) for a in ALGORITHMS]
+#: The stacks' own schedules (docs/coll.md): Open MPI's double ring, MPICH's k-dissemination
+#: as written (kdissem:3 on 4 sends to one peer in both phases, kdissem:5 on 10 twice in one
+#: phase) and recursive exchange (recexch:3 on 4 folds rank 0 into rank 1).
+STACK_CASES = [
+    *((p, a) for p in (2, 3, 4) for a in ("ring", "kdissem:3", "recexch:2", "recexch:3")),
+    (10, "kdissem:5"),
+]
 
 
 def _bench(tool: str, args: list[str], nranks: int, transport: str = "shm") -> tuple[int, str]:
@@ -93,6 +100,51 @@ def test_shm_flag_barrier_correct(
     assert rc == 0, f"{failure}\n{out}\n{err}"
     rec = json.loads(out.strip().splitlines()[-1])
     assert rec["impl"] == "shm" and rec["check"] == "passed" and rec["violations"] == 0
+
+
+@pytest.mark.parametrize("impl", ["messages", "shm"])
+@pytest.mark.parametrize(("nranks", "algorithm"), STACK_CASES)
+def test_stack_barrier_correct(
+    native_tool: Callable[[str], str],
+    capfd: pytest.CaptureFixture[str],
+    nranks: int,
+    algorithm: str,
+    impl: str,
+) -> None:
+    """The stacks' schedules for real, on messages over shm and on the flags: 200 skewed
+    barriers, none left before the last rank entered, none hung (an ordered pair that
+    carries two messages in one barrier meets each in its round)."""
+    rc, failure = _bench(native_tool(TOOL),
+                         ["--algorithm", algorithm, "--impl", impl, "--check", "--iterations",
+                          "200", "--warmup", "10", "--skew-us", "20", "--timeout", "20",
+                          "--json"], nranks)
+    out, err = capfd.readouterr()
+    assert rc == 0, f"{failure}\n{out}\n{err}"
+    rec = json.loads(out.strip().splitlines()[-1])
+    assert rec["impl"] == impl and rec["check"] == "passed" and rec["violations"] == 0
+    assert rec["iterations"] == 200 and rec["P"] == nranks
+    name, _, k = algorithm.partition(":")
+    assert rec["algorithm"] == name and rec["n"] == (int(k) if k else 0)
+    want_rounds = {"ring": 2 * nranks}.get(algorithm)
+    if want_rounds is not None:
+        assert rec["rounds"] == want_rounds
+
+
+def test_ring_without_its_second_pass_is_caught(
+    native_tool: Callable[[str], str], capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The double ring's first pass alone tells only rank 0 that all have entered: rank 1
+    leaves after hearing from rank 0 alone, which --check must catch with skewed entries.
+    The pass still chains the barriers (rank 0 enters the next one only after rank 3 came
+    round), so violations are rarer than for a cut dissemination: 200 barriers (5 to 80
+    violations in trials)."""
+    rc, _ = _bench(native_tool(TOOL),
+                   ["--algorithm", "ring", "--check", "--drop-rounds", "4", "--iterations",
+                    "200", "--warmup", "2", "--skew-us", "2000", "--json"], 4)
+    out, _ = capfd.readouterr()
+    assert rc != 0, out
+    rec = json.loads(out.strip().splitlines()[-1])
+    assert rec["check"] == "failed" and rec["violations"] > 0
 
 
 def test_shm_flag_barrier_catches_a_broken_one(
@@ -214,6 +266,10 @@ def test_one_rank(native_tool: Callable[[str], str], impl: str) -> None:
         (["--algorithm", "bogus"], "unknown barrier algorithm 'bogus'"),
         (["--algorithm", "linear", "--n", "3"], "takes no n"),
         (["--algorithm", "nway:2", "--n", "3"], "disagree"),
+        (["--algorithm", "kdissem:1"], "K must be an integer in 2..1025"),
+        (["--algorithm", "kdissem"], "needs K >= 2"),
+        (["--algorithm", "recexch", "--n", "1"], "K = 1 must be an integer in 2..1025"),
+        (["--algorithm", "ring:2"], "takes no n"),
         ([], "--algorithm is required"),
         (["--algorithm", "dissem", "--skew-us", "-1"], "--skew-us must be"),
         (["--algorithm", "dissem", "--transport", "carrier-pigeon"], "unknown transport"),

@@ -81,6 +81,25 @@ def test_barrier_under_mpi(check_program: dict[str, str], flavour: str, nranks: 
 
 
 @pytest.mark.parametrize("flavour", MPI_FLAVOURS)
+@pytest.mark.parametrize(("nranks", "algorithm"),
+                         [(3, "ring"), (4, "ring"), (3, "kdissem:3"), (4, "kdissem:3"),
+                          (4, "recexch:2"), (3, "recexch:3"), (4, "recexch:3")])
+@pytest.mark.parametrize("shm", ["auto", "0"])
+def test_stack_barriers_under_mpi(check_program: dict[str, str], flavour: str, nranks: int,
+                                  algorithm: str, shm: str) -> None:
+    """The stacks' own schedules (Open MPI's double ring, MPICH's k-dissemination and
+    recursive exchange; docs/coll.md) through the library, on both engines: the ring and
+    kdissem:3 on 4 carry one ordered pair twice in a barrier, recexch folds ranks in."""
+    res = _run(check_program, flavour, nranks,
+               {"LD_PRELOAD": str(library(flavour)), "RG_PMPI_BARRIER": algorithm,
+                "RG_PMPI_BARRIER_SHM": shm, "RG_PMPI_VERBOSE": "1"})
+    assert res.returncode == 0, f"{res.failure}\n{res.stdout}\n{res.stderr}"
+    assert f"violations=0 barriers={ITERS}" in res.stdout, res.stdout
+    assert f"shm={1 if shm == 'auto' else 0}" in res.stdout, res.stdout
+    assert f": {algorithm} on " in res.stderr, res.stderr
+
+
+@pytest.mark.parametrize("flavour", MPI_FLAVOURS)
 def test_the_check_can_fail(check_program: dict[str, str], flavour: str) -> None:
     res = _run(check_program, flavour, 3, {}, "--no-barrier")
     assert res.returncode != 0
@@ -96,6 +115,9 @@ def test_the_check_can_fail(check_program: dict[str, str], flavour: str) -> None
          "RG_PMPI_BARRIER: barrier algorithm 'nway:0': n must be an integer in 1..1024"),
         ({"RG_PMPI_BARRIER": "bogus"}, "unknown barrier algorithm 'bogus'"),
         ({"RG_PMPI_BARRIER": "nway"}, "needs n >= 1"),
+        ({"RG_PMPI_BARRIER": "kdissem:1"},
+         "RG_PMPI_BARRIER: barrier algorithm 'kdissem:1': K must be an integer in 2..1025"),
+        ({"RG_PMPI_BARRIER": "ring:2"}, "barrier algorithm 'ring:2' takes no n"),
         ({"RG_PMPI_MODEL": "/nonexistent/model.json"},
          "RG_PMPI_MODEL=/nonexistent/model.json: cannot open it"),
         ({"RG_PMPI_BARRIER_SHM": "yes"}, "RG_PMPI_BARRIER_SHM=yes: expected auto, 1 or 0"),

@@ -235,6 +235,190 @@ def test_duplex(P: int) -> None:
     assert run("dissemination", "--duplex", "0") == run("dissemination")
 
 
+def test_stack_barriers_logp_by_hand() -> None:
+    """The stacks' own schedules (docs/coll.md) under LogP, L = 5.5, o = 1.25, g = 0.5 (g <=
+    o: the gap never binds; every value exact in binary), worked out by hand from the
+    engine's rules (docs/sim.md: a send takes CPU o and its message lands o + L after the
+    send started; a landed message takes the receiver's CPU for o when it is free, whether
+    or not its receive is posted yet)."""
+    L, o = 5.5, 1.25
+
+    def run(alg: str, P: int) -> dict:
+        return sim_json("barrier", "--algorithm", alg, "-P", str(P), "--L", str(L), "--o",
+                        str(o), "--g", "0.5")
+
+    # Open MPI's double ring on 4: 2P = 8 hops one after another, each o + L + o; rank 0
+    # finishes with the last, rank k (k > 0) with its second-pass send, hop P + k.
+    doc = run("ring", 4)
+    hop = 2 * o + L
+    assert doc["makespan_us"] == 8 * hop == 64.0
+    assert doc["finish_us"] == [8 * hop, 5 * hop + o, 6 * hop + o, 7 * hop + o]
+    # MPICH's k-dissemination, K = 3 on 4: two phases of K - 1 = 2 sends and receives each
+    # (phase 1 wraps: distances 3 and 6 = 2 mod 4). A phase: the second message lands
+    # 2o + L after the phase began, the first o earlier is handled from max(2o, o + L):
+    # 2o + max(2o, o + L) = 9.25, twice.
+    assert run("kdissem:3", 4)["makespan_us"] == 2 * (2 * o + max(2 * o, o + L)) == 18.5
+    # railgauge's nway:2 on 4 skips the wrapped distance: one message in round 1.
+    assert run("nway:2", 4)["makespan_us"] == (2 * o + max(2 * o, o + L)) + hop == 17.25
+    # MPICH's recursive exchange, K = 2 on 6: p_of_k 4, rem 2: 0 -> 1 and 2 -> 3 fold in
+    # (done at 2o + L = 8); ranks 4 and 5 exchange at once (done at 8). Phase 1: 1 <-> 4,
+    # 3 <-> 5: 4 sends at 8 (lands at 14.75); 1, done with 3 at 16, is kept busy by 4's
+    # message until 17.25 and only then sends (lands at 4 at 24, handled until 25.25).
+    # Step 3: 1 -> 0 at 18.5, handled at 0 until 26.5; likewise 3, 2 and 5.
+    doc = run("recexch:2", 6)
+    assert doc["makespan_us"] == 26.5
+    assert doc["finish_us"] == [26.5, 19.75, 26.5, 19.75, 25.25, 25.25]
+
+
+# ---- The stacks' barriers transcribed line by line from their C (docs/coll.md) --------
+# Each gives, per rank, its steps in order: a step is what the code has in flight between
+# two waits, as (sorted sends, sorted receives). Self-messages are left out, as in the plan.
+
+Steps = list[list[tuple[list[int], list[int]]]]
+
+
+def _step(sends: list[int], recvs: list[int], rank: int) -> tuple[list[int], list[int]]:
+    return sorted(q for q in sends if q != rank), sorted(q for q in recvs if q != rank)
+
+
+def ompi_doublering(size: int) -> Steps:
+    """Open MPI v4.1.6 ompi_coll_base_barrier_intra_doublering."""
+    out: Steps = []
+    for rank in range(size):
+        left, right = (size + rank - 1) % size, (rank + 1) % size
+        steps = []
+        for _ in range(2):  # the first pass, then "Allow nodes to exit"
+            if rank > 0:
+                steps.append(_step([], [left], rank))
+            steps.append(_step([right], [], rank))
+            if rank == 0:
+                steps.append(_step([], [left], rank))
+        out.append(steps if size > 1 else [])
+    return out
+
+
+def mpich_k_dissemination(nranks: int, k: int) -> Steps:
+    """MPICH v4.1 MPIR_Barrier_intra_k_dissemination (k == 2: its dissemination)."""
+    out: Steps = []
+    if nranks < k:
+        k = nranks
+    for rank in range(nranks):
+        steps = []
+        p_of_k, nphases, shift = 1, 0, 1
+        while p_of_k < nranks:
+            p_of_k *= k
+            nphases += 1
+        for _ in range(nphases if nranks > 1 else 0):
+            sends = [(rank + j * shift) % nranks for j in range(1, k)]
+            recvs = [(nranks + (rank - j * shift)) % nranks for j in range(1, k)]
+            steps.append(_step(sends, recvs, rank))
+            shift *= k
+        out.append([st for st in steps if st != ([], [])])
+    return out
+
+
+def mpich_recexch(nranks: int, k: int) -> Steps:
+    """MPICH v4.1 MPIR_Allreduce_intra_recexch (count 0) on MPII_Recexchalgo_get_neighbors."""
+    out: Steps = []
+    if nranks == 1:
+        return [[]]
+    if nranks < k:
+        k = nranks if nranks > 2 else 2
+    p_of_k, log_p_of_k = 1, 0
+    while p_of_k <= nranks:
+        p_of_k *= k
+        log_p_of_k += 1
+    p_of_k //= k
+    log_p_of_k -= 1
+    rem = nranks - p_of_k
+    T = (rem * k) // (k - 1)
+    for rank in range(nranks):
+        step1_sendto, step1_recvfrom, newrank = -1, [], -1
+        if rank < T:
+            if rank % k != k - 1:
+                step1_sendto = rank + (k - 1 - rank % k)
+                if step1_sendto > T - 1:
+                    step1_sendto = T
+            else:
+                step1_recvfrom = [rank - i - 1 for i in range(k - 1)]
+                newrank = rank // k
+        else:
+            newrank = rank - rem
+            if rank == T and (T - 1) % k != k - 1 and T >= 1:
+                nsenders = (T - 1) % k + 1
+                step1_recvfrom = [T - nsenders + j for j in range(nsenders - 1, -1, -1)]
+        steps = []
+        if step1_sendto != -1:
+            steps.append(_step([step1_sendto], [], rank))
+            steps.append(_step([], [step1_sendto], rank))
+            out.append(steps)
+            continue
+        if step1_recvfrom:
+            steps.append(_step([], step1_recvfrom, rank))
+        digit, temprank = [0] * log_p_of_k, newrank
+        for i in range(log_p_of_k):
+            digit[i], temprank = temprank % k, temprank // k
+        for phase in range(log_p_of_k):
+            nbrs = []
+            for i in range(k):
+                if i != digit[phase]:
+                    d = list(digit)
+                    d[phase] = i
+                    nbr = sum(d[j] * k**j for j in range(log_p_of_k))
+                    nbrs.append(nbr * k + (k - 1) if nbr < rem // (k - 1) else nbr + rem)
+            steps.append(_step(nbrs, nbrs, rank))
+        if step1_recvfrom:
+            steps.append(_step(step1_recvfrom, [], rank))
+        out.append(steps)
+    return out
+
+
+def plan_steps(alg: str, P: int) -> Steps:
+    """Each rank's non-empty rounds of railgauge's plan, read off the simulator's trace
+    (its operations are tagged by round)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = Path(tmp) / "t.json"
+        proc = sim_tool("barrier", "--algorithm", alg, "-P", str(P), "--L", "1", "--trace",
+                        str(trace))
+        assert proc.returncode == 0, proc.stderr
+        events = json.loads(trace.read_text())["traceEvents"]
+    rounds: dict[tuple[int, int], tuple[list[int], list[int]]] = {}
+    for ev in events:
+        words = ev["name"].split()
+        if ev.get("tid") != 0 or words[0] not in ("send", "recv"):
+            continue  # the NIC's copy of each, and the joins
+        rd = rounds.setdefault((ev["pid"], int(words[-1])), ([], []))
+        rd[words[0] == "recv"].append(int(words[3]))
+    return [[(sorted(rounds[k][0]), sorted(rounds[k][1]))
+             for k in sorted(k for k in rounds if k[0] == p)] for p in range(P)]
+
+
+@pytest.mark.parametrize("K", [0, 2, 3, 4, 5, 7])
+def test_stack_schedules_are_the_stacks_code(K: int) -> None:
+    """The plans of ring, kdissem:K and recexch:K against the stacks' code transcribed
+    above, rank by rank and step by step, for P in 1..40 (K = 0: the ring)."""
+    for P in range(1, 41):
+        if K == 0:
+            assert plan_steps("ring", P) == ompi_doublering(P), P
+        else:
+            assert plan_steps(f"kdissem:{K}", P) == mpich_k_dissemination(P, K), (K, P)
+            assert plan_steps(f"recexch:{K}", P) == mpich_recexch(P, K), (K, P)
+
+
+def test_stack_barriers_bad_spec() -> None:
+    proc = sim_tool("barrier", "-P", "4", "--algorithm", "kdissem:1")
+    assert proc.returncode == 2 and "K must be an integer in 2..1025" in proc.stderr
+    proc = sim_tool("barrier", "-P", "4", "--algorithm", "ring", "--n", "2")
+    assert proc.returncode == 2 and "takes no n" in proc.stderr
+    proc = sim_tool("barrier", "-P", "4", "--algorithm", "recexch")
+    assert proc.returncode == 2 and "needs K >= 2" in proc.stderr
+    # K as --n, as for nway.
+    assert sim_json("barrier", "-P", "4", "--algorithm", "kdissem", "--n", "3", "--L", "5.5",
+                    "--o", "1.25")["makespan_us"] == 18.5
+
+
 def test_duplex_bad_input(tmp_path: Path) -> None:
     proc = sim_tool("barrier", "-P", "4", "--L", "1", "--duplex", "-1")
     assert proc.returncode == 2 and "duplex = -1" in proc.stderr, proc.stderr

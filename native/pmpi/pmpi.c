@@ -22,7 +22,8 @@
  * read where the RG_PMPI_ name is unset, and messages name the variable that
  * was read:
  *   RG_PMPI_BARRIER    the algorithm for every communicator: linear, binomial,
- *                      recdbl, dissem, nway:N;
+ *                      recdbl, dissem, nway:N, or one of the stacks' own: ring
+ *                      (Open MPI's double ring), kdissem:K, recexch:K (MPICH's);
  *   RG_PMPI_MODEL      a model file (model-loggp.json or model-flags.json of
  *                      `railgauge gauge`) for every communicator, or the
  *                      gauge's report directory: its model-flags.json for
@@ -707,6 +708,12 @@ RG_PMPI_EXPORT int MPI_Barrier(MPI_Comm comm)
     for (r = 0; r < c->plan.nrounds; r++) {
         const rg_coll_round_t *rd = &c->plan.rounds[r];
         k = 0;
+        if (rd->nsend + rd->nrecv == 0) {
+            continue; /* most rounds of the double ring */
+        }
+        /* Only this round's receives are posted and MPI matches a pair's
+         * messages in order, so a pair that carries several messages
+         * (coll/sched.h) meets each in its round. */
         for (i = 0; i < rd->nrecv; i++, k++) {
             rc = PMPI_Irecv(NULL, 0, MPI_BYTE, c->plan.peers[rd->recv_off + i], 0, c->dup,
                             &c->reqs[k]);

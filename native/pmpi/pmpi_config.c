@@ -10,7 +10,8 @@
 
 static const rg_config_field_t rg__pmpi_config_fields[] = {
     {"BARRIER", "",
-     "the barrier of every communicator: linear, binomial, recdbl, dissem or nway:N "
+     "the barrier of every communicator: linear, binomial, recdbl, dissem, nway:N, ring, "
+     "kdissem:K or recexch:K "
      "(empty: the model's choice); wins over RG_PMPI_MODEL",
      offsetof(rg_pmpi_config_t, barrier), RG_CONFIG_STRING},
     {"MODEL", "",

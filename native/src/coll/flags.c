@@ -52,9 +52,10 @@ static rg_status_t rg__plan_of(rg__plans_t *ps, const rg_coll_plan_t *pl, int q,
 }
 
 /* The layout of pl among every rank's plans. The c-th send of a round to a
- * peer (c = 0 unless the round sends to it more than once, which no barrier
- * does) takes the line of the peer's c-th receive from this rank in that
- * round. */
+ * peer (c = 0 unless the round sends to it more than once, as the wrapped
+ * distances of the k-dissemination can) takes the line of the peer's c-th
+ * receive from this rank in that round. A pair's messages of different
+ * rounds have lines of their own (one per round and sender). */
 static rg_status_t rg__layout(rg_coll_flags_t *f, const rg_coll_plan_t *pl, rg__plans_t *ps,
                               rg_err_t *err)
 {

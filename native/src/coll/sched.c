@@ -12,7 +12,9 @@
 enum { RG__SEND = 0, RG__RECV = 1 };
 
 static const char *const rg__alg_names[RG_COLL_BARRIER_NALGS] = {
-    "linear", "binomial", "recdbl", "dissem", "nway"};
+    "linear", "binomial", "recdbl", "dissem", "nway", "ring", "kdissem", "recexch"};
+
+#define RG__KNOWN "(known: linear, binomial, recdbl, dissem, nway:N, ring, kdissem:K, recexch:K)"
 
 const char *rg_coll_barrier_alg_name(rg_coll_barrier_alg_t alg)
 {
@@ -22,76 +24,109 @@ const char *rg_coll_barrier_alg_name(rg_coll_barrier_alg_t alg)
     return rg__alg_names[alg];
 }
 
-rg_status_t rg_coll_barrier_parse(const char *text, int n_opt, rg_coll_barrier_spec_t *spec,
-                                  rg_err_t *err)
+/* The n an algorithm takes: lo..hi, named what ("n", "K"); hi = 0: none. */
+static void rg__n_range(rg_coll_barrier_alg_t alg, int *lo, int *hi, const char **what)
+{
+    *what = "n";
+    *lo = *hi = 0;
+    switch (alg) {
+    case RG_COLL_BARRIER_NWAY:
+        *lo = 1;
+        *hi = RG_COLL_NWAY_MAX;
+        break;
+    case RG_COLL_BARRIER_DISSEM:
+        *lo = *hi = 1;
+        break;
+    case RG_COLL_BARRIER_KDISSEM:
+    case RG_COLL_BARRIER_RECEXCH:
+        *what = "K";
+        *lo = 2;
+        *hi = RG_COLL_K_MAX;
+        break;
+    default:
+        break;
+    }
+}
+
+/* The algorithm named by text[0 .. len), or RG_COLL_BARRIER_NALGS. */
+static rg_coll_barrier_alg_t rg__alg_of(const char *text, size_t len)
 {
     static const struct { const char *name; rg_coll_barrier_alg_t alg; } names[] = {
         {"linear", RG_COLL_BARRIER_LINEAR},   {"binomial", RG_COLL_BARRIER_BINOMIAL},
         {"tree", RG_COLL_BARRIER_BINOMIAL},   {"recdbl", RG_COLL_BARRIER_RECDBL},
         {"recursive-doubling", RG_COLL_BARRIER_RECDBL},
         {"dissem", RG_COLL_BARRIER_DISSEM},   {"dissemination", RG_COLL_BARRIER_DISSEM},
-        {"nway", RG_COLL_BARRIER_NWAY},       {"n-way", RG_COLL_BARRIER_NWAY}};
-    const char *colon;
-    size_t      len, i;
-    long        n_text = 0;
-    int         n;
-    rg_coll_barrier_alg_t alg = RG_COLL_BARRIER_NALGS;
+        {"nway", RG_COLL_BARRIER_NWAY},       {"n-way", RG_COLL_BARRIER_NWAY},
+        {"ring", RG_COLL_BARRIER_RING},       {"doublering", RG_COLL_BARRIER_RING},
+        {"kdissem", RG_COLL_BARRIER_KDISSEM}, {"k-dissemination", RG_COLL_BARRIER_KDISSEM},
+        {"recexch", RG_COLL_BARRIER_RECEXCH},
+        {"recursive-exchange", RG_COLL_BARRIER_RECEXCH}};
+    size_t i;
 
-    if (text == NULL || text[0] == '\0') {
-        return rg_err_set(err, RG_ERR_INVALID, "barrier algorithm: empty name (known: linear, "
-                          "binomial, recdbl, dissem, nway:N)");
-    }
-    colon = strchr(text, ':');
-    len = colon != NULL ? (size_t)(colon - text) : strlen(text);
     for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         if (strlen(names[i].name) == len && strncmp(names[i].name, text, len) == 0) {
-            alg = names[i].alg;
-            break;
+            return names[i].alg;
         }
     }
-    if (alg == RG_COLL_BARRIER_NALGS) {
-        return rg_err_set(err, RG_ERR_INVALID, "unknown barrier algorithm '%s' (known: linear, "
-                          "binomial, recdbl, dissem, nway:N)", text);
+    return RG_COLL_BARRIER_NALGS;
+}
+
+rg_status_t rg_coll_barrier_parse(const char *text, int n_opt, rg_coll_barrier_spec_t *spec,
+                                  rg_err_t *err)
+{
+    const char *colon, *what;
+    long        n_text = 0;
+    int         n, lo, hi, has_text;
+    rg_coll_barrier_alg_t alg;
+
+    if (text == NULL || text[0] == '\0') {
+        return rg_err_set(err, RG_ERR_INVALID, "barrier algorithm: empty name " RG__KNOWN);
     }
-    if (colon != NULL) {
+    colon = strchr(text, ':');
+    alg = rg__alg_of(text, colon != NULL ? (size_t)(colon - text) : strlen(text));
+    if (alg == RG_COLL_BARRIER_NALGS) {
+        return rg_err_set(err, RG_ERR_INVALID, "unknown barrier algorithm '%s' " RG__KNOWN,
+                          text);
+    }
+    rg__n_range(alg, &lo, &hi, &what);
+    has_text = colon != NULL;
+    if (hi == 0 && (has_text || n_opt != 0)) {
+        return rg_err_set(err, RG_ERR_INVALID, "barrier algorithm '%s' takes no n (only "
+                          "nway, kdissem and recexch do)", text);
+    }
+    if (has_text) {
         char *end;
         errno = 0;
         n_text = strtol(colon + 1, &end, 10);
-        if (colon[1] == '\0' || *end != '\0' || errno != 0 || n_text < 1 ||
-            n_text > RG_COLL_NWAY_MAX) {
-            return rg_err_set(err, RG_ERR_INVALID, "barrier algorithm '%s': n must be an "
-                              "integer in 1..%d", text, RG_COLL_NWAY_MAX);
+        if (colon[1] == '\0' || *end != '\0' || errno != 0 || n_text < INT_MIN ||
+            n_text > INT_MAX) {
+            return rg_err_set(err, RG_ERR_INVALID, "barrier algorithm '%s': %s must be an "
+                              "integer in %d..%d", text, what, lo, hi);
+        }
+        if (n_opt != 0 && n_text != n_opt) {
+            return rg_err_set(err, RG_ERR_INVALID, "barrier algorithm '%s' and n = %d "
+                              "disagree", text, n_opt);
         }
     }
-    if (n_opt < 0 || n_opt > RG_COLL_NWAY_MAX) {
-        return rg_err_set(err, RG_ERR_INVALID, "barrier algorithm '%s': n = %d must be an "
-                          "integer in 1..%d", text, n_opt, RG_COLL_NWAY_MAX);
-    }
-    if (n_text != 0 && n_opt != 0 && n_text != n_opt) {
-        return rg_err_set(err, RG_ERR_INVALID, "barrier algorithm '%s' and n = %d disagree",
-                          text, n_opt);
-    }
-    n = n_text != 0 ? (int)n_text : n_opt;
-    switch (alg) {
-    case RG_COLL_BARRIER_NWAY:
-        if (n == 0) {
-            return rg_err_set(err, RG_ERR_INVALID, "barrier algorithm '%s' needs n >= 1 "
-                              "(nway:3, or n given separately)", text);
-        }
-        break;
-    case RG_COLL_BARRIER_DISSEM:
-        if (n > 1) {
-            return rg_err_set(err, RG_ERR_INVALID, "barrier algorithm '%s' takes no n (it is "
-                              "nway:1); for n = %d use nway:%d", text, n, n);
-        }
+    n = has_text ? (int)n_text : n_opt;
+    if (hi == 0) {
+        /* n = 0: checked above. */
+    } else if (alg == RG_COLL_BARRIER_DISSEM && n > 1) {
+        return rg_err_set(err, RG_ERR_INVALID, "barrier algorithm '%s' takes no n (it is "
+                          "nway:1); for n = %d use nway:%d", text, n, n);
+    } else if (alg == RG_COLL_BARRIER_DISSEM && !has_text && n == 0) {
         n = 1;
-        break;
-    default:
-        if (n != 0) {
-            return rg_err_set(err, RG_ERR_INVALID, "barrier algorithm '%s' takes no n (only "
-                              "nway does)", text);
+    } else if (!has_text && n == 0) {
+        return rg_err_set(err, RG_ERR_INVALID, "barrier algorithm '%s' needs %s >= %d "
+                          "(%s:%d, or %s given separately)", text, what, lo,
+                          rg__alg_names[alg], lo + 1, what);
+    } else if (n < lo || n > hi) {
+        if (has_text) {
+            return rg_err_set(err, RG_ERR_INVALID, "barrier algorithm '%s': %s must be an "
+                              "integer in %d..%d", text, what, lo, hi);
         }
-        break;
+        return rg_err_set(err, RG_ERR_INVALID, "barrier algorithm '%s': %s = %d must be an "
+                          "integer in %d..%d", text, what, n, lo, hi);
     }
     spec->alg = alg;
     spec->n = n;
@@ -100,8 +135,9 @@ rg_status_t rg_coll_barrier_parse(const char *text, int n_opt, rg_coll_barrier_s
 
 void rg_coll_barrier_format(const rg_coll_barrier_spec_t *spec, char *buf, size_t cap)
 {
-    if (spec->alg == RG_COLL_BARRIER_NWAY) {
-        snprintf(buf, cap, "nway:%d", spec->n);
+    if (spec->alg == RG_COLL_BARRIER_NWAY || spec->alg == RG_COLL_BARRIER_KDISSEM ||
+        spec->alg == RG_COLL_BARRIER_RECEXCH) {
+        snprintf(buf, cap, "%s:%d", rg_coll_barrier_alg_name(spec->alg), spec->n);
     } else {
         snprintf(buf, cap, "%s", rg_coll_barrier_alg_name(spec->alg));
     }
@@ -129,10 +165,52 @@ static int rg__pow2_floor(int P)
     return p;
 }
 
+/* The smallest R with k^R >= P (k >= 2). */
+static uint32_t rg__logk_ceil(long long k, int P)
+{
+    uint32_t  R = 0;
+    long long span = 1;
+
+    while (span < P) {
+        span *= k;
+        R++;
+    }
+    return R;
+}
+
+/* MPICH's k-dissemination on P ranks: K, but P where P < K. */
+static int rg__kdissem_k(int K, int P)
+{
+    return P < K ? P : K;
+}
+
+/* The shape of MPICH's recursive exchange on P >= 2 ranks
+ * (MPII_Recexchalgo_get_neighbors): k is K, but P (at least 2) where P < K;
+ * pofk the largest power of k <= P, nphases its exponent (the rounds of step
+ * 2); rem = P - pofk ranks sit out step 2: of the first T = rem k / (k - 1)
+ * ranks, in each set of k consecutive ranks the first k - 1 fold into the
+ * last (a last, partial set into rank T). */
+typedef struct rg__recexch {
+    int      k, pofk, rem, T;
+    uint32_t nphases;
+} rg__recexch_t;
+
+static void rg__recexch_shape(int K, int P, rg__recexch_t *x)
+{
+    x->k = P < K ? (P > 2 ? P : 2) : K;
+    x->pofk = 1;
+    x->nphases = 0;
+    while ((long long)x->pofk * x->k <= P) {
+        x->pofk *= x->k;
+        x->nphases++;
+    }
+    x->rem = P - x->pofk;
+    x->T = (int)((long long)x->rem * x->k / (x->k - 1));
+}
+
 uint32_t rg_coll_barrier_rounds(const rg_coll_barrier_spec_t *spec, int P)
 {
-    uint32_t  k = 0;
-    long long span = 1;
+    uint32_t k = 0;
 
     if (P <= 1) {
         return 0;
@@ -148,12 +226,16 @@ uint32_t rg_coll_barrier_rounds(const rg_coll_barrier_spec_t *spec, int P)
     case RG_COLL_BARRIER_DISSEM:
         return rg__log2_ceil(P);
     case RG_COLL_BARRIER_NWAY:
-        /* The smallest R with (n+1)^R >= P. */
-        while (span < P) {
-            span *= (long long)spec->n + 1;
-            k++;
-        }
-        return k;
+        return rg__logk_ceil((long long)spec->n + 1, P);
+    case RG_COLL_BARRIER_RING:
+        return 2 * (uint32_t)P;
+    case RG_COLL_BARRIER_KDISSEM:
+        return rg__logk_ceil(rg__kdissem_k(spec->n, P), P);
+    case RG_COLL_BARRIER_RECEXCH: {
+        rg__recexch_t x;
+        rg__recexch_shape(spec->n, P, &x);
+        return x.nphases + (x.rem > 0 ? 2 : 0);
+    }
     default:
         return 0;
     }
@@ -169,6 +251,95 @@ void rg_coll_plan_fini(rg_coll_plan_t *plan)
     free(plan->rounds);
     free(plan->peers);
     memset(plan, 0, sizeof(*plan));
+}
+
+/* MPICH's k-dissemination (MPIR_Barrier_intra_k_dissemination): in phase r,
+ * for j = 1..k-1, to me + j k^r and from me - j k^r (mod P), every j even
+ * where j k^r >= P (a peer may repeat, across phases or in one); a distance
+ * that is 0 mod P is a message to itself, which MPICH sends and receives
+ * locally and the plan leaves out. */
+static uint32_t rg__kdissem_peers(int K, int P, int me, uint32_t r, int kind, int32_t *out)
+{
+    long long shift = 1, d;
+    uint32_t  c = 0, t;
+    int       k = rg__kdissem_k(K, P), j;
+
+    for (t = 0; t < r; t++) {
+        shift *= k;
+    }
+    for (j = 1; j < k; j++) {
+        d = (long long)j * shift % P;
+        if (d != 0) {
+            out[c++] = (int32_t)(kind == RG__SEND ? (me + d) % P : (me - d + P) % P);
+        }
+    }
+    return c;
+}
+
+/* Step 1 of the recursive exchange for me: the rank me folds into (me sits
+ * out step 2), or -1 (me takes part); then *nfrom ranks fold into me, in
+ * MPICH's order from1, from1 - 1, ... (its step1_recvfrom). */
+static int rg__recexch_fold(const rg__recexch_t *x, int me, int *from1, int *nfrom)
+{
+    int k = x->k, to;
+
+    *nfrom = 0;
+    *from1 = -1;
+    if (me < x->T && me % k != k - 1) {
+        to = me + (k - 1 - me % k);
+        return to > x->T - 1 ? x->T : to;
+    }
+    if (me < x->T) {
+        *nfrom = k - 1;
+    } else if (me == x->T && (x->T - 1) % k != k - 1) {
+        *nfrom = (x->T - 1) % k + 1; /* a partial last set (T >= 1 here: rem > 0) */
+    }
+    *from1 = me - 1;
+    return -1;
+}
+
+/* MPICH's recursive exchange (MPIR_Allreduce_intra_recexch with count 0,
+ * neighbours of MPII_Recexchalgo_get_neighbors): where rem > 0, round 0 is
+ * step 1 (the folds) and the last round step 3 (the folds back); in
+ * between, step 2 phase by phase: a taking part rank, numbered newrank
+ * among those, exchanges with the k - 1 ranks whose newrank differs from
+ * its own in base-k digit `phase` only, in the digit's order. */
+static uint32_t rg__recexch_peers(int K, int P, int me, uint32_t r, int kind, int32_t *out)
+{
+    rg__recexch_t x;
+    long long     power = 1;
+    uint32_t      c = 0, phase, t;
+    int           to, from1, nfrom, i, newrank, digit, nbr;
+
+    rg__recexch_shape(K, P, &x);
+    to = rg__recexch_fold(&x, me, &from1, &nfrom);
+    if (x.rem > 0 && (r == 0 || r == x.nphases + 1)) {
+        const int into = r == 0;
+        if (to >= 0 && (kind == RG__SEND) == into) {
+            out[c++] = to;
+        } else if (to < 0 && (kind == RG__RECV) == into) {
+            for (i = 0; i < nfrom; i++) {
+                out[c++] = from1 - i;
+            }
+        }
+        return c;
+    }
+    if (to >= 0) {
+        return 0;
+    }
+    phase = x.rem > 0 ? r - 1 : r;
+    newrank = me < x.T ? me / x.k : me - x.rem;
+    for (t = 0; t < phase; t++) {
+        power *= x.k;
+    }
+    digit = (int)(newrank / power % x.k);
+    for (i = 0; i < x.k; i++) {
+        if (i != digit) {
+            nbr = (int)(newrank + (i - digit) * power);
+            out[c++] = nbr < x.rem / (x.k - 1) ? nbr * x.k + x.k - 1 : nbr + x.rem;
+        }
+    }
+    return c;
 }
 
 /* The peers of one kind (send or receive) of rank `me` in round r, into out
@@ -265,6 +436,19 @@ static uint32_t rg__round_peers(const rg_coll_barrier_spec_t *spec, int P, int m
         }
         break;
     }
+    case RG_COLL_BARRIER_RING:
+        /* Open MPI's double ring: round r (two passes of P rounds) carries
+         * one message, rank r mod P to its right neighbour. */
+        if (kind == RG__SEND && (uint32_t)me == r % (uint32_t)P) {
+            out[c++] = (me + 1) % P;
+        } else if (kind == RG__RECV && (uint32_t)me == (r + 1) % (uint32_t)P) {
+            out[c++] = (int32_t)(r % (uint32_t)P);
+        }
+        break;
+    case RG_COLL_BARRIER_KDISSEM:
+        return rg__kdissem_peers(spec->n, P, me, r, kind, out);
+    case RG_COLL_BARRIER_RECEXCH:
+        return rg__recexch_peers(spec->n, P, me, r, kind, out);
     default:
         break;
     }
@@ -281,6 +465,13 @@ static uint32_t rg__bound(const rg_coll_barrier_spec_t *spec, int P)
         return (uint32_t)(spec->n < P ? spec->n : (P > 1 ? P - 1 : 1));
     case RG_COLL_BARRIER_BINOMIAL:
         return 2;
+    case RG_COLL_BARRIER_KDISSEM:
+        return P > 2 ? (uint32_t)rg__kdissem_k(spec->n, P) - 1 : 1;
+    case RG_COLL_BARRIER_RECEXCH: {
+        rg__recexch_t x;
+        rg__recexch_shape(spec->n, P, &x);
+        return (uint32_t)x.k - 1;
+    }
     default:
         return 1;
     }
@@ -325,7 +516,9 @@ rg_status_t rg_coll_barrier_plan(rg_coll_plan_t *plan, const rg_coll_barrier_spe
                           P - 1);
     }
     if ((int)spec->alg < 0 || spec->alg >= RG_COLL_BARRIER_NALGS ||
-        (spec->alg == RG_COLL_BARRIER_NWAY && (spec->n < 1 || spec->n > RG_COLL_NWAY_MAX))) {
+        (spec->alg == RG_COLL_BARRIER_NWAY && (spec->n < 1 || spec->n > RG_COLL_NWAY_MAX)) ||
+        ((spec->alg == RG_COLL_BARRIER_KDISSEM || spec->alg == RG_COLL_BARRIER_RECEXCH) &&
+         (spec->n < 2 || spec->n > RG_COLL_K_MAX))) {
         return rg_err_set(err, RG_ERR_INVALID, "barrier plan: bad algorithm %d with n = %d",
                           (int)spec->alg, spec->n);
     }

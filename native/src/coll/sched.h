@@ -8,9 +8,17 @@
  * rule every user follows: the sends of round r start once every receive of
  * the rounds before r has completed (and, for simplicity, the sends before
  * r too); the rank leaves after its last round. Every send of round r is
- * matched by a receive of round r on its destination, so no schedule can
- * deadlock, and within one barrier no ordered pair (sender, receiver)
- * carries more than one message, so one tag serves every round.
+ * matched by a receive of round r on its destination (as multisets: a
+ * round's sends to one peer are as many as that peer's receives from the
+ * sender in that round), so no schedule can deadlock. An ordered pair
+ * (sender, receiver) may carry more than one message in one barrier (the
+ * double ring's two passes, the wrapped distances of the k-dissemination,
+ * even twice in one round); one tag still serves every round, because
+ * each executor posts a round's receives only after the rounds before it
+ * and matches a pair's messages in order (FIFO on source and tag), so the
+ * c-th message of a pair always meets the c-th receive of that pair, which
+ * belongs to the same round. A self-message (a rank's own distance 0) is
+ * never in a plan.
  *
  * The schedules depend only on (algorithm, n, P, rank): this header uses
  * only base/ and touches no transport.
@@ -29,18 +37,25 @@ typedef enum rg_coll_barrier_alg {
     RG_COLL_BARRIER_RECDBL,       /* recursive doubling, extra ranks folded in */
     RG_COLL_BARRIER_DISSEM,       /* dissemination: p -> p + 2^r */
     RG_COLL_BARRIER_NWAY,         /* n-way dissemination: p -> p + i(n+1)^r */
+    RG_COLL_BARRIER_RING,         /* Open MPI's double ring: two passes round the ring */
+    RG_COLL_BARRIER_KDISSEM,      /* MPICH's k-dissemination: p -> p + jK^r, wrapped */
+    RG_COLL_BARRIER_RECEXCH,      /* MPICH's recursive exchange (allreduce of count 0) */
     RG_COLL_BARRIER_NALGS
 } rg_coll_barrier_alg_t;
 
 /* The largest n of the n-way dissemination that is accepted (n >= P - 1 is
  * already one round to every peer). */
 #define RG_COLL_NWAY_MAX 1024
+/* The largest K of MPICH's k-dissemination and recursive exchange (K = n + 1
+ * of the n-way dissemination's largest n). */
+#define RG_COLL_K_MAX    (RG_COLL_NWAY_MAX + 1)
 /* The largest number of ranks a plan is made for. */
 #define RG_COLL_P_MAX    (1 << 26)
 
 typedef struct rg_coll_barrier_spec {
     rg_coll_barrier_alg_t alg;
-    int                   n;     /* nway: 1..RG_COLL_NWAY_MAX; dissem: 1; others: 0 */
+    int                   n;     /* nway: 1..RG_COLL_NWAY_MAX; dissem: 1; kdissem,
+                                  * recexch: K in 2..RG_COLL_K_MAX; others: 0 */
 } rg_coll_barrier_spec_t;
 
 /* One round of one rank: its sends are peers[send_off .. send_off+nsend),
@@ -65,19 +80,22 @@ typedef struct rg_coll_plan {
 } rg_coll_plan_t;
 
 /* The canonical name of an algorithm ("linear", "binomial", "recdbl",
- * "dissem", "nway"); "?" for a value out of range. */
+ * "dissem", "nway", "ring", "kdissem", "recexch"); "?" for a value out of
+ * range. */
 const char *rg_coll_barrier_alg_name(rg_coll_barrier_alg_t alg);
 
 /* Parses an algorithm name: "linear", "binomial" (or "tree"), "recdbl" (or
  * "recursive-doubling"), "dissem" (or "dissemination"), "nway" (or "n-way"),
- * optionally with ":N" ("nway:3"). n_opt is an n given separately (0: none);
- * where both are given they must agree. nway needs an n in
- * 1..RG_COLL_NWAY_MAX; dissem takes none or 1; the others take none.
+ * "ring" (or "doublering"), "kdissem" (or "k-dissemination"), "recexch" (or
+ * "recursive-exchange"), optionally with ":N" ("nway:3", "kdissem:3"). n_opt
+ * is an n given separately (0: none); where both are given they must agree.
+ * nway needs an n in 1..RG_COLL_NWAY_MAX; kdissem and recexch a K in
+ * 2..RG_COLL_K_MAX; dissem takes none or 1; the others take none.
  * RG_ERR_INVALID with a message naming the text otherwise. */
 rg_status_t rg_coll_barrier_parse(const char *text, int n_opt, rg_coll_barrier_spec_t *spec,
                                   rg_err_t *err);
 
-/* Writes "nway:3", "dissem", ... into buf (at least 32 bytes). */
+/* Writes "nway:3", "kdissem:3", "dissem", ... into buf (at least 32 bytes). */
 void        rg_coll_barrier_format(const rg_coll_barrier_spec_t *spec, char *buf, size_t cap);
 
 /* The number of rounds of the schedule on P ranks (the same on every rank;

@@ -220,8 +220,14 @@ rg_status_t rg_coll_barrier_run_rounds(rg_coll_barrier_t *b, uint32_t rounds,
     for (r = 0; r < rounds; r++) {
         const rg_coll_round_t *rd = &pl->rounds[r];
         k = 0;
+        if (rd->nsend + rd->nrecv == 0) {
+            continue; /* most rounds of the double ring */
+        }
         /* Receives first, so that a message that comes while the sends are
-         * posted lands in its receive, not in the unexpected queue. */
+         * posted lands in its receive, not in the unexpected queue. A
+         * pair's messages match in order (one tag, FIFO per source), and
+         * only this round's receives are posted, so a pair that carries
+         * several messages (coll/sched.h) meets each in its round. */
         for (i = 0; i < rd->nrecv; i++, k++) {
             st = rg_proto_irecv(b->proto, pl->peers[rd->recv_off + i], RG_COLL_TAG_BARRIER,
                                 &b->token, 0, &b->reqs[k]);

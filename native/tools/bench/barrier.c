@@ -58,8 +58,10 @@ static void rg__usage(FILE *f)
         "usage: railgauge-bench barrier --algorithm A [--n N] [options]\n"
         "\n"
         "The latency of one barrier of coll/ over the messaging runtime.\n"
-        "  --algorithm A     linear, binomial, recdbl, dissem or nway (nway:N)\n"
-        "  --n N             n of the n-way dissemination (nway only)\n"
+        "  --algorithm A     linear, binomial, recdbl, dissem or nway (nway:N); the\n"
+        "                    stacks' own: ring (Open MPI's double ring), kdissem:K,\n"
+        "                    recexch:K (MPICH's k-dissemination, recursive exchange)\n"
+        "  --n N             n of the n-way dissemination, K of kdissem and recexch\n"
         "  --transport T     shm, tcp, ofi:<provider>, mpi (default $RG_TRANSPORT, else shm)\n"
         "  --iterations N    timed barriers (default 1000)\n"
         "  --warmup N        untimed barriers first (default 100)\n"
@@ -83,7 +85,7 @@ static const char *const rg__impls[] = {"auto", "messages", "shm", NULL};
 
 static const rg_bench_optdef_t rg__bopts[] = {
     RG_BOPT("algorithm", STRING, rg__bopts_t, alg_text, 0, 0, NULL),
-    RG_BOPT("n", INT, rg__bopts_t, n, 1, RG_COLL_NWAY_MAX, NULL),
+    RG_BOPT("n", INT, rg__bopts_t, n, 1, RG_COLL_K_MAX, NULL),
     RG_BOPT("transport", NAME, rg__bopts_t, transport, 0, sizeof(((rg__bopts_t *)0)->transport),
             NULL),
     RG_BOPT("iterations", LONG, rg__bopts_t, iters, 1, 1000000, NULL),
@@ -123,7 +125,7 @@ static int rg__parse_args(int argc, char **argv, rg__bopts_t *o)
     }
     if (o->alg_text == NULL) {
         return rg__usage_error("--algorithm is required (linear, binomial, recdbl, dissem, "
-                               "nway --n N)%s", "");
+                               "nway --n N, ring, kdissem:K, recexch:K)%s", "");
     }
     if (rg_coll_barrier_parse(o->alg_text, o->n, &o->spec, &err) != RG_OK) {
         return rg__usage_error("%s", rg_err_message(&err));

@@ -67,7 +67,9 @@ static void usage(FILE *f)
     fprintf(f,
             "         (railgauge-sim rxwin --help)\n"
             "         A: linear, binomial, recdbl, dissem (dissemination), nway (with\n"
-            "         --n N, or nway:N); the schedules of coll/ (docs/coll.md)\n"
+            "         --n N, or nway:N), and the stacks' own: ring (Open MPI's double\n"
+            "         ring), kdissem:K, recexch:K (MPICH's; K also as --n K); the\n"
+            "         schedules of coll/ (docs/coll.md)\n"
             "options:\n"
             "  --L US --o US --g US       latency, overhead, gap (microseconds; default 0)\n"
             "  --G US --O US              gap and overhead per byte (us/byte; default 0)\n"
@@ -740,14 +742,15 @@ static int barrier_build(const sim_opts_t *o, rg_sim_sched_t *sched, rg_status_t
 {
     rg_coll_barrier_spec_t spec;
 
-    if (!(o->bar_n >= 0 && o->bar_n <= RG_COLL_NWAY_MAX && o->bar_n == floor(o->bar_n))) {
+    if (!(o->bar_n >= 0 && o->bar_n <= RG_COLL_K_MAX && o->bar_n == floor(o->bar_n))) {
         fprintf(stderr, "railgauge-sim: error: --n: %g is not an integer in 1..%d\n", o->bar_n,
-                RG_COLL_NWAY_MAX);
+                RG_COLL_K_MAX);
         return 2;
     }
     if (rg_coll_barrier_parse(o->algo, (int)o->bar_n, &spec, err) != RG_OK) {
         fprintf(stderr, "railgauge-sim: error: barrier --algorithm: %s\n",
-                o->algo == NULL ? "missing (linear, binomial, recdbl, dissem, nway --n N)"
+                o->algo == NULL ? "missing (linear, binomial, recdbl, dissem, nway --n N, ring, "
+                                  "kdissem:K, recexch:K)"
                                 : rg_err_message(err));
         return 2;
     }

@@ -54,8 +54,9 @@ def pmpi(flavour: str, print_path: bool) -> int:
 
     LD_PRELOAD=$(railgauge pmpi --print-path --mpi openmpi) RG_PMPI_BARRIER=nway:3
     mpirun.openmpi -n 16 ./app   (RG_PMPI_BARRIER, formerly RAILGAUGE_BARRIER, still read:
-    linear, binomial, recdbl, dissem, nway:N; `railgauge tune barrier` gives the choice for
-    a model; `railgauge-bench --print-config` lists every RG_PMPI_ setting; docs/coll.md)."""
+    linear, binomial, recdbl, dissem, nway:N, ring, kdissem:K, recexch:K; `railgauge tune
+    barrier` gives the choice for a model; `railgauge-bench --print-config` lists every
+    RG_PMPI_ setting; docs/coll.md)."""
     path = pmpi_library_path(flavour)
     term = Terminal()
     if print_path:

@@ -211,9 +211,11 @@ def goal(file: Path, calc_unit: str, L: float | None, o: float | None, g: float 
 @sim.command("barrier")
 @click.option("--algorithm", default="dissemination", show_default=True,
               help="Barrier algorithm: linear, binomial, recdbl, dissem (dissemination), "
-                   "nway (with --n N, or nway:N); the schedules of coll/ (docs/coll.md).")
-@click.option("--n", "n", type=click.IntRange(1, 1024), default=None,
-              help="n of the n-way dissemination (nway only).")
+                   "nway (with --n N, or nway:N), and the stacks' own: ring (Open MPI's "
+                   "double ring), kdissem:K, recexch:K (MPICH's); the schedules of coll/ "
+                   "(docs/coll.md).")
+@click.option("--n", "n", type=click.IntRange(1, 1025), default=None,
+              help="n of the n-way dissemination, K of kdissem and recexch.")
 @click.option("-P", "P", type=click.IntRange(1, 1 << 26), required=True, help="Number of ranks.")
 @_param_options
 def barrier(algorithm: str, n: int | None, P: int, L: float | None, o: float | None,
