@@ -112,3 +112,55 @@ def test_cli_list_json(tmp_path: Path) -> None:
     one = json.loads(cli("tune", "barrier", "--model", str(model), "-P", "16",
                          "--json").stdout)
     assert one == doc["results"][1]
+
+
+def test_cli_emit_openmpi_json_choices(tmp_path: Path) -> None:
+    """The contract's object: settings, file, reasons and one choice per P with Open MPI's
+    name and number; the rules file names its own path; the model's missing transport is
+    warned about, exit 0."""
+    model = write_model(tmp_path / "model-loggp.json")
+    out = tmp_path / "barrier.rules"
+    proc = cli("tune", "barrier", "--model", str(model), "-P", "2..8", "--emit", "openmpi",
+               "--stack-version", "4.1.6", "--out", str(out), "--json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["stack"] == "openmpi" and doc["version"] == "4.1.6"
+    assert doc["file"] == str(out) and doc["content"] is None and doc["reasons"]
+    assert doc["settings"]["coll_tuned_use_dynamic_rules"] == "1"
+    assert doc["settings"]["coll_tuned_dynamic_rules_filename"] == str(out.resolve())
+    assert [c["P"] for c in doc["choices"]] == [2, 4, 8]
+    names = {1: "linear", 2: "double_ring", 3: "recursive_doubling", 4: "bruck",
+             5: "two_proc", 6: "tree"}
+    for c in doc["choices"]:
+        assert names[c["id"]] == c["algorithm"]
+        assert c["predicted_us"] == min(r["predicted_us"] for r in doc["table"][str(c["P"])]
+                                        if r["predicted_us"] is not None)
+    assert "does not say which transport" in proc.stderr
+    assert out.read_text().startswith("# Open MPI 4.1.6")
+
+
+def test_cli_emit_mpich_writes_selection_files_beside_out(tmp_path: Path) -> None:
+    """Under a large L linear wins at small P and dissemination above (the closed forms of
+    test_choose_per_P_by_the_closed_forms); MPICH 4.0 has no linear, so the choice is the
+    same at every P and needs no selection file; with a model where the winner changes
+    with P the files are written beside --out and named there by absolute path."""
+    model = write_model(tmp_path / "model-loggp.json")
+    out = tmp_path / "sub" / "barrier.env"
+    out.parent.mkdir()
+    proc = cli("tune", "barrier", "--model", str(model), "-P", "2,16", "--emit", "mpich",
+               "--stack-version", "4.1", "--out", str(out), "--json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert out.is_file() and out.read_text() == (doc["content"] or out.read_text())
+    for name in doc.get("files", {}):
+        assert (out.parent / name).is_file()
+        assert str(out.parent.resolve() / name) in doc["settings"].values()
+
+
+def test_cli_emit_unwritable_out(tmp_path: Path) -> None:
+    model = write_model(tmp_path / "model-loggp.json")
+    (tmp_path / "plain").write_text("a file, not a folder")
+    proc = cli("tune", "barrier", "--model", str(model), "-P", "4", "--emit", "openmpi",
+               "--stack-version", "4.1.6", "--out", str(tmp_path / "plain" / "f"))
+    assert proc.returncode == 2
+    assert "cannot write" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1

@@ -16,7 +16,13 @@ from typing import Any
 import click
 
 from railgauge.cli.common import FailError, UserError, size_option
-from railgauge.cli.emitting import OUT_OPTION, STACK_VERSION_OPTION, export_errors, finish
+from railgauge.cli.emitting import (
+    OUT_OPTION,
+    STACK_VERSION_OPTION,
+    check_out,
+    export_errors,
+    finish,
+)
 from railgauge.terminal import Terminal
 
 
@@ -96,6 +102,7 @@ def bench(policy: str, size: int, time_s: float, warmup_s: float, weights: str |
     if emit is not None and weights is not None and weights != "measure":
         raise UserError("--emit writes the rails' measured rates: give --weights measure, "
                         "not weights")
+    check_out(out)
     term = Terminal()
     tb = netns.load_state()
     if tb is None:
@@ -185,6 +192,7 @@ def emit_cmd(rails_json: Path, emit: str, stack_version: str | None, out: Path |
     from railgauge.emit import emit_rails, read_rails_json
 
     term = Terminal()
+    check_out(out)
     with export_errors():
         rails = read_rails_json(rails_json)
         em = emit_rails(rails, emit, stack_version, source=str(rails_json))

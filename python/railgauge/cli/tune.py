@@ -11,7 +11,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from railgauge.cli.common import FailError, UserError
-from railgauge.cli.emitting import OUT_OPTION, STACK_VERSION_OPTION, export_errors, finish
+from railgauge.cli.emitting import (
+    OUT_OPTION,
+    STACK_VERSION_OPTION,
+    check_out,
+    export_errors,
+    finish,
+)
 from railgauge.terminal import Terminal
 
 if TYPE_CHECKING:
@@ -85,6 +91,7 @@ def barrier(P: str, model: Path, engine: str, max_n: int, emit: str | None,
         raise UserError("--stack-version and --out go with --emit")
     with _tune_errors():
         Ps = parse_ranks(P)
+    check_out(out)
     if emit is not None:
         return _emit_barrier(term, Ps, model, emit, stack_version, out, as_json)
     ns = tuple(range(2, max_n + 1))
@@ -277,6 +284,7 @@ def rxwin(model: Path, pattern: str, nranks: int, iters: int, w_inits: tuple[int
     term = Terminal()
     if emit is None and (stack_version is not None or out is not None):
         raise UserError("--stack-version and --out go with --emit")
+    check_out(out)
     if emit is not None:
         with export_errors():
             stack_version = resolve_version(emit, stack_version, RXWIN_STACKS)

@@ -152,7 +152,10 @@ def model_warnings(model: Path, stack: str) -> list[str]:
         return []
     if not isinstance(doc, dict):
         return []
-    transport = str(doc.get("transport") or "unknown")
+    if not doc.get("transport"):
+        return [f"{model} does not say which transport it was measured over: the choice "
+                f"holds where {stack}'s messages cost what the model says"]
+    transport = str(doc["transport"])
     source = doc.get("source")
     info = source.get("transport_info") if isinstance(source, dict) else None
     if not isinstance(info, dict):
