@@ -5,12 +5,14 @@
 #   barrier-16  the barrier family with the flag model, P = 2,3,4,6,8,12,16 (bench/barrier_bench.py)
 #   rxwin-16    the shared receive window on 16 ranks (bench/rxwin_bench.py)
 #   onen-16     LoP's RTT(p) on 16 ranks over shm and tcp (bench/onen_bench.py)
+#   stacks-16   MPI_Barrier of Open MPI and MPICH: the barrier `railgauge tune barrier --emit`
+#               writes beside every fixed algorithm and the default (bench/stacks_bench.py)
 #
 # and keeps each one's raw results in OUT/<section>/ (and, with --tar, all of them in one
 # archive), never touching docs/. On any machine, the commands it prints at the end render
 # the sections of docs/BENCHMARKS.md from them (docs/data/<section>/ is where they are kept).
 #
-#   bash bench/cores_suite.sh [--out DIR] [--tar FILE] [--only barrier,rxwin,onen]
+#   bash bench/cores_suite.sh [--out DIR] [--tar FILE] [--only barrier,rxwin,onen,stacks]
 #                             [--quick] [--min-cpus N]
 #
 # --quick: a few iterations of everything on fewer ranks (a check of the script, not a
@@ -24,7 +26,7 @@ usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0";
 
 out=""
 tarball=""
-only="barrier,rxwin,onen"
+only="barrier,rxwin,onen,stacks"
 quick=0
 min_cpus=16
 while [ $# -gt 0 ]; do
@@ -43,8 +45,9 @@ case "$min_cpus" in
 esac
 for part in ${only//,/ }; do
     case "$part" in
-        barrier|rxwin|onen) ;;
-        *) echo "cores_suite: --only: '$part' is not barrier, rxwin or onen" >&2; exit 2 ;;
+        barrier|rxwin|onen|stacks) ;;
+        *) echo "cores_suite: --only: '$part' is not barrier, rxwin, onen or stacks" >&2
+           exit 2 ;;
     esac
 done
 
@@ -94,6 +97,13 @@ for part in ${only//,/ }; do
             python3 bench/onen_bench.py --ranks "$onen_ranks" --prtt-budget "$budget" \
                 --no-write --raw-dir "$out/onen-16" --section onen-16 > "$out/onen-16.md"
             render+=("python3 bench/onen_bench.py --from docs/data/onen-16 --section onen-16")
+            ;;
+        stacks)
+            log "stacks-16: P = $ranks, $rounds rounds of $iters barriers per stack setting"
+            python3 bench/stacks_bench.py -P "$ranks" --rounds "$rounds" \
+                --iterations "$iters" --rxwin-ranks 0 --no-write --raw-dir "$out/stacks-16" \
+                --section stacks-16 > "$out/stacks-16.md"
+            render+=("python3 bench/stacks_bench.py --from docs/data/stacks-16 --section stacks-16")
             ;;
     esac
 done
