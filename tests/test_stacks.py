@@ -90,6 +90,7 @@ def test_model_warnings(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("args", "words"), [
     (["-P", ""], "-P: empty"), (["-P", "0"], "out of range"),
     (["-P", "4", "--out", "x"], "go with --emit"),
+    (["-P", "4", "--emit", "openmpi", "--plot", "x.png"], "--plot"),
     (["-P", "4", "--emit", "openmpi", "--stack-version", "0.9"], "--stack-version"),
     (["-P", "4", "--emit", "mpich", "--stack-version", "9.1"], "--stack-version"),
     (["-P", "4", "--emit", "lam"], "Invalid value for '--emit'")])

@@ -89,6 +89,8 @@ def barrier(P: str, model: Path, engine: str, max_n: int, emit: str | None,
     term = Terminal()
     if emit is None and (stack_version is not None or out is not None):
         raise UserError("--stack-version and --out go with --emit")
+    if emit is not None and plot is not None:
+        raise UserError("--plot draws railgauge's own algorithms: give it without --emit")
     with _tune_errors():
         Ps = parse_ranks(P)
     check_out(out)
