@@ -400,6 +400,9 @@ def main(argv: list[str] | None = None) -> int:
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
     raw = BUILD / f"rails-{stamp}.json"
     raw.write_text(json.dumps({"facts": facts, "weights": weights, "rows": rows}, indent=1))
+    if not args.no_write:
+        # The raw rows of the section, kept beside it (section stacks reads Open MPI's rows).
+        (REPO / "docs" / "data" / "rails.json").write_text(raw.read_text())
     command = "python3 bench/rails_bench.py " + shlex.join(sys.argv[1:] if argv is None else argv)
     md = section(rows, facts, args.rates, size, args.time, weights, command.strip())
     emit_section(DOC, "rails", md, args.no_write, log)
