@@ -165,3 +165,14 @@ def test_cli_emit_unwritable_out(tmp_path: Path) -> None:
                "--stack-version", "4.1.6", "--out", str(tmp_path / "plain" / "f"))
     assert proc.returncode == 2
     assert "cannot write" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_cli_emit_refuses_a_flag_model(tmp_path: Path) -> None:
+    """The stacks' barriers run on messages: a flag model (model-flags.json) is bad input."""
+    m = tmp_path / "model-flags.json"
+    m.write_text(json.dumps({"model": "flags", "engine": "flags", "ranges": []}))
+    proc = cli("tune", "barrier", "--model", str(m), "-P", "4", "--emit", "openmpi",
+               "--stack-version", "4.1.6")
+    assert proc.returncode == 2, proc.stderr
+    assert "is a flag model" in proc.stderr and "run on messages" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1

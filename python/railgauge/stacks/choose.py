@@ -106,8 +106,13 @@ def choose_barrier(Ps: Sequence[int], model: Path, *, tool: str, stack: str, ver
     """Simulates, for every P, each algorithm the stack accepts at P and railgauge has a
     schedule for, on the model's messages; the fastest is the choice (the stack's default
     on a tie, then the stack's own order). TuneError where nothing can be simulated."""
+    from railgauge.fit.flags import model_engine
     from railgauge.tune import model_params
 
+    if Path(model).is_file() and model_engine(Path(model)) == "flags":
+        raise TuneError(f"{model} is a flag model (railgauge's shared-memory barrier); the "
+                        f"{stack} barriers run on messages: give the model-loggp.json of a "
+                        f"gauge over {stack} (--transport mpi)", user=True)
     model, _, _ = resolve_model(model, "messages")
     params = model_params(model)
     res = StackBarrierTune(stack=stack, version=version, model=str(model))
