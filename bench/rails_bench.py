@@ -25,7 +25,6 @@ import json
 import os
 import shlex
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -157,24 +156,14 @@ def ompi_bw(tb: netns.Testbed, size: int, secs: float,
     mpirun in the first host's namespace, its daemons started through an rsh agent that
     runs them under `ip netns exec`; with weights, btl_tcp_bandwidth_<rail> set by hand
     (Mbit/s); with param_file, an MCA parameter file given as mca_base_param_files."""
-    exe, agent, hosts = BUILD / "mpi_msgrate-openmpi", BUILD / "nsagent", BUILD / "ns-hosts"
+    exe = BUILD / "mpi_msgrate-openmpi"
     src = REPO / "bench" / "mpi_msgrate.c"
     if not exe.exists() or exe.stat().st_mtime < src.stat().st_mtime:
         subprocess.run(["mpicc.openmpi", "-O2", "-o", str(exe), str(src)], check=True)
-    # Rank 0 runs beside mpirun (this machine's name: in the first namespace, where
-    # mpirun is); rank 1 on "nshost1", whose daemon the agent starts in the second
-    # namespace (the testbed's namespace names may hold dots, which Open MPI reads as
-    # the start of a domain, so the hostfile does not use them).
-    agent.write_text('#!/bin/sh\nhost="$1"; shift\ncase "$host" in\n'
-                     f'  nshost1) ns="{tb.hosts[1]}" ;;\n'
-                     '  *) echo "nsagent: unknown host $host" >&2; exit 1 ;;\nesac\n'
-                     'exec ip netns exec "$ns" sh -c "$*"\n')
-    agent.chmod(0o755)
-    hosts.write_text(f"{socket.gethostname()} slots=1\nnshost1 slots=1\n")
+    # Rank 0 beside mpirun in the first namespace, rank 1 in the second.
+    place = tb.openmpi_launch_args(BUILD)
     ifs = [r.ifname for r in tb.rails]
-    argv = ["mpirun.openmpi", "--allow-run-as-root", "--hostfile", str(hosts),
-            "--mca", "plm_rsh_agent", str(agent), "--mca", "routed", "direct",
-            "--mca", "btl", "tcp,self",
+    argv = ["mpirun.openmpi", "--allow-run-as-root", *place, "--mca", "btl", "tcp,self",
             "--mca", "btl_tcp_if_include", ",".join(ifs), "--mca", "oob_tcp_if_include",
             ifs[0], "-np", "2", "--map-by", "node"]
     for name, w in zip(ifs, weights or [], strict=False):

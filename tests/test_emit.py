@@ -14,7 +14,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -451,16 +450,9 @@ def test_openmpi_over_two_veth_rails(tmp_path: Path) -> None:
     subprocess.run(["mpicc.openmpi", "-O1", "-o", str(exe), str(DATA / "mpi_cvars.c")],
                    check=True)
     with netns_testbed(2, 2) as tb:
-        agent, hosts = tmp_path / "nsagent", tmp_path / "ns-hosts"
-        agent.write_text('#!/bin/sh\nhost="$1"; shift\ncase "$host" in\n'
-                         f'  nshost1) ns="{tb.hosts[1]}" ;;\n'
-                         '  *) echo "nsagent: unknown host $host" >&2; exit 1 ;;\nesac\n'
-                         'exec ip netns exec "$ns" sh -c "$*"\n')
-        agent.chmod(0o755)
-        hosts.write_text(f"{socket.gethostname()} slots=1\nnshost1 slots=1\n")
+        place = tb.openmpi_launch_args(tmp_path)
         before = [_tx_bytes(tb, 0, r.ifname) for r in tb.rails]
-        argv = ["mpirun.openmpi", "--allow-run-as-root", "--hostfile", str(hosts),
-                "--mca", "plm_rsh_agent", str(agent), "--mca", "routed", "direct",
+        argv = ["mpirun.openmpi", "--allow-run-as-root", *place,
                 "--mca", "oob_tcp_if_include", "rail0", "--mca", "btl", "tcp,self",
                 "--mca", "mca_base_param_files", str(conf), "-np", "2", "--map-by", "node",
                 str(exe), "btl_tcp_if_include", "btl_tcp_bandwidth_", "pml"]

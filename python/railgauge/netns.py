@@ -44,6 +44,7 @@ import re
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -332,6 +333,25 @@ class Testbed:
         if ip is None:
             raise TestbedUnavailable("the `ip` command (iproute2) is not installed")
         return [ip, "netns", "exec", self.hosts[host], *argv]
+
+    def openmpi_launch_args(self, folder: Path) -> list[str]:
+        """mpirun.openmpi's arguments that place one rank on each host of the testbed, for
+        an mpirun started in the first host's namespace (``exec_argv(0, ...)``): a hostfile
+        and an rsh agent, written into ``folder``. Rank 0 runs beside mpirun (this
+        machine's name); host h >= 1 is "nshost<h>", whose daemon the agent starts in that
+        host's namespace (the namespace names may hold dots, which Open MPI reads as the
+        start of a domain, so the hostfile does not use them)."""
+        agent, hostfile = Path(folder) / "nsagent", Path(folder) / "ns-hosts"
+        cases = "".join(f'  nshost{h}) ns="{ns}" ;;\n' for h, ns in enumerate(self.hosts)
+                        if h > 0)
+        agent.write_text('#!/bin/sh\nhost="$1"; shift\ncase "$host" in\n' + cases
+                         + '  *) echo "nsagent: unknown host $host" >&2; exit 1 ;;\nesac\n'
+                         'exec ip netns exec "$ns" sh -c "$*"\n')
+        agent.chmod(0o755)
+        hostfile.write_text(f"{socket.gethostname()} slots=1\n" + "".join(
+            f"nshost{h} slots=1\n" for h in range(1, len(self.hosts))))
+        return ["--hostfile", str(hostfile), "--mca", "plm_rsh_agent", str(agent),
+                "--mca", "routed", "direct"]
 
     def run(self, host: int, argv: Sequence[str], **kwargs: Any
             ) -> subprocess.CompletedProcess[str]:
