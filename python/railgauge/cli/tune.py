@@ -165,13 +165,6 @@ def _write_side_files(em: Any, out: Path | None) -> None:
             raise ExportError(f"{path}: cannot write: {exc.strerror}") from None
 
 
-def _name_the_file(em: Any, path: str) -> None:
-    """The file's own path where the settings and reasons say THIS_FILE."""
-    em.settings = {k: v.replace("THIS_FILE", path) for k, v in em.settings.items()}
-    em.reasons = [r.replace("THIS_FILE", path) for r in em.reasons]
-    em.text = em.text.replace("THIS_FILE", path)
-
-
 def _label(algorithm: str, n: int) -> str:
     return f"nway:{n}" if algorithm == "nway" else algorithm
 
@@ -201,12 +194,12 @@ def _emit_barrier(term: Terminal, Ps: list[int], model: Path, fmt: str,
         if stack == "mpich":
             where = out.resolve().parent if out is not None else Path.cwd()
             em = mod.emit_barrier(res.choices, version, fmt, file_dir=str(where))
+        elif out is not None:
+            em = mod.emit_barrier(res.choices, version, fmt, rules_file=str(out.resolve()))
         else:
             em = mod.emit_barrier(res.choices, version, fmt)
         _write_side_files(em, out)
     em.warnings[:0] = model_warnings(model, stack)
-    if out is not None:
-        _name_the_file(em, str(out.resolve()))
     if not as_json:
         term.info(f"{stack} {version}: the barrier per communicator size on the model {model} "
                   "(simulated, us):")

@@ -256,9 +256,12 @@ def _json_doc(spans: Sequence[RuleSpan]) -> dict[str, object]:
     return {"rule_file_version": 3, "module": "tuned", "collectives": {"barrier": rules}}
 
 
-def emit_barrier(choices: Sequence[BarrierChoice], version: str, fmt: str) -> Emitted:
+def emit_barrier(choices: Sequence[BarrierChoice], version: str, fmt: str, *,
+                 rules_file: str = "THIS_FILE") -> Emitted:
     """The chosen barriers as Open MPI ``version``'s dynamic rules file: ``fmt``
-    "openmpi" (the classic text) or "openmpi-json" (from 6.0)."""
+    "openmpi" (the classic text) or "openmpi-json" (from 6.0). ``rules_file`` is where the
+    file will be (give an absolute path: each rank opens it); the settings and the load
+    line name it."""
     if fmt not in FORMATS:
         raise ExportError(f"--emit {fmt!r}: not an Open MPI format ({', '.join(FORMATS)})")
     version = resolve_version(STACK, version, (STACK,))
@@ -269,8 +272,8 @@ def emit_barrier(choices: Sequence[BarrierChoice], version: str, fmt: str) -> Em
     spans = rule_spans(choices, version)
     em = Emitted(STACK, version)
     em.settings["coll_tuned_use_dynamic_rules"] = "1"
-    em.settings["coll_tuned_dynamic_rules_filename"] = "THIS_FILE"
-    load = "mpirun " + " ".join(mpirun_args("THIS_FILE")) + " ..."
+    em.settings["coll_tuned_dynamic_rules_filename"] = rules_file
+    load = "mpirun " + " ".join(mpirun_args(rules_file)) + " ..."
     em.reasons.append(f"Load with: {load} (or the same two MCA parameters in any other way); "
                       "coll_tuned reads the file when MPI starts.")
     for i, s in enumerate(spans):
