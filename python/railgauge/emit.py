@@ -19,6 +19,7 @@ from __future__ import annotations
 import ctypes
 import ipaddress
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -601,6 +602,22 @@ def _model_transport(model: Path) -> str | None:
     return str(t) if t else None
 
 
+def check_out(out: Path | None) -> None:
+    """ExportError where ``out`` cannot be written: a folder, or a file whose folder cannot
+    be made or written to (the CLI checks this before any work; write_emitted again)."""
+    if out is None:
+        return
+    out = Path(out)
+    if out.is_dir():
+        raise ExportError(f"{out}: is a folder; give --out a file name")
+    probe = out.parent if str(out.parent) else Path(".")
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
+        raise ExportError(f"{out}: cannot write: {probe} is not a folder this user can write "
+                          "to")
+
+
 def write_emitted(em: Emitted, out: Path | None) -> None:
     """Writes the file to ``out`` (atomically); ExportError where it cannot be written."""
     if out is None:
@@ -608,8 +625,7 @@ def write_emitted(em: Emitted, out: Path | None) -> None:
     from railgauge.export.files import write_file_atomic
 
     out = Path(out)
-    if out.is_dir():
-        raise ExportError(f"{out}: is a folder; give --out a file name")
+    check_out(out)
     try:
         write_file_atomic(out, em.text)
     except OSError as exc:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -36,19 +35,12 @@ def export_errors() -> Iterator[None]:
 
 
 def check_out(out: Path | None) -> None:
-    """Refuses, before any work, an --out that cannot be written: a folder, or a file whose
-    folder cannot be made or written to (UserError: exit 2, one line)."""
-    if out is None:
-        return
-    if out.is_dir():
-        raise UserError(f"{out}: is a folder; give --out a file name")
-    parent = out.parent if str(out.parent) else Path(".")
-    probe = parent
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
-    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
-        raise UserError(f"{out}: cannot write: {probe} is not a folder this user can write "
-                        "to")
+    """Refuses, before any work, an --out that cannot be written (emit.check_out; UserError:
+    exit 2, one line)."""
+    from railgauge.emit import check_out as check
+
+    with export_errors():
+        check(out)
 
 
 def finish(term: Terminal, em: Any, out: Path | None, as_json: bool,
