@@ -90,12 +90,9 @@ def candidates(ns: tuple[int, ...] = DEFAULT_NS) -> list[Candidate]:
     return out
 
 
-def predict_barrier(tool: str, params: dict[str, Any], cand: Candidate, P: int) -> float:
-    """The simulated makespan (us) of one barrier on P ranks. Raises SimError."""
-    return _predict_spec(tool, params, cand.label, P)
-
-
-def _predict_spec(tool: str, params: dict[str, Any], spec: str, P: int) -> float:
+def predict_barrier(tool: str, params: dict[str, Any], spec: str, P: int) -> float:
+    """The simulated makespan (us) of one barrier (a schedule spec: "dissem", "nway:3",
+    "ring", ...) on P ranks. Raises SimError."""
     doc = run_sim(tool, ["barrier", "--algorithm", spec, "-P", str(P)], params)
     return float(doc["makespan_us"])
 
@@ -108,7 +105,7 @@ def simulate_specs(tool: str, params: dict[str, Any],
     def one(job: tuple[str, int]) -> tuple[float | None, str | None]:
         spec, P = job
         try:
-            return _predict_spec(tool, params, spec, P), None
+            return predict_barrier(tool, params, spec, P), None
         except SimError as exc:
             if not exc.user or "operations to simulate" not in str(exc):
                 raise TuneError(f"simulating {spec} on {P} ranks: {exc}",
@@ -117,11 +114,6 @@ def simulate_specs(tool: str, params: dict[str, Any],
 
     with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
         return list(pool.map(one, jobs))
-
-
-def _simulate_all(tool: str, params: dict[str, Any],
-                  jobs: list[tuple[Candidate, int]]) -> list[tuple[float | None, str | None]]:
-    return simulate_specs(tool, params, [(c.label, P) for c, P in jobs])
 
 
 def model_params(model: Path) -> dict[str, Any]:
@@ -212,7 +204,7 @@ def tune_barrier(P: int, model: Path, *, tool: str,
     params = model_params(model)
     extra = _call_us(model, eng)
     cands = candidates(ns)
-    results = _simulate_all(tool, params, [(c, P) for c in cands])
+    results = simulate_specs(tool, params, [(c.label, P) for c in cands])
     rows = [TuneRow(c.algorithm, c.n, None if t is None else t + extra, note_)
             for c, (t, note_) in zip(cands, results, strict=True)]
     done = [r for r in rows if r.predicted_us is not None]
@@ -238,11 +230,11 @@ def barrier_curves(Ps: list[int], model: Path, *, tool: str,
     model, eng, _ = resolve_model(model, engine)
     params = model_params(model)
     extra = _call_us(model, eng)
-    jobs = [(c, P) for c in candidates(ns) for P in Ps]
+    jobs = [(c.label, P) for c in candidates(ns) for P in Ps]
     curves: dict[str, list[tuple[int, float]]] = {c.label: [] for c in candidates(ns)}
-    for (cand, P), (t, _) in zip(jobs, _simulate_all(tool, params, jobs), strict=True):
+    for (label, P), (t, _) in zip(jobs, simulate_specs(tool, params, jobs), strict=True):
         if t is not None:
-            curves[cand.label].append((P, t + extra))
+            curves[label].append((P, t + extra))
     return curves
 
 
