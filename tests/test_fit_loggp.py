@@ -1061,3 +1061,35 @@ def test_breaks_within_one_planned_step_are_merged() -> None:
     # Three in one step: one survives.
     assert _within_one_step([(2, 0.9), (3, 1.0), (4, 0.95)], sizes, planned) == {2, 4}
     assert _within_one_step([(2, 0.9), (4, 0.95)], sizes, None) == set()
+
+
+#: Loopback TCP as LogGP sees it: the kernel delivers inside the send call, so the receive
+#: overlaps the send and o_s + o_r exceed PRTT(1,0,1)/2 (an L of -1.2 us).
+TCP_OVERLAP = [(1, -1.2, 4.1, 4.4, 0.00018, 0.0, 1.8, 0.0002)]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_overlap_keeps_the_paper_round_trip_in_l_and_o(seed: int) -> None:
+    """L is held at 0 (with the overlap's reason) and o is the part of the overheads not
+    overlapped: L + 2o is PRTT(1,0,1)/2, as the paper's formula has it, while o_s and o_r
+    stay as measured."""
+    meas = synth_prtt(TCP_OVERLAP, sweep_sizes(65536, per_octave=2), noise=0.01, reps=1000,
+                      seed=seed)
+    fit = fit_loggp(meas, n_boot=50, seed=seed)
+    low = fit.ranges[0]
+    assert low.L_us == 0.0
+    assert any(b["parameter"] == "L_us" and b["reason"] for b in low.bounds), low.bounds
+    assert rel_err(low.value("o_s_us"), 4.1) < 0.03
+    assert rel_err(low.value("o_r_us"), 1.8) < 0.03
+    h1 = prtt_true(TCP_OVERLAP, 1, 0.0, 1) / 2.0
+    assert rel_err(low.L_us + 2.0 * low.o_us, h1) < 0.02
+    assert low.o_us < 0.5 * (low.value("o_s_us") + low.value("o_r_us")) - 0.4
+    lo, hi = low.ci95["o_us"]
+    assert lo <= low.o_us <= hi
+    assert any(n.startswith("o = ") and "L'" in n for n in low.notes), low.notes
+    # The contract keys alone now give the model's own PRTT(1,0,1).
+    doc = fit.to_json()
+    contract_only = {"model": "loggp", "ranges": [
+        {k: r[k] for k in ("from_bytes", "to_bytes", "L_us", "o_us", "g_us", "G_us_per_byte")}
+        for r in doc["ranges"]]}
+    assert rel_err(prtt(contract_only, 1, 0.0, 1), prtt(doc, 1, 0.0, 1)) < 0.02

@@ -380,6 +380,22 @@ def _fit_core(
             net_bounds.append(_bound_entry(key, lf, intercept, note))
         if note is not None:
             net_notes.append(note)
+    if n_l.a_free < 0.0 and net_values["L_us"] <= 0.0:
+        # L held at 0: the overheads o_s + o_r exceed PRTT(1,0,1)/2 by -L'. The symmetric
+        # o of the contract keeps the paper's PRTT(1,0,1) = 2 (L + 2o) (docs/fit.md, section
+        # 4): o = (o_s + o_r + L')/2, the part of the overheads not overlapped.
+        shift = 0.5 * float(n_l.a_free)
+        o_sum = net_values["o_us"]
+        net_values["o_us"] = max(0.0, o_sum + shift)
+        lo, hi = net_ci["o_us"]
+        net_ci["o_us"] = (max(0.0, lo + shift), max(0.0, hi + shift))
+        net_notes.append(
+            f"o = {net_values['o_us']:.4g} us, not (o_s + o_r)/2 = {o_sum:.4g} us: with L held "
+            f"at 0, o = (o_s + o_r + L')/2 with L' = {n_l.a_free:.4g} us the unconstrained "
+            "intercept of L, so that L + 2o is PRTT(1,0,1)/2 as the paper's formula has it (a "
+            "simulator that takes L and o charges the one-way time measured; o_s and o_r stay "
+            "as measured)"
+        )
     first_label = f"{first_from} B .. {first_last} B"
     if len(segs) == 1 and not dp_starts:
         first_label = f"{first_from} B .."
