@@ -4,8 +4,9 @@
 Per transport (shm, tcp, and mpi under Open MPI where ``mpirun.openmpi`` is installed) the
 script:
 
-1. measures with ``railgauge gauge --quick --no-onen`` (one size per octave, 1 B .. 1 MiB,
-   PRTT only: the whole benchmark runs in a few minutes);
+1. measures with the default gauge, ``railgauge gauge --no-onen --no-barrier`` (two sizes
+   per octave and the refinement around the changes, 1 B .. 1 MiB, PRTT only), the run whose
+   model a user exports;
 2. exports to SimGrid (``railgauge export --to simgrid --hosts 2 --json``) and runs
    native/tools/smpi/prtt_smpi.c, built with ``smpicc``, under ``smpirun`` with the export
    and with SimGrid's defaults (the same platform file and hostfile, no ``--cfg`` of the
@@ -80,7 +81,7 @@ COLLECTIVES: tuple[tuple[str, int], ...] = (("barrier", 0), ("alltoall", 8),
 #: LogGOPSim's schedules: (name, message size in bytes).
 LGS_SCHEDULES: tuple[tuple[str, int], ...] = (("dissemination", 1), ("alltoall", 1024),
                                               ("alltoall", 131072))
-GAUGE_ARGS = ["--quick", "--no-onen"]
+GAUGE_ARGS = ["--no-onen", "--no-barrier"]
 MEDIAN_TARGET, P90_TARGET, COLL_TARGET = 0.05, 0.10, 0.10
 NO_SWITCH = 2**31 - 1
 UNIT_US = {"ns": 1e-3, "ps": 1e-6}
@@ -420,7 +421,7 @@ def prtt_lines(rows: dict[str, dict[str, Any]]) -> list[str]:
             if not ok and abs(e["median"] - m["median"]) <= 0.01 and \
                     abs(e["p90"] - m["p90"]) <= 0.02:
                 line += (": SMPI carries the model, the error is the fitted model's own "
-                         "against this quick gauge's points")
+                         "against this gauge's points")
             line += "."
             lines.append(line)
         off = [q for q in p["points"] if q["pattern"] == "p1"
@@ -556,9 +557,9 @@ def lgs_lines(rows: dict[str, dict[str, Any]], lgs: str | None) -> list[str]:
 def section(raw: dict[str, Any]) -> str:
     facts = raw["facts"]
     lines = ["## Exports run in the simulators they feed (export)", "",
-             "`bench/export_bench.py`: per transport a quick gauge (`railgauge gauge "
-             f"{' '.join(GAUGE_ARGS)}`: one size per octave, 1 B .. 1 MiB, PRTT only, so "
-             "that the whole benchmark runs in a few minutes), then the SimGrid export under "
+             "`bench/export_bench.py`: per transport the default gauge (`railgauge gauge "
+             f"{' '.join(GAUGE_ARGS)}`: two sizes per octave and the refinement around its "
+             "changes, 1 B .. 1 MiB, PRTT only), then the SimGrid export under "
              "`smpirun` (native/tools/smpi/prtt_smpi.c and coll_smpi.c, built with `smpicc`; "
              "`smpi/simulate-computation:no`, `smpi/wtime:0`: the program's own computation "
              f"left out) and the LogGOPSim export. SimGrid: {raw.get('simgrid', '?')}.", ""]

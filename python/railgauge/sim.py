@@ -40,15 +40,16 @@ class SimError(Exception):
 def pairwise_alltoall_goal(ranks: int, size: int) -> str:
     """The pairwise-exchange alltoall (SMPI's and MPICH's ``pair``) as GOAL: step i
     (1 .. P-1) exchanges size bytes with rank XOR i, a send and a receive that start when
-    both of step i-1 are done (MPI_Sendrecv); step 0, the copy to itself, has no message."""
+    both of step i-1 are done (MPI_Sendrecv); step 0, the copy to itself, has no message.
+    No indentation: LogGOPSim's txt2bin refuses a line that starts with a blank."""
     out = [f"num_ranks {ranks}"]
     for r in range(ranks):
         out.append(f"rank {r} {{")
         for i in range(1, ranks):
-            out.append(f"  s{i}: send {size}b to {r ^ i} tag {i}")
-            out.append(f"  r{i}: recv {size}b from {r ^ i} tag {i}")
+            out.append(f"s{i}: send {size}b to {r ^ i} tag {i}")
+            out.append(f"r{i}: recv {size}b from {r ^ i} tag {i}")
             if i > 1:
-                out += [f"  {a}{i} requires {b}{i - 1}" for a in "sr" for b in "sr"]
+                out += [f"{a}{i} requires {b}{i - 1}" for a in "sr" for b in "sr"]
         out.append("}")
     return "\n".join(out) + "\n"
 

@@ -24,6 +24,13 @@
 #define RG_BENCH_MAX_PASSES 9
 /* prtt --confirm: the share of the run budget kept for the confirmation passes. */
 #define RG_BENCH_CONFIRM_SHARE 0.15
+/* prtt --passes: the host's state is probed before every visit of a size by
+ * this many 1-byte round trips. The run's probes fall into two states where,
+ * sorted, two neighbours lie this factor apart with at least
+ * RG_BENCH_STATE_MIN probes below them (docs/fit.md, section 1). */
+#define RG_BENCH_STATE_REPS 33
+#define RG_BENCH_STATE_GAP 2.0
+#define RG_BENCH_STATE_MIN 3
 
 struct rg_json;
 
@@ -71,6 +78,9 @@ typedef struct rg_bench {
     double         *samples;       /* one per repetition of the current point */
     size_t          samples_cap;
     uint64_t        start_ns;      /* CLOCK_MONOTONIC at the first point */
+    /* prtt --passes: the last probe of the host's state (us; 0: none yet),
+     * and the cut between the run's two states (0: one state so far). */
+    double          state_us, state_cut_us;
     rg_err_t        err;
 } rg_bench_t;
 

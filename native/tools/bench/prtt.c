@@ -55,6 +55,9 @@ typedef struct rg_bench_point {
     int         passes, passes_kept;
     double      pass_iqm[RG_BENCH_MAX_PASSES];
     int         pass_kept[RG_BENCH_MAX_PASSES];
+    /* The host's state when each pass was measured: the median of a few
+     * 1-byte round trips just before the size's visit (0: not probed). */
+    double      pass_state[RG_BENCH_MAX_PASSES];
 } rg_bench_point_t;
 
 /* How long one point (or one pass of it) is measured. */
@@ -498,6 +501,14 @@ static rg_status_t rg__bench_write_point(rg_bench_t *bench, const rg_bench_point
             rg_json_double(&js, pt->pass_iqm[j]);
         }
         rg_json_array_end(&js);
+        if (pt->pass_state[0] > 0) {
+            rg_json_key(&js, "pass_state_us");
+            rg_json_array_begin(&js);
+            for (j = 0; j < pt->passes; j++) {
+                rg_json_double(&js, pt->pass_state[j]);
+            }
+            rg_json_array_end(&js);
+        }
     }
     if (strcmp(pt->type, "pingpong") == 0 && pt->stats.median > 0) {
         /* bytes per microsecond are MB/s (10^6 bytes per second). */
@@ -742,19 +753,23 @@ static rg_status_t rg__bench_acc_add(rg_bench_t *bench, rg_bench_acc_t *acc, siz
     memcpy(acc->samples + acc->count, bench->samples, count * sizeof(double));
     acc->count += count;
     pt->pass_iqm[pt->passes] = pt->iqm;
+    pt->pass_state[pt->passes] = bench->state_us;
     pt->passes++;
     acc->pass_off[pt->passes] = acc->count;
     return RG_OK;
 }
 
 /* Whether a point's fastest pass is confirmed: another pass within (1 +
- * pass_tol) of it. A point not measured yet (the budget ran out) or with no
- * room for another pass counts as confirmed: nothing more can be done. */
+ * pass_tol) of it, and, where the run's probes of the host's state fall into
+ * two states, a pass made in the faster one (its probe below the cut). A
+ * point not measured yet
+ * (the budget ran out) or with no room for another pass counts as confirmed:
+ * nothing more can be done. */
 static int rg__bench_acc_confirmed(const rg_bench_t *bench, const rg_bench_acc_t *acc)
 {
     const rg_bench_point_t *pt = &acc->pt;
     double                  best = 0;
-    int                     j, near = 0;
+    int                     j, near = 0, fast = 0;
 
     if (pt->passes == 0 || pt->passes >= RG_BENCH_MAX_PASSES) {
         return 1;
@@ -766,8 +781,10 @@ static int rg__bench_acc_confirmed(const rg_bench_t *bench, const rg_bench_acc_t
     }
     for (j = 0; j < pt->passes; j++) {
         near += pt->pass_iqm[j] <= best * (1.0 + bench->opts.pass_tol);
+        fast += pt->pass_state[j] <= 0 || bench->state_cut_us <= 0 ||
+                pt->pass_state[j] <= bench->state_cut_us;
     }
-    return near >= 2;
+    return near >= 2 && fast >= 1;
 }
 
 /* The point's record from its passes: the samples of the passes kept, pooled. */
@@ -836,6 +853,8 @@ typedef struct rg__bench_passes {
     rg_bench_limits_t lim;     /* one pass's limits of a point */
     uint64_t          rng;
     double            planned_s; /* the planned passes' share of the run budget */
+    double           *probes;    /* every probe of the host's state, in order */
+    size_t            nprobes, probes_cap;
 } rg__bench_passes_t;
 
 /* Each pass gets 1/P of the point's repetitions and budget, and a target
@@ -866,6 +885,91 @@ static void rg__bench_cap_budget(rg_bench_limits_t *vlim, double left, double st
     }
 }
 
+/* Probes the host's state before a size's visit: the median of a few
+ * 1-byte round trips (PRTT(1,0,1)), into bench->state_us and the run's list
+ * of probes. On the two-core virtual machine of the benchmarks the round trip
+ * has two values 3-4x apart for seconds to minutes at a time (docs/fit.md,
+ * section 1); the probe tells a pass made in the slow state from one made in
+ * the fast, so that a point measured only in the slow state while the run has
+ * seen the fast one is measured again. */
+static rg_status_t rg__bench_probe_state(rg__bench_passes_t *ps)
+{
+    rg_bench_t      *bench = ps->bench;
+    rg_bench_point_t pts[RG_BENCH_NKINDS];
+    double           x[RG_BENCH_STATE_REPS];
+    size_t           count = 0, reps = RG_BENCH_STATE_REPS, i, j;
+    double           t;
+    rg_status_t      st;
+
+    if (reps > bench->samples_cap) {
+        reps = bench->samples_cap;
+    }
+    rg__bench_points_init(pts, 1, 1);
+    st = rg__bench_batch(bench, &pts[RG_BENCH_P1], reps, 1, &count);
+    if (st != RG_OK) {
+        return st;
+    }
+    for (i = 0; i < count; i++) {
+        x[i] = bench->samples[i];
+        for (j = i; j > 0 && x[j - 1] > x[j]; j--) {
+            t        = x[j - 1];
+            x[j - 1] = x[j];
+            x[j]     = t;
+        }
+    }
+    bench->state_us = count > 0 ? x[count / 2] : 0.0;
+    if (bench->state_us > 0) {
+        if (ps->nprobes == ps->probes_cap) {
+            size_t  cap = ps->probes_cap > 0 ? 2 * ps->probes_cap : 256;
+            double *grown = realloc(ps->probes, cap * sizeof(double));
+
+            if (grown == NULL) {
+                return rg_err_set(&bench->err, RG_ERR_NOMEM, "cannot keep %zu probes", cap);
+            }
+            ps->probes     = grown;
+            ps->probes_cap = cap;
+        }
+        ps->probes[ps->nprobes++] = bench->state_us;
+    }
+    return RG_OK;
+}
+
+static int rg__bench_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* The cut between the run's two states (bench->state_cut_us; 0 where its
+ * probes show one): sorted, the first two neighbouring probes at least
+ * RG_BENCH_STATE_GAP apart with RG_BENCH_STATE_MIN probes or more below
+ * them, cut at their geometric mean. The first such gap, not the largest: a
+ * preempted probe far above the slow state must not make that state fast. */
+static void rg__bench_state_cut(rg__bench_passes_t *ps)
+{
+    double *x;
+    size_t  i;
+
+    ps->bench->state_cut_us = 0.0;
+    if (ps->nprobes <= RG_BENCH_STATE_MIN) {
+        return;
+    }
+    x = malloc(ps->nprobes * sizeof(double));
+    if (x == NULL) {
+        return;  /* without the cut the run is as it was before probes */
+    }
+    memcpy(x, ps->probes, ps->nprobes * sizeof(double));
+    qsort(x, ps->nprobes, sizeof(double), rg__bench_cmp_double);
+    for (i = RG_BENCH_STATE_MIN; i < ps->nprobes; i++) {
+        if (x[i] >= RG_BENCH_STATE_GAP * x[i - 1]) {
+            ps->bench->state_cut_us = sqrt(x[i] * x[i - 1]);
+            break;
+        }
+    }
+    free(x);
+}
+
 /* One planned pass over every size, in a shuffled order: RG_OK, or
  * RG_ERR_TIMEOUT when the run budget ran out (the run's status "budget"),
  * else the error. */
@@ -885,7 +989,8 @@ static rg_status_t rg__bench_planned_pass(rg__bench_passes_t *ps, int pass)
             return RG_ERR_TIMEOUT;
         }
         if (rg__bench_warmup(bench, a[0].pt.size,
-                             ps->visits == 0 ? o->warmup_s + 0.05 : o->warmup_s) != RG_OK) {
+                             ps->visits == 0 ? o->warmup_s + 0.05 : o->warmup_s) != RG_OK ||
+            rg__bench_probe_state(ps) != RG_OK) {
             return RG_ERR_IO;
         }
         /* With a run budget, every pass gets its share of it, so that the last
@@ -937,6 +1042,7 @@ static rg_status_t rg__bench_confirm_passes(rg__bench_passes_t *ps)
     int                    pass, k, need;
 
     for (pass = 0; pass < o->confirm; pass++) {
+        rg__bench_state_cut(ps);
         want = 0;
         for (i = 0; i < ps->ns * RG_BENCH_NKINDS; i++) {
             want += !rg__bench_acc_confirmed(bench, &ps->acc[i]);
@@ -957,7 +1063,8 @@ static rg_status_t rg__bench_confirm_passes(rg__bench_passes_t *ps)
             if (o->budget_s > 0 && rg_bench_elapsed_s(bench) >= o->budget_s) {
                 return RG_OK;
             }
-            if (rg__bench_warmup(bench, a[0].pt.size, o->warmup_s) != RG_OK) {
+            if (rg__bench_warmup(bench, a[0].pt.size, o->warmup_s) != RG_OK ||
+                rg__bench_probe_state(ps) != RG_OK) {
                 return RG_ERR_IO;
             }
             vlim = ps->lim;
@@ -1045,6 +1152,7 @@ out:
     }
     free(ps.acc);
     free(ps.order);
+    free(ps.probes);
     return rc;
 }
 
