@@ -665,3 +665,20 @@ def test_lop_from_a_fitted_model(tmp_path: Path) -> None:
     for k in range(1, n + 1):
         assert fin[k] == pytest.approx(on + k * ln + o1, rel=1e-9)
     assert fin[n] == pytest.approx(float(t_1n(rtt, os_, n)) + o1, rel=1e-9)
+
+
+def test_pairwise_alltoall_goal_is_what_loggopsim_reads() -> None:
+    """The GOAL of the pairwise alltoall (bench/export_bench.py feeds it to LogGOPSim's
+    txt2bin, which refuses a line that starts with a blank): no indentation, one send and
+    one receive per step with rank XOR i, each step after both of the one before."""
+    from railgauge.sim import pairwise_alltoall_goal
+
+    text = pairwise_alltoall_goal(4, 1024)
+    lines = text.splitlines()
+    assert lines[0] == "num_ranks 4"
+    assert not [ln for ln in lines if ln[:1].isspace()]
+    assert "rank 2 {" in lines
+    block = lines[lines.index("rank 2 {") + 1:lines.index("rank 3 {") - 1]
+    assert "s1: send 1024b to 3 tag 1" in block and "r3: recv 1024b from 1 tag 3" in block
+    assert "s3 requires r2" in block and not any("requires" in ln and "1 requires" in ln
+                                                 for ln in block)
