@@ -8,7 +8,6 @@ checker itself (that a wrong, stale or zeroed byte fails) is tested in C
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import pytest
 
 from conftest import netns_testbed, run_cli
 from railgauge.launcher import launch
+from railgauge.measure import state_cut
 
 QUICK = ("--time", "0.05", "--warmup", "0.01", "--min-iters", "3")
 
@@ -273,24 +273,6 @@ def test_prtt_confirmation_passes(native_tool: Callable[[str], str], tmp_path: P
             assert len(near) >= 2 or r["passes"] == 4, r
         assert r["passes_kept"] == len(near)
     assert sum(r["passes"] > 2 for r in points) >= 6
-
-
-def state_cut(probes: list[float]) -> float:
-    """railgauge-bench's cut between two states of the host (prtt.c, rg__bench_state_cut):
-    the first neighbours of the sorted probes at least 2x apart with 3 or more below."""
-    for i in range(3, len(probes)):
-        if probes[i] >= 2.0 * probes[i - 1]:
-            return math.sqrt(probes[i] * probes[i - 1])
-    return 0.0
-
-
-def test_state_cut_rule() -> None:
-    """The rule the test above mirrors: one state, two states, a preempted probe above the
-    slow state (the first gap cuts, not the largest), too few probes below a gap."""
-    assert state_cut([0.2, 0.21, 0.22, 0.25]) == 0.0
-    assert state_cut([0.2, 0.21, 0.22, 0.7, 0.75]) == pytest.approx(math.sqrt(0.22 * 0.7))
-    assert state_cut([0.2, 0.21, 0.22, 0.7, 0.75, 9.0]) == pytest.approx(math.sqrt(0.22 * 0.7))
-    assert state_cut([0.1, 0.7, 0.72, 0.75]) == 0.0
 
 
 @pytest.mark.native

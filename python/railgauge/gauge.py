@@ -149,7 +149,10 @@ def run_gauge(plan: Any, opts: GaugeOptions, out_dir: Path, ui: Terminal,
     meas_path = out_dir / "measurements.jsonl"
     res = measure_prtt_step(plan, meas_path, ui)
     ui.detail(f"measured {res.points} points in {res.wall_s:.1f} s"
-              + (f"; refined at {res.refined_sizes}" if res.refined_sizes else ""))
+              + (f"; refined at {res.refined_sizes}" if res.refined_sizes else "")
+              + (f"; refinement at {res.refine_dropped} left out: measured only in "
+                 "another state of the host than the sweep (docs/fit.md, section 1)"
+                 if res.refine_dropped else ""))
     ranks = opts.ranks
     onen_path: Path | None = None
     not_measured: str | None = None
@@ -221,6 +224,7 @@ def run_gauge(plan: Any, opts: GaugeOptions, out_dir: Path, ui: Terminal,
     report = write_report(out_dir, meas, fit, {"wall_s": time.monotonic() - t0,
                                                "quick": quick,
                                                "refined_sizes": res.refined_sizes,
+                                               "refine_dropped": res.refine_dropped,
                                                "onen_ranks": None if opts.no_onen else ranks,
                                                "onen": part.headline(),
                                                **({"barriers": barrier.headline()}

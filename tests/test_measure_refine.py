@@ -1,0 +1,108 @@
+"""The refinement around a protocol change is measured in the sweep's state of the host
+(railgauge.measure.measure_prtt, docs/fit.md section 1): a refinement made only in another
+state is measured again once, and what is still off is left out."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from railgauge import measure
+from railgauge.measure import (
+    MeasurePlan,
+    fast_state_us,
+    measure_prtt,
+    off_state_sizes,
+    state_cut,
+)
+
+
+def _lines(sizes: list[int], probe: float) -> list[str]:
+    out = [json.dumps({"type": "header", "pattern": "prtt", "params": {"sizes": sizes}})]
+    for s in sizes:
+        for rtype, n in (("prtt", 1), ("prtt", 16), ("orecv", 16)):
+            out.append(json.dumps({"type": rtype, "n": n, "s": s, "d_us": 0.0,
+                                   "median_us": probe * 10, "passes": 2,
+                                   "pass_state_us": [probe, probe * 1.05]}))
+    out.append(json.dumps({"type": "footer", "points": 3 * len(sizes), "status": "ok"}))
+    return out
+
+
+def _fake(monkeypatch: pytest.MonkeyPatch, states: list[float]) -> list[list[int]]:
+    """run_prtt writing every size in the next state of ``states`` (probe in us): the
+    sweep first, then each refinement attempt. Returns the sizes of each call."""
+    calls: list[list[int]] = []
+
+    def run_prtt(plan: Any, sizes: list[int], out: Path, **_: Any) -> Any:
+        calls.append(list(sizes))
+        out.write_text("\n".join(_lines(sizes, states[len(calls) - 1])) + "\n",
+                       encoding="utf-8")
+        return SimpleNamespace(returncode=0, failure=None)
+
+    monkeypatch.setattr(measure, "run_prtt", run_prtt)
+    monkeypatch.setattr(MeasurePlan, "validate", lambda self: None)
+    return calls
+
+
+def _sizes_in(path: Path) -> set[int]:
+    return {json.loads(ln)["s"] for ln in path.read_text().splitlines()
+            if json.loads(ln)["type"] in ("prtt", "orecv")}
+
+
+PLAN = MeasurePlan(min_size=256, max_size=4096, per_octave=1, budget_s=60.0,
+                   refine_points=2)
+
+
+def test_state_cut_and_fast_state() -> None:
+    """The cut of railgauge-bench (prtt.c): the first gap of 2x with 3 probes below; a
+    preempted probe far above the slow state does not make it fast."""
+    assert state_cut([0.2, 0.21, 0.22, 0.25]) == 0.0
+    assert state_cut([0.2, 0.21, 0.22, 0.7, 0.75]) == pytest.approx((0.22 * 0.7) ** 0.5)
+    assert state_cut([0.2, 0.21, 0.22, 0.7, 0.75, 9.0]) == pytest.approx((0.22 * 0.7) ** 0.5)
+    assert state_cut([0.1, 0.7, 0.72, 0.75]) == 0.0
+    recs = [{"type": "prtt", "s": 1, "pass_state_us": [0.2, 0.7]},
+            {"type": "prtt", "s": 2, "pass_state_us": [0.21, 0.72]},
+            {"type": "prtt", "s": 3, "pass_state_us": [0.19, 0.74]}]
+    assert fast_state_us(recs) == pytest.approx(0.2)
+    assert fast_state_us([{"type": "prtt", "s": 1}]) is None
+    assert off_state_sizes(recs, 0.2) == []
+    assert off_state_sizes(recs, 0.06) == [1, 2, 3]  # every probe 2x above
+    assert off_state_sizes([{"type": "prtt", "s": 5, "pass_state_us": [0.7, 0.21]}],
+                           0.2) == []
+
+
+def test_refinement_in_the_sweeps_state_is_kept(monkeypatch: pytest.MonkeyPatch,
+                                                tmp_path: Path) -> None:
+    calls = _fake(monkeypatch, [0.2, 0.22])
+    res = measure_prtt(PLAN, tmp_path / "m.jsonl", fit_boundaries=lambda _: [(512, 1024)])
+    assert len(calls) == 2 and res.refined_sizes == calls[1] and res.refine_dropped == []
+    assert set(calls[1]) <= _sizes_in(tmp_path / "m.jsonl")
+
+
+def test_refinement_in_another_state_is_measured_again(monkeypatch: pytest.MonkeyPatch,
+                                                        tmp_path: Path) -> None:
+    calls = _fake(monkeypatch, [0.2, 0.7, 0.21])
+    res = measure_prtt(PLAN, tmp_path / "m.jsonl", fit_boundaries=lambda _: [(512, 1024)])
+    assert len(calls) == 3 and calls[2] == calls[1]
+    assert res.refined_sizes == calls[1] and res.refine_dropped == []
+    path = tmp_path / "m.jsonl"
+    # The slow attempt's records are gone, the second attempt's are there.
+    probes = [json.loads(ln).get("pass_state_us", [0])[0] for ln in path.read_text().splitlines()
+              if json.loads(ln).get("s") in set(calls[1])]
+    assert probes and all(p == 0.21 for p in probes)
+
+
+@pytest.mark.parametrize("state", [0.7, 0.05])
+def test_refinement_still_off_is_left_out(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                          state: float) -> None:
+    """Slower or faster than the sweep twice: left out, and said."""
+    calls = _fake(monkeypatch, [0.2, state, state])
+    res = measure_prtt(PLAN, tmp_path / "m.jsonl", fit_boundaries=lambda _: [(512, 1024)])
+    assert len(calls) == 3
+    assert res.refined_sizes == [] and res.refine_dropped == calls[1]
+    assert not set(calls[1]) & _sizes_in(tmp_path / "m.jsonl")
+    assert _sizes_in(tmp_path / "m.jsonl") == {256, 512, 1024, 2048, 4096}
