@@ -21,6 +21,7 @@ from railgauge.export.files import ExportError
 from railgauge.export.loggopsim import NO_RENDEZVOUS_S, export_loggopsim, parse_size_span
 from railgauge.export.netgauge import CODES_MAX_ROWS, choose_rows
 from railgauge.fit.loggp import fit_loggp
+from railgauge.fit.model import g_all, prtt
 from railgauge.synth import sweep_sizes, synth_prtt, write_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -167,20 +168,29 @@ def test_loggopsim_flags_in_ns_and_ps(one: tuple[Path, dict[str, Any]]) -> None:
     flags = out["flags"]
     assert flags[0::2] == ["-L", "-o", "-g", "-G", "-O", "-S"]
     assert all(v.lstrip("-").isdigit() for v in flags[1::2])
-    rng = doc["ranges"][0]
     unit = {"ns": 1e-3, "ps": 1e-6}[out["units"]]
     got = dict(zip(flags[0::2], (int(v) for v in flags[1::2]), strict=True))
-    for flag, key in (("-L", "L_us"), ("-o", "o_us"), ("-g", "g_us"), ("-G", "G_us_per_byte")):
-        assert got[flag] == round(rng[key] / unit), (flag, got, rng[key])
-        if rng[key] > 0:
-            assert abs(got[flag] * unit - rng[key]) <= 0.01 * rng[key]
+    vals = out["values_us"]
+    for flag, key in (("-L", "L"), ("-o", "o"), ("-g", "g"), ("-G", "G"), ("-O", "O")):
+        assert got[flag] == round(vals[key] / unit), (flag, got, vals[key])
+        # Rounded to the unit: within 1% unless the value is below a few units (a per-byte
+        # O of 1e-7 us/B is 0 ps/B).
+        assert abs(got[flag] * unit - vals[key]) <= max(0.01 * vals[key], unit / 2)
     assert got["-S"] == NO_RENDEZVOUS_S
+    # LogGOPSim's one-way time L + 2o + (s-1) max(O, G) and gap g + (s-1) G are the
+    # model's own PRTT(1,0,s)/2 and G_all(s) (railgauge.fit.simview).
+    for s in (1, 64, 1024):
+        one_way = vals["L"] + 2 * vals["o"] + (s - 1) * max(vals["O"], vals["G"])
+        assert one_way == pytest.approx(prtt(doc, 1, 0.0, s) / 2, rel=0.02), s
+        assert vals["g"] + (s - 1) * vals["G"] == pytest.approx(g_all(doc, s), rel=0.02), s
+    rng = doc["ranges"][0]
+    assert vals["L"] <= rng["L_us"] + 1e-12
     # A G of 0.48 ns would round to 0 ns: ps.
     shm = export_loggopsim(load_source(SHM_MODEL), span=(1, 1024), rendezvous=65536,
                            rendezvous_reason="x")
     assert shm["units"] == "ps" and shm["S_bytes"] == 65535
     g_ps = int(shm["flags"][shm["flags"].index("-G") + 1])
-    assert g_ps == round(json.loads(SHM_MODEL.read_text())["ranges"][0]["G_us_per_byte"] * 1e6)
+    assert g_ps == round(shm["values_us"]["G"] * 1e6) > 0
     assert any("picoseconds" in n for n in shm["notes"])
 
 

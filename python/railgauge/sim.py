@@ -101,8 +101,11 @@ def params_from_model(path: Path, *, piecewise: bool = True,
     O), ...]}``: a message of s bytes takes the first range with s <= to_bytes (the last
     range beyond its end, and sizes between two ranges the upper one). Otherwise L, o, g, G,
     O of the first range (the one of small, eager messages). The fit reports one L and o per
-    network, repeated in each range, and g, G, O per range. S is not a fitted quantity and
-    is left to the caller."""
+    network, repeated in each range, and g, G, O per range. A model with pieces (the
+    current fit's, docs/fit.md section 4) gives one set per piece instead, chosen so that
+    the simulator's one-way time and gap are the model's predictions
+    (:func:`railgauge.fit.simview.sim_sets`; sizes between two pieces the lower one, as
+    the model predicts them). S is not a fitted quantity and is left to the caller."""
     try:
         doc = json.loads(Path(path).read_text())
     except (OSError, ValueError) as exc:
@@ -139,6 +142,19 @@ def params_from_model(path: Path, *, piecewise: bool = True,
         prev_to = float(to)
         one["to_bytes"] = prev_to
         sets.append(one)
+    if all(isinstance(r.get("pieces"), list) and r["pieces"] for r in ranges):
+        # The model predicts from its pieces: one parameter set a piece, chosen so that
+        # the simulator's one-way time and gap are the model's (railgauge.fit.simview).
+        from railgauge.fit.model import ModelError, loggp_from_json
+        from railgauge.fit.simview import sim_sets
+
+        try:
+            fit = loggp_from_json(doc, str(path))
+        except ModelError as exc:
+            raise SimError(f"{path}: {exc}", user=True) from None
+        sets = [{**ss.as_dict(), "to_bytes": ss.to_bytes} for ss in sim_sets(fit)]
+        if not piecewise:
+            sets = sets[:1]
     # The flag model's duplex term (docs/sim.md "Duplex"), in its first range.
     duplex = ranges[0].get("duplex_us", 0.0)
     if not _nonneg(duplex):

@@ -6,10 +6,12 @@ parameter set per run, each an integer in one time unit of the user's choosing (
 of the GOAL schedule's ``calc`` times too): ``-L`` latency, ``-o`` overhead (paid at the
 sender and at the receiver), ``-g`` gap per message, ``-G`` gap per byte, ``-O`` overhead
 per byte, ``-S`` the size up to which a message is eager (``size <= S``; above it
-rendezvous). railgauge's model maps onto them as ``railgauge sim`` does
-(python/railgauge/sim.py): L = ``L_us``, o = ``o_us`` = (o_s + o_r)/2 (LogGOPSim has one
-o for both sides), g = ``g_us``, G = ``G_us_per_byte``, O = ``O_us_per_byte``, of the
-range of the chosen size; S = the rendezvous size - 1 (:func:`rendezvous_at`).
+rendezvous). railgauge's model maps onto them as ``railgauge sim`` takes it
+(:func:`railgauge.fit.simview.sim_sets`): one parameter set per piece of the model,
+chosen so that LogGOPSim's one-way time L + 2o + (s-1) max(O, G) and gap g + (s-1) G are
+the model's PRTT(1,0,s)/2 and G_all(s) (a model without pieces: its range's L_us, o_us,
+g_us, G_us_per_byte, O_us_per_byte); the set of the chosen size; S = the rendezvous size
+- 1 (:func:`rendezvous_at`).
 
 The unit is ns unless rounding to whole ns would change a parameter that is not 0 by more
 than :data:`MAX_ROUNDING` (a per-byte G of 0.48 ns rounds to 0 ns, or a G of 1.4 ns to 1):
@@ -23,7 +25,7 @@ from typing import Any
 
 from railgauge.export.common import ExportSource, loggp_fit
 from railgauge.export.files import ExportError
-from railgauge.fit.model import LoggpFit, LoggpRange
+from railgauge.fit.simview import SimSet, sim_sets
 
 __all__ = ["MAX_ROUNDING", "NO_RENDEZVOUS_S", "export_loggopsim", "parse_size_span"]
 
@@ -33,10 +35,9 @@ MAX_ROUNDING = 0.01
 NO_RENDEZVOUS_S = 2**31 - 1
 #: Microseconds per unit.
 _UNITS: dict[str, float] = {"ns": 1e-3, "ps": 1e-6}
-#: Flag, model key, per byte (the order of the flags on the line).
+#: Flag and the parameter of a SimSet (the order of the flags on the line).
 _PARAMS: tuple[tuple[str, str], ...] = (
-    ("-L", "L_us"), ("-o", "o_us"), ("-g", "g_us"), ("-G", "G_us_per_byte"),
-    ("-O", "O_us_per_byte"),
+    ("-L", "L"), ("-o", "o"), ("-g", "g"), ("-G", "G"), ("-O", "O"),
 )
 
 
@@ -54,15 +55,15 @@ def parse_size_span(text: str) -> tuple[int, int]:
     return vals[0], vals[-1]
 
 
-def _ranges_over(fit: LoggpFit, lo: int, hi: int) -> list[LoggpRange]:
-    """The ranges that hold a size of lo..hi (a size in the unmeasured gap between two
-    ranges belongs to the lower one, as in the model's predictions)."""
+def _sets_over(sets: list[SimSet], lo: int, hi: int) -> list[SimSet]:
+    """The parameter sets that hold a size of lo..hi (a size between two sets belongs to the
+    lower one, as in the model's predictions)."""
     out = []
-    for i, rng in enumerate(fit.ranges):
-        start = 1 if i == 0 else rng.from_bytes
-        end = fit.ranges[i + 1].from_bytes - 1 if i + 1 < len(fit.ranges) else math.inf
+    for i, ss in enumerate(sets):
+        start = 1 if i == 0 else ss.from_bytes
+        end = sets[i + 1].from_bytes - 1 if i + 1 < len(sets) else math.inf
         if start <= hi and lo <= end:
-            out.append(rng)
+            out.append(ss)
     return out
 
 
@@ -75,11 +76,12 @@ def _choose_unit(values: dict[str, float]) -> str:
     return "ps"
 
 
-def _flags(rng: LoggpRange, unit: str, s_param: int) -> list[str]:
+def _flags(ss: SimSet, unit: str, s_param: int) -> list[str]:
     per = _UNITS[unit]
+    vals = ss.as_dict()
     out: list[str] = []
     for flag, key in _PARAMS:
-        out += [flag, str(round(rng.value(key) / per))]
+        out += [flag, str(round(vals[key] / per))]
     return [*out, "-S", str(s_param)]
 
 
@@ -89,24 +91,27 @@ def export_loggopsim(src: ExportSource, *, span: tuple[int, int] | None,
 
     Returns the ``--json`` object: ``flags`` (the arguments, in order), ``units`` (``ns``
     or ``ps``), ``S_bytes`` and ``rendezvous`` (the rendezvous size, None: all eager) with
-    ``rendezvous_reason``, ``range`` (the model range the flags are taken from),
-    ``per_range`` (every range of the span with its own flags, in the same unit) and
-    ``notes`` (where one set cannot hold the model).
+    ``rendezvous_reason``, ``range`` (the model range the flags are taken from), ``set``
+    (the sizes of the parameter set within it) and ``values_us`` (its values unrounded),
+    ``per_range`` (every parameter set of the span with its own flags, in the same unit)
+    and ``notes`` (where one set cannot hold the model).
     """
     fit = loggp_fit(src)
     lo, hi = span if span is not None else (1, 2**63)
-    used = _ranges_over(fit, lo, hi)
+    sets = sim_sets(fit)
+    used = _sets_over(sets, lo, hi)
     if not used:
         raise ExportError("--size: no range of the model holds these sizes")
     s_param = NO_RENDEZVOUS_S if rendezvous is None else max(rendezvous - 1, 0)
-    values = {f"{r.from_bytes}:{k}": r.value(k) for r in used for _, k in _PARAMS}
+    values = {f"{ss.from_bytes}:{k}": v for ss in used for k, v in ss.as_dict().items()}
     bad = sorted({k.split(":")[1] for k, v in values.items() if not math.isfinite(v) or v < 0})
     if bad:
         raise ExportError(f"{src.model_path or 'model'}: {', '.join(bad)} not a number >= 0 "
                           "in a range of the model")
     unit = _choose_unit(values)
     chosen = used[0]
-    notes: list[str] = []
+    rng = fit.ranges[chosen.range_index]
+    notes: list[str] = list(chosen.notes)
     if span is not None and span[0] == span[1]:
         what = f"{lo} B"
     elif span is not None:
@@ -115,31 +120,29 @@ def export_loggopsim(src: ExportSource, *, span: tuple[int, int] | None,
         what = "every size"
     if len(used) > 1:
         notes.append(
-            f"{what} crosses {len(used)} protocol ranges of the model, and LogGOPSim takes "
-            f"one parameter set per run: the flags are those of the first ({chosen.from_bytes} "
-            f"B ..); 'per_range' lists each range's (run one simulation per size band, or "
-            "give --size)"
+            f"{what} crosses {len(used)} parameter sets of the model (its pieces: protocol "
+            "ranges and the bends within them), and LogGOPSim takes one parameter set per "
+            f"run: the flags are those of the first ({chosen.from_bytes} B ..); 'per_range' "
+            "lists each set's (run one simulation per size band, or give --size)"
         )
-    glat = chosen.Glat_us_per_byte
-    if glat is not None and chosen.G_us_per_byte > 0 and \
-            abs(glat - chosen.G_us_per_byte) > 0.1 * chosen.G_us_per_byte:
+    o_s, o_r = rng.value("o_s_us"), rng.value("o_r_us")
+    if abs(o_s - o_r) > 0.1 * max(o_s, o_r, 1e-12) or abs(chosen.o - 0.5 * (o_s + o_r)) > \
+            0.1 * max(o_s, o_r, 1e-12):
         notes.append(
-            f"the range's latency per byte ({glat:.4g} us/B) differs from its gap per byte G "
-            f"({chosen.G_us_per_byte:.4g} us/B) by more than 10%: LogGOPSim charges G for "
-            "both, so its PRTT(1,0,s) of large messages differs from the model's"
-        )
-    o_s, o_r = chosen.value("o_s_us"), chosen.value("o_r_us")
-    if abs(o_s - o_r) > 0.1 * max(o_s, o_r, 1e-12):
-        notes.append(
-            f"o = (o_s + o_r)/2 = {chosen.o_us:.4g} us: LogGOPSim has one overhead for both "
-            f"sides, the model measured o_s = {o_s:.4g} us and o_r = {o_r:.4g} us"
+            f"o = {chosen.o:.4g} us: LogGOPSim has one overhead for both sides, the model "
+            f"measured o_s = {o_s:.4g} us and o_r = {o_r:.4g} us; o is what makes "
+            "LogGOPSim's one-way time L + 2o + (s-1) max(O, G) the model's PRTT(1,0,s)/2 "
+            f"from {chosen.from_bytes} B (docs/export.md)"
         )
     if unit == "ps":
         notes.append("parameters in picoseconds (whole nanoseconds would round G or O off by "
                      f"more than {100.0 * MAX_ROUNDING:.0f}%): the GOAL schedule's calc times "
                      "must be in ps too")
-    per_range = [{"from_bytes": r.from_bytes, "to_bytes": r.to_bytes,
-                  "flags": _flags(r, unit, s_param)} for r in used]
+    def _to(ss: SimSet) -> int | None:
+        return None if math.isinf(ss.to_bytes) else int(ss.to_bytes)
+
+    per_range = [{"from_bytes": ss.from_bytes, "to_bytes": _to(ss),
+                  "flags": _flags(ss, unit, s_param)} for ss in used]
     return {
         "flags": _flags(chosen, unit, s_param),
         "units": unit,
@@ -147,7 +150,9 @@ def export_loggopsim(src: ExportSource, *, span: tuple[int, int] | None,
         "rendezvous": rendezvous,
         "rendezvous_reason": rendezvous_reason,
         "sizes": None if span is None else [lo, hi],
-        "range": {"from_bytes": chosen.from_bytes, "to_bytes": chosen.to_bytes},
+        "range": {"from_bytes": rng.from_bytes, "to_bytes": rng.to_bytes},
+        "set": {"from_bytes": chosen.from_bytes, "to_bytes": _to(chosen)},
+        "values_us": chosen.as_dict(),
         "per_range": per_range,
         "notes": notes,
     }
