@@ -762,9 +762,8 @@ static rg_status_t rg__bench_acc_add(rg_bench_t *bench, rg_bench_acc_t *acc, siz
 /* Whether a point's fastest pass is confirmed: another pass within (1 +
  * pass_tol) of it, and, where the run's probes of the host's state fall into
  * two states, a pass made in the faster one (its probe below the cut). A
- * point not measured yet
- * (the budget ran out) or with no room for another pass counts as confirmed:
- * nothing more can be done. */
+ * point not measured yet (the budget ran out) or with no room for another
+ * pass counts as confirmed: nothing more can be done. */
 static int rg__bench_acc_confirmed(const rg_bench_t *bench, const rg_bench_acc_t *acc)
 {
     const rg_bench_point_t *pt = &acc->pt;
@@ -988,9 +987,10 @@ static rg_status_t rg__bench_planned_pass(rg__bench_passes_t *ps, int pass)
         if (o->budget_s > 0 && rg_bench_elapsed_s(bench) >= o->budget_s) {
             return RG_ERR_TIMEOUT;
         }
-        if (rg__bench_warmup(bench, a[0].pt.size,
-                             ps->visits == 0 ? o->warmup_s + 0.05 : o->warmup_s) != RG_OK ||
-            rg__bench_probe_state(ps) != RG_OK) {
+        /* The probe before the warm-up, which leaves the size's buffers warm. */
+        if (rg__bench_probe_state(ps) != RG_OK ||
+            rg__bench_warmup(bench, a[0].pt.size,
+                             ps->visits == 0 ? o->warmup_s + 0.05 : o->warmup_s) != RG_OK) {
             return RG_ERR_IO;
         }
         /* With a run budget, every pass gets its share of it, so that the last
@@ -1063,8 +1063,8 @@ static rg_status_t rg__bench_confirm_passes(rg__bench_passes_t *ps)
             if (o->budget_s > 0 && rg_bench_elapsed_s(bench) >= o->budget_s) {
                 return RG_OK;
             }
-            if (rg__bench_warmup(bench, a[0].pt.size, o->warmup_s) != RG_OK ||
-                rg__bench_probe_state(ps) != RG_OK) {
+            if (rg__bench_probe_state(ps) != RG_OK ||
+                rg__bench_warmup(bench, a[0].pt.size, o->warmup_s) != RG_OK) {
                 return RG_ERR_IO;
             }
             vlim = ps->lim;
