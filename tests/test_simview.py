@@ -47,7 +47,13 @@ def test_sets_carry_the_models_predictions(params: list[tuple[float, ...]],
         for s in {ss.from_bytes, pieces[i].to_bytes}:
             one_way = ss.L + 2 * ss.o + (s - 1) * max(ss.O, ss.G)
             assert one_way == pytest.approx(prtt(doc, 1, 0.0, s) / 2, rel=0.01), (i, s)
-            assert ss.g + (s - 1) * ss.G == pytest.approx(g_all(doc, s), rel=0.01), (i, s)
+            # The gap is the model's where it grows at least as fast as the one-way time;
+            # else LogGP's one G takes the one-way slope and the gap is not less.
+            gap = ss.g + (s - 1) * ss.G
+            if pieces[i].lines["gall"][1] >= pieces[i].lines["h"][1]:
+                assert gap == pytest.approx(g_all(doc, s), rel=0.01), (i, s)
+            else:
+                assert gap >= g_all(doc, s) * 0.99, (i, s)
 
 
 @pytest.mark.native

@@ -18,9 +18,11 @@ slopes:
 
 * G = the slope of G_all (>= 0), g = G_all(f) - (f-1) G; where that is negative, g = 0
   and G = G_all(f) / (f-1) (exact at f, the slope lost);
-* the one-way slope: O = h's slope where that is at least G (then max(O, G) is h's
-  slope), else O = min((O_s + O_r)/2, G) (LogGOPS cannot have a one-way time that grows
-  slower than the gap: a note says so);
+* O = (O_s + O_r)/2 of the range, at most G; where h's slope exceeds G, G = h's slope
+  (LogGP's one G for the wire and the gap, as in the paper's PRTT(1,0,s)) and g = G_all(f)
+  - (f-1) G (>= 0), so that max(O, G) is h's slope; the CPUs' O is not raised, which would
+  keep both ends busy for the transfer and serialise a rank's send and receive (a one-way
+  time that grows slower than the gap is not LogGOPS: a note says so);
 * A = h(f) - (f-1) max(O, G), the one-way line's value at s = 1: L = min(network L, A),
   o = (A - L)/2, so that L + 2o + (f-1) max(O, G) = h(f). Where A < 0 (a steep piece far
   from s = 1), L = o = 0 and O = h(f)/(f-1) where G allows.
@@ -70,7 +72,13 @@ def _piece_set(p: Piece, nxt: Piece | None, L_net: float, O_avg: float,
     g = ga_a - x * G
     if g < 0.0:
         g, G = 0.0, ga_a / x
-    O = max(h_b, 0.0) if h_b >= G else min(max(O_avg, 0.0), G)  # noqa: E741
+    O = min(max(O_avg, 0.0), G)  # noqa: E741
+    if h_b > G:
+        # The one-way time grows faster than the gap: LogGP's single G (the paper's
+        # PRTT(1,0,s) = 2 (L + 2o + (s-1) G)) takes the one-way slope, not the CPUs' O,
+        # which would keep both ends busy for it and serialise a rank's send and receive.
+        G = h_b
+        g = max(ga_a - x * G, 0.0)
     if h_b < 0.9 * G:
         notes.append(
             f"from {p.from_bytes} B the model's one-way time grows by {h_b:.4g} us/B, less "
