@@ -14,8 +14,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from railgauge.launcher import LaunchResult, launch
+from railgauge.measurements import json_records
 from railgauge.mpilaunch import MpiResult
 from railgauge.native import find_tool
 
@@ -181,26 +183,24 @@ def state_cut(probes: list[float]) -> float:
     return 0.0
 
 
-def _records(path: Path) -> list[dict[str, object]]:
-    out: list[dict[str, object]] = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(rec, dict):
-            out.append(rec)
-    return out
+def _records(path: Path, text: str) -> dict[int, dict[str, Any]]:
+    """The records of a JSON Lines text of the tool by line number (json_records)."""
+    return dict(json_records(path, text, MeasureError))
 
 
-def _probes(rec: dict[str, object]) -> list[float]:
+def _is_point_of(rec: dict[str, Any], sizes: set[int]) -> bool:
+    """Whether a record is a point record (prtt, orecv) of one of the sizes."""
+    return rec.get("type") in ("prtt", "orecv") and rec.get("s") in sizes
+
+
+def _probes(rec: dict[str, Any]) -> list[float]:
     vals = rec.get("pass_state_us")
     if not isinstance(vals, list):
         return []
     return [float(v) for v in vals if isinstance(v, (int, float)) and v > 0]
 
 
-def fast_state_us(records: list[dict[str, object]]) -> float | None:
+def fast_state_us(records: list[dict[str, Any]]) -> float | None:
     """The host's faster state in a run: the median of its probes below the cut (all of
     them where they show one state); None for a run without probes."""
     probes = sorted({v for r in records for v in _probes(r)})
@@ -211,19 +211,19 @@ def fast_state_us(records: list[dict[str, object]]) -> float | None:
     return below[len(below) // 2]
 
 
-def off_state_sizes(records: list[dict[str, object]], ref_us: float) -> list[int]:
+def off_state_sizes(records: list[dict[str, Any]], ref_us: float) -> list[int]:
     """Sizes of a refinement run none of whose passes was made in the state of the sweep
     it refines (ref_us, :func:`fast_state_us` of the sweep): every probe of the size's
     records at least STATE_GAP from ref_us, slower or faster. Measured in another state,
     such a size is not comparable with its neighbours: on the two-core development host
     two refinement sizes measured 1.47x slower than the sizes around them formed a
     protocol range of their own."""
-    best: dict[int, list[float]] = {}
+    probes_of: dict[int, list[float]] = {}
     for r in records:
         s = r.get("s")
         if r.get("type") in ("prtt", "orecv") and isinstance(s, int):
-            best.setdefault(s, []).extend(_probes(r))
-    return sorted(s for s, ps in best.items()
+            probes_of.setdefault(s, []).extend(_probes(r))
+    return sorted(s for s, ps in probes_of.items()
                   if ps and all(v >= STATE_GAP * ref_us or v * STATE_GAP <= ref_us
                                 for v in ps))
 
@@ -406,7 +406,7 @@ def measure_prtt(plan: MeasurePlan, out: Path, *, progress: ProgressCb | None = 
     dropped: list[int] = []
     if plan.refine and fit_boundaries is not None and left > 1.0:
         refined = refine_sizes(fit_boundaries(out), set(sizes), plan.refine_points)
-        ref_us = fast_state_us(_records(out))
+        ref_us = fast_state_us(list(_records(out, out.read_text(encoding="utf-8")).values()))
         todo = list(refined)
         # A refinement made in another state of the host than the sweep is measured
         # again once, in half the time left; what is still off is left out.
@@ -419,10 +419,11 @@ def measure_prtt(plan: MeasurePlan, out: Path, *, progress: ProgressCb | None = 
             if res.returncode != 0:
                 part.unlink(missing_ok=True)
                 raise MeasureError(f"the PRTT refinement run failed: {res.failure}")
-            recs = _records(part)
-            off = off_state_sizes(recs, ref_us) if ref_us is not None else []
-            keep = [line for line in part.read_text(encoding="utf-8").splitlines(True)
-                    if not _line_of_sizes(line, set(off))]
+            text = part.read_text(encoding="utf-8")
+            recs = _records(part, text)
+            off = off_state_sizes(list(recs.values()), ref_us) if ref_us is not None else []
+            keep = [line for n, line in enumerate(text.splitlines(True), start=1)
+                    if n not in recs or not _is_point_of(recs[n], set(off))]
             with out.open("a", encoding="utf-8") as f:
                 f.writelines(keep)
             part.unlink()
@@ -432,23 +433,12 @@ def measure_prtt(plan: MeasurePlan, out: Path, *, progress: ProgressCb | None = 
             if left <= 1.0:
                 break
         dropped = todo
-        refined = [s for s in refined if s not in set(dropped)]
+        refined = [s for s in refined if s not in dropped]
     if progress is not None:
         progress(points, points, "done")
     return MeasureResult(path=out, points=points, wall_s=time.monotonic() - t0,
                          refined_sizes=refined, refine_dropped=dropped)
 
-
-def _line_of_sizes(line: str, sizes: set[int]) -> bool:
-    """Whether a JSON line is a point record (prtt, orecv) of one of the sizes."""
-    if not sizes or '"s"' not in line:
-        return False
-    try:
-        rec = json.loads(line)
-    except ValueError:
-        return False
-    return isinstance(rec, dict) and rec.get("type") in ("prtt", "orecv") and \
-        rec.get("s") in sizes
 
 
 # ---- the 1:n / n:1 measurement of the LoP model (railgauge-bench onen) ----------------

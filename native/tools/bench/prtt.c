@@ -895,9 +895,8 @@ static rg_status_t rg__bench_probe_state(rg__bench_passes_t *ps)
 {
     rg_bench_t      *bench = ps->bench;
     rg_bench_point_t pts[RG_BENCH_NKINDS];
-    double           x[RG_BENCH_STATE_REPS];
-    size_t           count = 0, reps = RG_BENCH_STATE_REPS, i, j;
-    double           t;
+    rg_stats_t       stats;
+    size_t           count = 0, reps = RG_BENCH_STATE_REPS;
     rg_status_t      st;
 
     if (reps > bench->samples_cap) {
@@ -908,15 +907,12 @@ static rg_status_t rg__bench_probe_state(rg__bench_passes_t *ps)
     if (st != RG_OK) {
         return st;
     }
-    for (i = 0; i < count; i++) {
-        x[i] = bench->samples[i];
-        for (j = i; j > 0 && x[j - 1] > x[j]; j--) {
-            t        = x[j - 1];
-            x[j - 1] = x[j];
-            x[j]     = t;
-        }
+    /* bench->samples is scratch until the point's own measurement. */
+    st = rg_stats_compute(bench->samples, count, &stats, &bench->err);
+    if (st != RG_OK) {
+        return st;
     }
-    bench->state_us = count > 0 ? x[count / 2] : 0.0;
+    bench->state_us = stats.median;
     if (bench->state_us > 0) {
         if (ps->nprobes == ps->probes_cap) {
             size_t  cap = ps->probes_cap > 0 ? 2 * ps->probes_cap : 256;
