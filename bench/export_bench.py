@@ -245,7 +245,8 @@ def one_way(model: Path, s: int) -> dict[str, float]:
     ss = next((x for x in sets if s <= x.to_bytes), sets[-1])
     return {"one_way_model_us": float(prtt(fit, 1, 0, s)) / 2,
             "one_way_sim_us": ss.L + 2 * ss.o + (s - 1) * max(ss.O, ss.G),
-            "gap_model_us": float(g_all(fit, s)), "gap_sim_us": ss.g + (s - 1) * ss.G}
+            "gap_model_us": float(g_all(fit, s)), "gap_sim_us": ss.g + (s - 1) * ss.G,
+            "cpu_extra_us": max(0.0, (s - 1) * ss.O - ss.L)}
 
 
 def coll_step(runner: Runner, report: Path, work: Path, exe: Path) -> list[dict[str, Any]]:
@@ -451,16 +452,29 @@ def not_measured(t: str, row: dict[str, Any], step: str, columns: int) -> str:
     return f"| {t} | not measured: {why} |" + " |" * (columns - 2)
 
 
+#: How far railgauge sim's one-way time (its LogGOPS set's) may be from the model's for a
+#: difference to count as explained by the engines' models.
+COLL_FORMS = 0.05
+
+
 def coll_expected(c: dict[str, Any]) -> float:
     """SMPI's makespan over railgauge sim's that the two simulators' own models give, were
-    both exact on the model: SMPI has no per-message gap g, so a step of the pairwise
-    alltoall (one message out, one in) costs it the one-way time, where LogGOPS charges the
-    larger of the one-way time and the gap G_all(s); a dissemination round sends one
-    message, so no gap binds there."""
+    both exact on the model. A step of the pairwise alltoall (one message out, one in)
+    costs SMPI the one-way time: it has no per-message gap g, and a rank's send overhead
+    overlaps the message coming in. LogGOPS charges the larger of the gap G_all(s) and the
+    one-way time plus ``cpu_extra_us``: a rank's CPU does its own send, o + (s-1) O, before
+    the receive of its partner's message, whose head arrives after o + L, so where (s-1) O
+    > L the step is longer by the difference. A dissemination round sends one message, so
+    neither binds there. railgauge sim's own one-way time and gap are those of its
+    parameter set (``one_way_sim_us``, ``gap_sim_us``), within COLL_FORMS of the model's
+    where this may explain a difference."""
     if c["op"] != "alltoall":
         return 1.0
-    one, gap = c["one_way_model_us"], c["gap_model_us"]
-    return one / max(one, gap)
+    # SMPI carries the model's one-way time; railgauge sim charges its parameter set's,
+    # which may differ from it by a little within a piece (the column "one-way").
+    sim_one = c.get("one_way_sim_us", c["one_way_model_us"])
+    sim_gap = c.get("gap_sim_us", c["gap_model_us"])
+    return c["one_way_model_us"] / max(sim_one + float(c.get("cpu_extra_us", 0.0)), sim_gap)
 
 
 def coll_lines(rows: dict[str, dict[str, Any]]) -> list[str]:
@@ -479,15 +493,21 @@ def coll_lines(rows: dict[str, dict[str, Any]]) -> list[str]:
              "(the columns \"one-way\" and \"gap\": the model's / railgauge sim's). Their own "
              "models still differ where a gap binds: SMPI has no per-message gap g, so a step "
              "of the pairwise alltoall costs it the one-way time, LogGOPS the larger of the "
-             "one-way time and G_all(s). \"expected\" is the ratio SMPI / sim that this alone "
-             "gives (1 where no gap binds).", "",
+             "one-way time and G_all(s); and a rank's CPU does its own send, o + (s-1) O, "
+             "before it receives its partner's message, whose head arrives after o + L, so "
+             "where (s-1) O "
+             "> L LogGOPS adds the difference to a step, where SMPI overlaps them (the column "
+             "\"CPU\"). \"expected\" is the ratio SMPI / sim that these alone give, with SMPI "
+             "charging the model's one-way time and railgauge sim its set's (1 where neither "
+             "binds and the two agree); a difference counts as explained when the ratio is "
+             "within 10% of it and the set's one-way time within 5% of the model's.", "",
              "| transport | platform | collective | SMPI (us) | railgauge sim (us) | SMPI / "
-             "sim | expected | one-way (us) | gap G_all(s) (us) | verdict |",
-             "| --- | --- | --- | ---: | ---: | ---: | ---: | --- | --- | --- |"]
+             "sim | expected | one-way (us) | gap G_all(s) (us) | CPU (us) | verdict |",
+             "| --- | --- | --- | ---: | ---: | ---: | ---: | --- | --- | ---: | --- |"]
     verdicts: list[tuple[str, str, float, str]] = []
     for t, row in rows.items():
         if row.get("coll") is None:
-            lines.append(not_measured(t, row, "coll", 10))
+            lines.append(not_measured(t, row, "coll", 11))
             continue
         for c in row["coll"]:
             ratio = c["smpi_us"] / c["sim_us"]
@@ -495,31 +515,35 @@ def coll_lines(rows: dict[str, dict[str, Any]]) -> list[str]:
             forms = abs(c["one_way_sim_us"] / c["one_way_model_us"] - 1)
             if abs(ratio - 1) <= COLL_TARGET:
                 verdict = "PASS (within 10%)"
-            elif abs(ratio / exp - 1) <= COLL_TARGET and forms <= 0.02:
-                verdict = "PASS (the gap, expected)"
+            elif abs(ratio / exp - 1) <= COLL_TARGET and forms <= COLL_FORMS:
+                binds = ("the gap" if c["gap_sim_us"] > c["one_way_sim_us"]
+                         + float(c.get("cpu_extra_us", 0.0)) else "the CPU")
+                verdict = f"PASS ({binds}, expected)"
             else:
                 verdict = "FAIL"
             what = "barrier" if c["op"] == "barrier" else f"alltoall {c['s']:,} B"
             lines.append(f"| {t} | {c['platform']} | {what} | {c['smpi_us']:.3f} | "
                          f"{c['sim_us']:.3f} | {ratio:.3f} | {exp:.3f} | "
                          f"{c['one_way_model_us']:.3f} / {c['one_way_sim_us']:.3f} | "
-                         f"{c['gap_model_us']:.3f} / {c['gap_sim_us']:.3f} | {verdict} |")
+                         f"{c['gap_model_us']:.3f} / {c['gap_sim_us']:.3f} | "
+                         f"{float(c.get('cpu_extra_us', 0.0)):.3f} | {verdict} |")
             verdicts.append((t, what, ratio, verdict))
     lines.append("")
     if verdicts:
         within = [v for v in verdicts if v[3].endswith("(within 10%)")]
-        gap = [v for v in verdicts if v[3].endswith("(the gap, expected)")]
+        gap = [v for v in verdicts if v[3].endswith(", expected)")]
         bad = [v for v in verdicts if v[3] == "FAIL"]
         lines.append(
             "- Target SMPI within 10% of `railgauge sim`, or the reason they differ stated: "
             f"**{'PASS' if not bad else 'FAIL'}** ({len(within)} of {len(verdicts)} within "
-            f"10%; {len(gap)} apart by what SMPI's model lacks, the per-message gap, and by "
-            "no more than 10% beyond it"
+            f"10%; {len(gap)} apart by where the two engines' models differ, SMPI's "
+            "missing per-message gap or LogGOPS's one CPU for a send and a receive, and by no "
+            "more than 10% beyond it"
             + (": " + ", ".join(f"{t} {w} (SMPI / sim {r:.3f})" for t, w, r, _ in gap)
                if gap else "")
             + (f"; not explained: {', '.join(f'{t} {w} ({r:.3f})' for t, w, r, _ in bad)}"
                if bad else "") + ").")
-        if gap:
+        if any(v[3].startswith("PASS (the gap") for v in verdicts):
             lines.append(
                 "- Where a gap binds, the measurement sides with LogGOPS: G_all(s) is what a "
                 "train of back-to-back messages of s bytes cost each in the gauge's own "

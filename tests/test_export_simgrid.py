@@ -33,9 +33,9 @@ from typing import Any
 import pytest
 
 from conftest import run_cli
-from railgauge.export.common import ExportSource
+from railgauge.export.common import ExportSource, synchronous_at
 from railgauge.export.files import ExportError
-from railgauge.export.simgrid import export_simgrid, smpi_cfg
+from railgauge.export.simgrid import _sections, export_simgrid, smpi_cfg
 from railgauge.fit.model import loggp_from_json, overhead, prtt
 from railgauge.sim import pairwise_alltoall_goal
 
@@ -69,16 +69,19 @@ def _load(path: Path) -> dict[str, Any]:
     return doc
 
 
-def _network_model() -> dict[str, Any]:
-    """Two ranges over a network, the second from 16 KiB and rendezvous there."""
+def _network_model(synchronous: bool = True) -> dict[str, Any]:
+    """Two ranges over a network, the second from 16 KiB and rendezvous there: its sends
+    wait for their data (the send overhead grows with the transfer, G_lat small), or, not
+    ``synchronous``, return before the data are through (G_lat the larger)."""
     m = _load(SHM_MODEL)
     r0 = m["ranges"][0]
     r0.update(from_bytes=1, to_bytes=8192, L_us=5.0, o_s_us=1.0, o_r_us=0.5, g_us=2.0,
               G_us_per_byte=4e-4, Glat_us_per_byte=4e-4, O_s_us_per_byte=1e-4,
               O_r_us_per_byte=5e-5)
     r1 = copy.deepcopy(r0)
+    glat, os_b = (1e-5, 2e-4) if synchronous else (2e-4, 2e-5)
     r1.update(from_bytes=16384, to_bytes=None, g_us=6.0, G_us_per_byte=2e-4,
-              Glat_us_per_byte=2e-4, O_s_us_per_byte=2e-5, O_r_us_per_byte=1e-5)
+              Glat_us_per_byte=glat, O_s_us_per_byte=os_b, O_r_us_per_byte=1e-5)
     m["ranges"] = [r0, r1]
     m["transport"] = "tcp"
     return m
@@ -139,14 +142,42 @@ def test_network_export_is_a_star_one_rank_a_host(tmp_path: Path) -> None:
     assert cfg["smpi/os"].split(";")[1] == "16383:0:0"
     # The factors: from a network size (s + 16) above 16383 + 16.
     assert [sec.split(":")[0] for sec in cfg["smpi/bw-factor"].split(";")] == ["0", "16399"]
+    assert "waits for its data from 16384 bytes" in (tmp_path / "sg" / "README.txt").read_text()
+
+
+def test_sends_that_return_before_their_data_stay_detached(tmp_path: Path) -> None:
+    """Above the switch the model's sends return long before their data arrive (a copy
+    into a socket buffer): the data still wait for the receive (async-small-thresh), but
+    each send stays detached and keeps its measured overhead, where a synchronous send
+    would be charged the whole transfer."""
+    model = _network_model(synchronous=False)
+    assert synchronous_at(loggp_from_json(model), 16384) is None
+    assert synchronous_at(loggp_from_json(_network_model()), 16384) == 16384
+    res = export_simgrid(_source(model, transport="tcp", intra_host=False),
+                         tmp_path / "sg", hosts=2, topology="flat", rendezvous=16384,
+                         rendezvous_reason="the step in o_s")
+    cfg = dict(a[len("--cfg="):].split(":", 1) for a in res["smpirun_args"][4:])
+    assert cfg["smpi/async-small-thresh"] == "16384"
+    assert cfg["smpi/send-is-detached-thresh"] == "2147483647"
+    sections = cfg["smpi/os"].split(";")
+    assert [sec.split(":")[0] for sec in sections] == ["0", "16383"]
+    assert float(sections[1].split(":")[2]) == pytest.approx(2e-11)  # O_s, in s/byte
+    assert "Every send is detached" in (tmp_path / "sg" / "README.txt").read_text()
 
 
 def test_rendezvous_inside_a_range_cuts_it(tmp_path: Path) -> None:
     fit = loggp_from_json(_load(SHM_MODEL))
+    # A synchronous send from 512 B cuts the range holding it: no overheads from there.
+    _, _, secs = _sections(fit, 512)
+    assert [sec.above for sec in secs][:2] == [0, 511]
+    assert secs[1].os_offset == secs[1].os_per_byte == secs[1].or_offset == 0.0
+    # A switch at 512 B: there the model's sends return before their data are through
+    # (shared memory's small copies), so they stay detached, with their overheads.
     cfg = smpi_cfg(fit, 512)
+    assert "--cfg=smpi/async-small-thresh:512" in cfg
+    assert "--cfg=smpi/send-is-detached-thresh:2147483647" in cfg
     os_ = next(a for a in cfg if a.startswith("--cfg=smpi/os:"))
-    assert [sec.split(":")[0] for sec in os_.split(":", 1)[1].split(";")] == ["0", "511"]
-    assert os_.endswith(";511:0:0")
+    assert not os_.endswith(";511:0:0")
     no_switch = smpi_cfg(fit, None)
     assert "--cfg=smpi/send-is-detached-thresh:2147483647" in no_switch
 

@@ -30,6 +30,8 @@ __all__ = [
     "loggp_fit",
     "read_source_measurements",
     "rendezvous_at",
+    "synchronous_at",
+    "synchronous_from",
 ]
 
 #: The name of the model file in a gauge report folder.
@@ -39,6 +41,11 @@ MEASUREMENTS_FILE = "measurements.jsonl"
 #: The least step of the one-way time at a protocol change, relative to the one-way time
 #: just below it, that counts as a rendezvous (an added handshake costs a round trip).
 RENDEZVOUS_MIN_STEP = 0.05
+#: Above a rendezvous switch a blocking send returns once the data are through: the
+#: send overhead o_s(s) covers the one-way time but the latency L and the receive
+#: overhead, o_s(s) >= SYNC_SHARE (PRTT(1,0,s)/2 - L - o_r(s)), at the first and last
+#: size of every range from the switch on (SMPI makes every send above its switch wait).
+SYNC_SHARE = 0.9
 
 
 @dataclass(frozen=True)
@@ -316,17 +323,43 @@ def boundary_steps(fit: LoggpFit) -> list[dict[str, float]]:
     return out
 
 
+def synchronous_from(fit: LoggpFit) -> list[bool]:
+    """Per range of the model: whether its sends, and those of every range above it, are
+    synchronous (:data:`SYNC_SHARE`): the send returns only once the data are through, as
+    SMPI's sends above its switch do, its overhead covering the transfer time. Where
+    sending and receiving are all of the one-way time (shared memory) this holds
+    trivially, and it costs SMPI nothing there; where the send returns well before the
+    data arrive (a copy into a large socket buffer) it does not, and a switch there would
+    make SMPI charge each send the whole transfer."""
+    sync: list[bool] = []
+    for r in fit.ranges:
+        last = r.to_bytes if r.to_bytes is not None else r.last_measured_bytes
+        ok = True
+        for s, first in ((r.from_bytes, True), (last, False)):
+            if s is None:
+                continue
+            v = _series_at(r, float(s), first=first)
+            ok = ok and v["os"] >= SYNC_SHARE * (v["h"] - max(r.L_us, 0.0) - v["or"])
+        sync.append(ok)
+    for i in range(len(sync) - 2, -1, -1):
+        sync[i] = sync[i] and sync[i + 1]
+    return sync
+
+
 def rendezvous_at(model: dict[str, Any] | LoggpFit,
                   override: int | None = None) -> tuple[int | None, str]:
     """The size (bytes) from which messages go by rendezvous, and why.
 
     ``override`` (``--rendezvous-at SIZE``) wins. Otherwise the rule (docs/export.md): a
     rendezvous adds a handshake before the data, so at the switch the one-way time
-    PRTT(1,0,s)/2 and the overheads step up. Of the model's protocol changes where both
-    PRTT(1,0,s)/2 and o_s(s) + o_r(s) step up, the one with the largest sum of the two steps,
-    relative to PRTT(1,0,s)/2 there, is the switch, where that is at least
-    :data:`RENDEZVOUS_MIN_STEP` (5%); the size is the first size of the range above it.
-    None where the model has one range, or no change steps up that much (all eager).
+    PRTT(1,0,s)/2 and the overheads step up, by at least :data:`RENDEZVOUS_MIN_STEP` (5%)
+    of the one-way time there. Of the changes that do, the one whose one-way time steps
+    up the most in microseconds is the switch: a handshake costs a round trip of control
+    messages whatever the size (relative to the one-way time, a small step at small sizes,
+    such as Open MPI's end of inline sends at 256 B, would look as large; the overheads'
+    lines can step by much more at large sizes, where their fit is loose); the size is the
+    first size of the range above it. None where the model has one range, or no change
+    steps up that much (all eager).
     """
     if override is not None:
         if override < 1:
@@ -337,18 +370,39 @@ def rendezvous_at(model: dict[str, Any] | LoggpFit,
         return None, ("the model has one protocol range: no eager/rendezvous switch found "
                       "(all messages eager; name one with --rendezvous-at SIZE)")
     steps = boundary_steps(fit)
-    best = max(steps, key=lambda st: st["score"])
     listed = ", ".join(f"{int(st['at_bytes'])} B {100.0 * st['score']:+.0f}%" for st in steps)
-    if not math.isfinite(best["score"]) or best["score"] < RENDEZVOUS_MIN_STEP:
+    cands = [st for st in steps
+             if math.isfinite(st["score"]) and st["score"] >= RENDEZVOUS_MIN_STEP]
+    if not cands:
         return None, (
             f"no protocol change steps up the one-way time and overheads by "
             f"{100.0 * RENDEZVOUS_MIN_STEP:.0f}% or more ({listed}): all messages eager "
             "(name the switch with --rendezvous-at SIZE)"
         )
+    best = max(cands, key=lambda st: st["dh_us"])
     at = int(best["at_bytes"])
     return at, (
         f"inferred: at the protocol change to {at} B, PRTT(1,0,s)/2 steps by "
         f"{best['dh_us']:+.4g} us and o_s+o_r by {best['do_us']:+.4g} us "
         f"({100.0 * best['score']:+.0f}% of the one-way time {best['h_us']:.4g} us there), "
-        f"the largest step up of both among the model's changes ({listed})"
+        f"the largest step up of the one-way time among the model's changes that step up "
+        f"both ({listed})"
     )
+
+
+def synchronous_at(fit: LoggpFit, rendezvous: int | None) -> int | None:
+    """The size from which a blocking send waits for its data to go through (SMPI's
+    ``smpi/send-is-detached-thresh``): the first size at or above the rendezvous switch
+    from which every range is synchronous (:func:`synchronous_from`); None where there is
+    no switch or the sends above it return before their data are through (then a send
+    there is charged its measured overhead o_s(s), not the whole transfer)."""
+    if rendezvous is None or not fit.ranges:
+        return None
+    sync = synchronous_from(fit)
+    for i, r in enumerate(fit.ranges):
+        nxt = fit.ranges[i + 1].from_bytes if i + 1 < len(fit.ranges) else None
+        if nxt is not None and nxt <= rendezvous:
+            continue  # wholly below the switch
+        if sync[i]:
+            return max(rendezvous, r.from_bytes)
+    return None

@@ -16,7 +16,11 @@ o_s(s), o_r(s) and PRTT(1,0,s)/2 lines. The export writes one section per range 
 the overheads as they are, the platform's links with the first range's L and per-byte
 time, and every section's own network time as the factors against them, so that SMPI's
 PRTT(1,0,s) is the model's (within 1e-4 relative, measured). The eager/rendezvous switch becomes
-smpi/async-small-thresh and smpi/send-is-detached-thresh. What SMPI has no term for is the
+smpi/async-small-thresh (above it the data wait for the receive); smpi/send-is-detached-thresh
+(above it a blocking send waits until its data are through, and SMPI charges it no overhead
+but the whole transfer) is the switch only where the model's sends above it do so
+(railgauge.export.common.synchronous_at), else every send is detached and charged its
+measured o_s(s). What SMPI has no term for is the
 gap g between two messages of a train: under SMPI a train costs max(o_s(s), o_r(s)) a
 message (the busier end) and the messages in flight share the links' bandwidth, so
 PRTT(n,0,s) comes out below the model's where g is the larger (docs/export.md, section
@@ -31,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from railgauge.export.common import SYNC_SHARE, synchronous_at
 from railgauge.export.files import ExportError, staged_dir
 from railgauge.fit.defs import ModelError
 from railgauge.fit.model import LoggpFit, LoggpRange, Piece, loggp_from_json
@@ -205,20 +210,21 @@ def _section(ln: _Lines, lat0_us: float, g0_us: float, eager: bool,
     )
 
 
-def _sections(fit: LoggpFit, rendezvous: int | None) -> tuple[float, float, list[_Section]]:
+def _sections(fit: LoggpFit, detached: int | None) -> tuple[float, float, list[_Section]]:
     """The platform's route latency (s) and bandwidth (bytes/s), and the sections: one a
-    range (or piece), the one holding the rendezvous switch cut in two there (sizes from
-    ``rendezvous`` up are rendezvous, as SMPI's thresholds say)."""
+    range (or piece), the one holding ``detached`` (SMPI's send-is-detached-thresh, from
+    which a blocking send is synchronous) cut in two there (sizes from it up are charged
+    as SMPI charges a synchronous send)."""
     lines = _model_lines(fit)
     lat0 = max(fit.ranges[0].L_us, _G_FLOOR_US)
     g0 = max(lines[0].net[1], _G_FLOOR_US)
     cuts: list[tuple[_Lines, bool]] = []
     for i, ln in enumerate(lines):
-        eager = rendezvous is None or ln.start < rendezvous
+        eager = detached is None or ln.start < detached
         cuts.append((ln, eager))
         nxt = lines[i + 1].start if i + 1 < len(lines) else None
-        if eager and rendezvous is not None and (nxt is None or rendezvous < nxt):
-            cuts.append((_Lines(rendezvous, ln.os, ln.orecv, ln.net), False))
+        if eager and detached is not None and (nxt is None or detached < nxt):
+            cuts.append((_Lines(detached, ln.os, ln.orecv, ln.net), False))
     ends = [cuts[i + 1][0].start - 1 if i + 1 < len(cuts) else None for i in range(len(cuts))]
     secs = [_section(ln, lat0, g0, eager, end) for (ln, eager), end in zip(cuts, ends,
                                                                            strict=True)]
@@ -236,8 +242,10 @@ def smpi_cfg(fit: LoggpFit, rendezvous: int | None) -> list[str]:
     """The ``--cfg=`` arguments that carry the model. Every option was checked against
     SimGrid 3.32: smpirun accepts it (it refuses an unknown key) and the simulated times
     move as the option says (tests/test_export_simgrid.py)."""
-    _, _, secs = _sections(fit, rendezvous)
+    detached = synchronous_at(fit, rendezvous)
+    _, _, secs = _sections(fit, detached)
     thresh = rendezvous if rendezvous is not None and rendezvous > 0 else _NO_SWITCH
+    sync = detached if detached is not None and detached > 0 else _NO_SWITCH
     overhead = _piecewise(secs, "above", "os_offset", "os_per_byte")
     return [
         "--cfg=network/model:SMPI",
@@ -247,7 +255,7 @@ def smpi_cfg(fit: LoggpFit, rendezvous: int | None) -> list[str]:
         f"--cfg=smpi/lat-factor:{_piecewise(secs, 'factor_above', 'lat_factor')}",
         f"--cfg=smpi/bw-factor:{_piecewise(secs, 'factor_above', 'bw_factor')}",
         f"--cfg=smpi/async-small-thresh:{min(thresh, _NO_SWITCH)}",
-        f"--cfg=smpi/send-is-detached-thresh:{min(thresh, _NO_SWITCH)}",
+        f"--cfg=smpi/send-is-detached-thresh:{min(sync, _NO_SWITCH)}",
         # The measured times hold whatever the reverse direction cost; SMPI's cross traffic
         # (a share of every message sent back as acknowledgements) would count it twice.
         "--cfg=network/crosstraffic:0",
@@ -264,7 +272,7 @@ def platform_xml(fit: LoggpFit, *, hosts: int, intra_host: bool,
     """The platform: one host whose loopback link is the measured path (a model measured
     within one host), or ``hosts`` hosts on one switch whose links are the measured path
     (a network model; the route crosses two links, each half the latency)."""
-    lat_s, bw, _ = _sections(fit, rendezvous)
+    lat_s, bw, _ = _sections(fit, synchronous_at(fit, rendezvous))
     head = (
         "<?xml version='1.0'?>\n"
         '<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n'
@@ -316,6 +324,18 @@ def _note(src: ExportSource, fit: LoggpFit, args: list[str], *, hosts: int, intr
         if rendezvous is not None
         else f"none ({rendezvous_reason}): every size eager"
     )
+    detached = synchronous_at(fit, rendezvous)
+    if rendezvous is not None:
+        switch += (
+            f". A blocking send waits for its data from {detached} bytes "
+            "(smpi/send-is-detached-thresh): the model's sends there take as long as their "
+            "transfer"
+            if detached is not None
+            else ". Every send is detached (smpi/send-is-detached-thresh off): above the "
+            "switch the model's sends return before their data are through (o_s(s) below "
+            f"{SYNC_SHARE:g} of PRTT(1,0,s)/2 - L - o_r(s)), so SMPI charges them o_s(s), "
+            "and the data wait for the receive"
+        )
     ranges = ", ".join(
         f"{r.from_bytes}.." + ("" if r.to_bytes is None else str(r.to_bytes)) for r in fit.ranges
     )
