@@ -14,9 +14,9 @@ import pytest
 from railgauge import measure
 from railgauge.measure import (
     MeasurePlan,
-    fast_state_us,
     measure_prtt,
     off_state_sizes,
+    reference_state_us,
     state_cut,
 )
 
@@ -57,18 +57,26 @@ PLAN = MeasurePlan(min_size=256, max_size=4096, per_octave=1, budget_s=60.0,
                    refine_points=2)
 
 
-def test_state_cut_and_fast_state() -> None:
-    """The cut of railgauge-bench (prtt.c): the first gap of 2x with 3 probes below; a
-    preempted probe far above the slow state does not make it fast."""
+def test_state_cut_and_reference_state() -> None:
+    """The cut of railgauge-bench (prtt.c): the first gap of 1.6x with 3 probes below; a
+    preempted probe far above the slow state does not make it fast. The reference state
+    is the side of the cut with at least half of the probes."""
     assert state_cut([0.2, 0.21, 0.22, 0.25]) == 0.0
+    assert state_cut([0.2, 0.21, 0.22, 0.3, 0.32]) == 0.0  # 1.36x: one state
     assert state_cut([0.2, 0.21, 0.22, 0.7, 0.75]) == pytest.approx((0.22 * 0.7) ** 0.5)
     assert state_cut([0.2, 0.21, 0.22, 0.7, 0.75, 9.0]) == pytest.approx((0.22 * 0.7) ** 0.5)
+    # The eb3 run over Open MPI: 0.40 us fast, 0.73 us slow, 1.83x apart.
+    assert state_cut([0.32, 0.34, 0.40, 0.73, 0.79]) == pytest.approx((0.40 * 0.73) ** 0.5)
     assert state_cut([0.1, 0.7, 0.72, 0.75]) == 0.0
     recs = [{"type": "prtt", "s": 1, "pass_state_us": [0.2, 0.7]},
             {"type": "prtt", "s": 2, "pass_state_us": [0.21, 0.72]},
             {"type": "prtt", "s": 3, "pass_state_us": [0.19, 0.74]}]
-    assert fast_state_us(recs) == pytest.approx(0.2)
-    assert fast_state_us([{"type": "prtt", "s": 1}]) is None
+    assert reference_state_us(recs) == pytest.approx(0.2)  # half of the probes: fast
+    mostly_slow = [{"type": "prtt", "s": s, "pass_state_us": [0.2 + 0.01 * s, 0.7 + 0.01 * s,
+                                                             0.8 + 0.01 * s]}
+                   for s in (1, 2, 3)]
+    assert reference_state_us(mostly_slow) == pytest.approx(0.81)
+    assert reference_state_us([{"type": "prtt", "s": 1}]) is None
     assert off_state_sizes(recs, 0.2) == []
     assert off_state_sizes(recs, 0.06) == [1, 2, 3]  # every probe 2x above
     assert off_state_sizes([{"type": "prtt", "s": 5, "pass_state_us": [0.7, 0.21]}],

@@ -168,7 +168,7 @@ class MeasureResult:
 
 #: Two probes of the host's state this factor apart are two states (railgauge-bench prtt,
 #: RG_BENCH_STATE_GAP; docs/fit.md, section 1), with at least this many below the gap.
-STATE_GAP = 2.0
+STATE_GAP = 1.6
 STATE_MIN = 3
 
 
@@ -200,20 +200,23 @@ def _probes(rec: dict[str, Any]) -> list[float]:
     return [float(v) for v in vals if isinstance(v, (int, float)) and v > 0]
 
 
-def fast_state_us(records: list[dict[str, Any]]) -> float | None:
-    """The host's faster state in a run: the median of its probes below the cut (all of
-    them where they show one state); None for a run without probes."""
+def reference_state_us(records: list[dict[str, Any]]) -> float | None:
+    """The state of the host a run's points describe (railgauge-bench keeps each point's
+    passes from it, prtt.c: rg__bench_state_cut): of the two sides of the cut, the one
+    holding at least half of the run's probes; the median of its probes (of all of them
+    where they show one state). None for a run without probes."""
     probes = sorted({v for r in records for v in _probes(r)})
     if not probes:
         return None
     cut = state_cut(probes)
     below = [v for v in probes if cut == 0.0 or v <= cut]
-    return below[len(below) // 2]
+    ref = below if 2 * len(below) >= len(probes) else [v for v in probes if v > cut]
+    return ref[len(ref) // 2]
 
 
 def off_state_sizes(records: list[dict[str, Any]], ref_us: float) -> list[int]:
     """Sizes of a refinement run none of whose passes was made in the state of the sweep
-    it refines (ref_us, :func:`fast_state_us` of the sweep): every probe of the size's
+    it refines (ref_us, :func:`reference_state_us` of the sweep): every probe of the size's
     records at least STATE_GAP from ref_us, slower or faster. Measured in another state,
     such a size is not comparable with its neighbours: on the two-core development host
     two refinement sizes measured 1.47x slower than the sizes around them formed a
@@ -406,7 +409,8 @@ def measure_prtt(plan: MeasurePlan, out: Path, *, progress: ProgressCb | None = 
     dropped: list[int] = []
     if plan.refine and fit_boundaries is not None and left > 1.0:
         refined = refine_sizes(fit_boundaries(out), set(sizes), plan.refine_points)
-        ref_us = fast_state_us(list(_records(out, out.read_text(encoding="utf-8")).values()))
+        ref_us = reference_state_us(
+            list(_records(out, out.read_text(encoding="utf-8")).values()))
         todo = list(refined)
         # A refinement made in another state of the host than the sweep is measured
         # again once, in half the time left; what is still off is left out.

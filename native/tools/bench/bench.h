@@ -29,7 +29,7 @@
  * sorted, two neighbours lie this factor apart with at least
  * RG_BENCH_STATE_MIN probes below them (docs/fit.md, section 1). */
 #define RG_BENCH_STATE_REPS 33
-#define RG_BENCH_STATE_GAP 2.0
+#define RG_BENCH_STATE_GAP 1.6
 #define RG_BENCH_STATE_MIN 3
 
 struct rg_json;
@@ -79,8 +79,11 @@ typedef struct rg_bench {
     size_t          samples_cap;
     uint64_t        start_ns;      /* CLOCK_MONOTONIC at the first point */
     /* prtt --passes: the last probe of the host's state (us; 0: none yet),
-     * and the cut between the run's two states (0: one state so far). */
+     * the cut between the run's two states (0: one state so far), and the
+     * state a point's passes are kept from: +1 the faster (below the cut), -1
+     * the slower, 0 any (one state); the one holding most of the probes. */
     double          state_us, state_cut_us;
+    int             state_ref;
     rg_err_t        err;
 } rg_bench_t;
 

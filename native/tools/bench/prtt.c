@@ -508,6 +508,11 @@ static rg_status_t rg__bench_write_point(rg_bench_t *bench, const rg_bench_point
                 rg_json_double(&js, pt->pass_state[j]);
             }
             rg_json_array_end(&js);
+            if (bench->state_ref != 0) {
+                /* The run's two states: passes kept from this one (docs/fit.md). */
+                rg_json_kv_string(&js, "state_ref", bench->state_ref > 0 ? "fast" : "slow");
+                rg_json_kv_double(&js, "state_cut_us", bench->state_cut_us);
+            }
         }
     }
     if (strcmp(pt->type, "pingpong") == 0 && pt->stats.median > 0) {
@@ -759,49 +764,81 @@ static rg_status_t rg__bench_acc_add(rg_bench_t *bench, rg_bench_acc_t *acc, siz
     return RG_OK;
 }
 
-/* Whether a point's fastest pass is confirmed: another pass within (1 +
- * pass_tol) of it, and, where the run's probes of the host's state fall into
- * two states, a pass made in the faster one (its probe below the cut). A
- * point not measured yet (the budget ran out) or with no room for another
- * pass counts as confirmed: nothing more can be done. */
+/* Whether pass j of a point was made in the run's reference state (every pass
+ * where the run's probes show one state, or the pass has no probe). */
+static int rg__bench_in_ref(const rg_bench_t *bench, const rg_bench_point_t *pt, int j)
+{
+    double st = pt->pass_state[j];
+
+    if (st <= 0 || bench->state_cut_us <= 0 || bench->state_ref == 0) {
+        return 1;
+    }
+    return bench->state_ref > 0 ? st <= bench->state_cut_us : st > bench->state_cut_us;
+}
+
+/* The fastest pass of a point among those made in the reference state (all of
+ * its passes where none was): its interquartile mean, and whether any was. */
+static double rg__bench_best_pass(const rg_bench_t *bench, const rg_bench_point_t *pt,
+                                  int *any_ref)
+{
+    double best = 0;
+    int    j, ref, seen = 0;
+
+    *any_ref = 0;
+    for (j = 0; j < pt->passes; j++) {
+        *any_ref |= rg__bench_in_ref(bench, pt, j);
+    }
+    for (j = 0; j < pt->passes; j++) {
+        ref = !*any_ref || rg__bench_in_ref(bench, pt, j);
+        if (ref && (!seen || pt->pass_iqm[j] < best)) {
+            best = pt->pass_iqm[j];
+            seen = 1;
+        }
+    }
+    return best;
+}
+
+/* Whether a point is confirmed: two of its passes made in the run's reference
+ * state (docs/fit.md, section 1: the host's two states) within (1 + pass_tol)
+ * of the fastest of them. Where the run shows one state, every pass counts: two
+ * passes within pass_tol. A point not measured yet (the budget ran out) or with
+ * no room for another pass counts as confirmed: nothing more can be done. */
 static int rg__bench_acc_confirmed(const rg_bench_t *bench, const rg_bench_acc_t *acc)
 {
     const rg_bench_point_t *pt = &acc->pt;
-    double                  best = 0;
-    int                     j, near = 0, fast = 0;
+    double                  best;
+    int                     j, near = 0, any_ref;
 
     if (pt->passes == 0 || pt->passes >= RG_BENCH_MAX_PASSES) {
         return 1;
     }
-    for (j = 0; j < pt->passes; j++) {
-        if (j == 0 || pt->pass_iqm[j] < best) {
-            best = pt->pass_iqm[j];
-        }
+    best = rg__bench_best_pass(bench, pt, &any_ref);
+    if (!any_ref) {
+        return 0;
     }
     for (j = 0; j < pt->passes; j++) {
-        near += pt->pass_iqm[j] <= best * (1.0 + bench->opts.pass_tol);
-        fast += pt->pass_state[j] <= 0 || bench->state_cut_us <= 0 ||
-                pt->pass_state[j] <= bench->state_cut_us;
+        near += rg__bench_in_ref(bench, pt, j) &&
+                pt->pass_iqm[j] <= best * (1.0 + bench->opts.pass_tol);
     }
-    return near >= 2 && fast >= 1;
+    return near >= 2;
 }
 
-/* The point's record from its passes: the samples of the passes kept, pooled. */
+/* The point's record from its passes: the samples of the passes kept, pooled:
+ * those made in the run's reference state within (1 + pass_tol) of the
+ * fastest of them, so that every point of a run describes one state of the
+ * host; a point with no pass in that state keeps its fastest passes. */
 static rg_status_t rg__bench_acc_finish(rg_bench_t *bench, rg_bench_acc_t *acc)
 {
     rg_bench_point_t *pt = &acc->pt;
-    double            best = 0;
+    double            best;
     size_t            n = 0, off, len;
-    int               j;
+    int               j, any_ref;
 
-    for (j = 0; j < pt->passes; j++) {
-        if (j == 0 || pt->pass_iqm[j] < best) {
-            best = pt->pass_iqm[j];
-        }
-    }
+    best = rg__bench_best_pass(bench, pt, &any_ref);
     pt->passes_kept = 0;
     for (j = 0; j < pt->passes; j++) {
-        pt->pass_kept[j] = pt->pass_iqm[j] <= best * (1.0 + bench->opts.pass_tol);
+        pt->pass_kept[j] = (!any_ref || rg__bench_in_ref(bench, pt, j)) &&
+                           pt->pass_iqm[j] <= best * (1.0 + bench->opts.pass_tol);
         if (!pt->pass_kept[j]) {
             continue;
         }
@@ -940,13 +977,17 @@ static int rg__bench_cmp_double(const void *a, const void *b)
  * probes show one): sorted, the first two neighbouring probes at least
  * RG_BENCH_STATE_GAP apart with RG_BENCH_STATE_MIN probes or more below
  * them, cut at their geometric mean. The first such gap, not the largest: a
- * preempted probe far above the slow state must not make that state fast. */
+ * preempted probe far above the slow state must not make that state fast.
+ * The reference state (bench->state_ref) is the one holding at least half of
+ * the probes: a run made mostly in the slow state describes that state, not a
+ * mix of it with the few points that fell into a fast moment. */
 static void rg__bench_state_cut(rg__bench_passes_t *ps)
 {
     double *x;
     size_t  i;
 
     ps->bench->state_cut_us = 0.0;
+    ps->bench->state_ref    = 0;
     if (ps->nprobes <= RG_BENCH_STATE_MIN) {
         return;
     }
@@ -959,6 +1000,7 @@ static void rg__bench_state_cut(rg__bench_passes_t *ps)
     for (i = RG_BENCH_STATE_MIN; i < ps->nprobes; i++) {
         if (x[i] >= RG_BENCH_STATE_GAP * x[i - 1]) {
             ps->bench->state_cut_us = sqrt(x[i] * x[i - 1]);
+            ps->bench->state_ref    = 2 * i >= ps->nprobes ? 1 : -1;
             break;
         }
     }
@@ -1127,6 +1169,8 @@ static int rg__bench_drive_passes(rg_bench_t *bench)
     if (st != RG_OK) {
         goto out;
     }
+    /* Every point kept from the state that all of the run's probes show. */
+    rg__bench_state_cut(&ps);
     for (i = 0; i < ps.ns * RG_BENCH_NKINDS; i++) {
         rg_bench_acc_t *a = &ps.acc[i];
 
