@@ -71,11 +71,17 @@ def test_state_cut_and_reference_state() -> None:
     recs = [{"type": "prtt", "s": 1, "pass_state_us": [0.2, 0.7]},
             {"type": "prtt", "s": 2, "pass_state_us": [0.21, 0.72]},
             {"type": "prtt", "s": 3, "pass_state_us": [0.19, 0.74]}]
-    assert reference_state_us(recs) == pytest.approx(0.2)  # half of the probes: fast
-    mostly_slow = [{"type": "prtt", "s": s, "pass_state_us": [0.2 + 0.01 * s, 0.7 + 0.01 * s,
+    assert reference_state_us(recs) == pytest.approx(0.2)  # every size has a fast pass
+    # Half of the probes slow, but every size once fast: the fast state.
+    slow_passes = [{"type": "prtt", "s": s, "pass_state_us": [0.2 + 0.01 * s, 0.7 + 0.01 * s,
                                                              0.8 + 0.01 * s]}
                    for s in (1, 2, 3)]
-    assert reference_state_us(mostly_slow) == pytest.approx(0.81)
+    assert reference_state_us(slow_passes) == pytest.approx(0.22)
+    # One size of four ever fast: the slow state.
+    mostly_slow = [{"type": "prtt", "s": 1, "pass_state_us": [0.2, 0.21, 0.22, 0.7]},
+                   *({"type": "prtt", "s": s, "pass_state_us": [0.7 + 0.01 * s, 0.8]}
+                     for s in (2, 3, 4))]
+    assert reference_state_us(mostly_slow) == pytest.approx(0.74)
     assert reference_state_us([{"type": "prtt", "s": 1}]) is None
     assert off_state_sizes(recs, 0.2) == []
     assert off_state_sizes(recs, 0.06) == [1, 2, 3]  # every probe 2x above

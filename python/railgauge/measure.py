@@ -200,17 +200,36 @@ def _probes(rec: dict[str, Any]) -> list[float]:
     return [float(v) for v in vals if isinstance(v, (int, float)) and v > 0]
 
 
+def _probes_by_size(records: list[dict[str, Any]]) -> dict[int, list[float]]:
+    """Each size's probes of the host's state, one a visit: those of its record with the
+    most passes (the kinds of a size share a visit's probe)."""
+    out: dict[int, list[float]] = {}
+    for r in records:
+        s = r.get("s")
+        if r.get("type") in ("prtt", "orecv") and isinstance(s, int):
+            ps = _probes(r)
+            if len(ps) > len(out.get(s, [])):
+                out[s] = ps
+    return out
+
+
 def reference_state_us(records: list[dict[str, Any]]) -> float | None:
     """The state of the host a run's points describe (railgauge-bench keeps each point's
-    passes from it, prtt.c: rg__bench_state_cut): of the two sides of the cut, the one
-    holding at least half of the run's probes; the median of its probes (of all of them
-    where they show one state). None for a run without probes."""
-    probes = sorted({v for r in records for v in _probes(r)})
+    passes from it, prtt.c: rg__bench_state_cut): the faster side of the probes' cut
+    where at least half of the sizes have a probe there, else the slower; the median of
+    that side's probes (of all of them where they show one state). None for a run without
+    probes."""
+    by_size = _probes_by_size(records)
+    probes = sorted(v for ps in by_size.values() for v in ps)
     if not probes:
         return None
     cut = state_cut(probes)
-    below = [v for v in probes if cut == 0.0 or v <= cut]
-    ref = below if 2 * len(below) >= len(probes) else [v for v in probes if v > cut]
+    if cut == 0.0:
+        ref = probes
+    else:
+        fast = sum(any(v <= cut for v in ps) for ps in by_size.values())
+        ref = ([v for v in probes if v <= cut] if 2 * fast >= len(by_size)
+               else [v for v in probes if v > cut])
     return ref[len(ref) // 2]
 
 

@@ -973,14 +973,41 @@ static int rg__bench_cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Whether at least half of the sizes measured so far have a pass (of any of
+ * their kinds) made in the faster state, below bench->state_cut_us. */
+static int rg__bench_fast_covers(const rg__bench_passes_t *ps)
+{
+    size_t i, measured = 0, fast = 0;
+    int    k, j, any;
+
+    for (i = 0; i < ps->ns; i++) {
+        const rg_bench_acc_t *a = &ps->acc[i * RG_BENCH_NKINDS];
+
+        if (a[0].pt.passes == 0) {
+            continue;
+        }
+        measured++;
+        for (k = 0, any = 0; k < RG_BENCH_NKINDS && !any; k++) {
+            for (j = 0; j < a[k].pt.passes && !any; j++) {
+                any = a[k].pt.pass_state[j] > 0 &&
+                      a[k].pt.pass_state[j] <= ps->bench->state_cut_us;
+            }
+        }
+        fast += (size_t)any;
+    }
+    return 2 * fast >= measured;
+}
+
 /* The cut between the run's two states (bench->state_cut_us; 0 where its
  * probes show one): sorted, the first two neighbouring probes at least
  * RG_BENCH_STATE_GAP apart with RG_BENCH_STATE_MIN probes or more below
  * them, cut at their geometric mean. The first such gap, not the largest: a
  * preempted probe far above the slow state must not make that state fast.
- * The reference state (bench->state_ref) is the one holding at least half of
- * the probes: a run made mostly in the slow state describes that state, not a
- * mix of it with the few points that fell into a fast moment. */
+ * The reference state (bench->state_ref) is the faster one where at least
+ * half of the sizes measured so far have a pass in it (the confirmation passes
+ * measure the others again), else the slower: a run made mostly in the slow
+ * state describes that state, not a mix of it with the few sizes that fell
+ * into a fast moment. */
 static void rg__bench_state_cut(rg__bench_passes_t *ps)
 {
     double *x;
@@ -1000,7 +1027,7 @@ static void rg__bench_state_cut(rg__bench_passes_t *ps)
     for (i = RG_BENCH_STATE_MIN; i < ps->nprobes; i++) {
         if (x[i] >= RG_BENCH_STATE_GAP * x[i - 1]) {
             ps->bench->state_cut_us = sqrt(x[i] * x[i - 1]);
-            ps->bench->state_ref    = 2 * i >= ps->nprobes ? 1 : -1;
+            ps->bench->state_ref    = rg__bench_fast_covers(ps) ? 1 : -1;
             break;
         }
     }
