@@ -58,33 +58,32 @@ PLAN = MeasurePlan(min_size=256, max_size=4096, per_octave=1, budget_s=60.0,
 
 
 def test_state_cut_and_reference_state() -> None:
-    """The cut of railgauge-bench (prtt.c): the first gap of 1.6x with 3 probes below; a
-    preempted probe far above the slow state does not make it fast. The reference state
-    is the side of the cut with at least half of the probes."""
-    assert state_cut([0.2, 0.21, 0.22, 0.25]) == 0.0
-    assert state_cut([0.2, 0.21, 0.22, 0.3, 0.32]) == 0.0  # 1.36x: one state
-    assert state_cut([0.2, 0.21, 0.22, 0.7, 0.75]) == pytest.approx((0.22 * 0.7) ** 0.5)
-    assert state_cut([0.2, 0.21, 0.22, 0.7, 0.75, 9.0]) == pytest.approx((0.22 * 0.7) ** 0.5)
-    # The eb3 run over Open MPI: 0.40 us fast, 0.73 us slow, 1.83x apart.
-    assert state_cut([0.32, 0.34, 0.40, 0.73, 0.79]) == pytest.approx((0.40 * 0.73) ** 0.5)
-    assert state_cut([0.1, 0.7, 0.72, 0.75]) == 0.0
-    recs = [{"type": "prtt", "s": 1, "pass_state_us": [0.2, 0.7]},
-            {"type": "prtt", "s": 2, "pass_state_us": [0.21, 0.72]},
-            {"type": "prtt", "s": 3, "pass_state_us": [0.19, 0.74]}]
-    assert reference_state_us(recs) == pytest.approx(0.2)  # every size has a fast pass
-    # Half of the probes slow, but every size once fast: the fast state.
-    slow_passes = [{"type": "prtt", "s": s, "pass_state_us": [0.2 + 0.01 * s, 0.7 + 0.01 * s,
-                                                             0.8 + 0.01 * s]}
-                   for s in (1, 2, 3)]
-    assert reference_state_us(slow_passes) == pytest.approx(0.22)
-    # One size of four ever fast: the slow state.
-    mostly_slow = [{"type": "prtt", "s": 1, "pass_state_us": [0.2, 0.21, 0.22, 0.7]},
+    """The cut of railgauge-bench (prtt.c): the probes' best split on a log scale, two
+    states where the sides' medians are 1.25x apart or more with few probes between them;
+    the reference state the side in which more sizes have a probe."""
+    fast, slow = [0.19, 0.2, 0.2, 0.21, 0.22], [0.68, 0.7, 0.72, 0.75]
+    assert state_cut(fast + slow) == pytest.approx((0.2 * 0.7) ** 0.5)
+    assert state_cut(fast) == 0.0  # too few probes to split, and one state
+    assert state_cut([0.2, 0.21, 0.22, 0.25, 0.23, 0.24, 0.2]) == 0.0  # 1.1x: one state
+    # Loopback TCP, 2026-11-28: 9.4 against 13.4 us, 1.43x, never 1.1x between neighbours.
+    tcp = [9.2, 9.3, 9.4, 9.4, 9.5, 9.6, 10.9, 13.1, 13.3, 13.4, 13.4, 13.5, 13.6, 15.0]
+    assert state_cut(tcp) == pytest.approx((9.4 * 13.4) ** 0.5)
+    # One state spread out evenly: probes all along the middle, no cut.
+    assert state_cut([9.0 + 0.5 * i for i in range(14)]) == 0.0
+    # A few preempted probes far above one state make a small second one.
+    assert state_cut(fast * 3 + [2.0, 2.1, 2.2]) > 0.22
+    recs = [{"type": "prtt", "s": s, "pass_state_us": [f, sl]}
+            for s, f, sl in zip((1, 2, 3, 4), fast, slow, strict=False)]
+    assert reference_state_us(recs) == pytest.approx(0.2)  # a tie: the faster
+    # Every size once slow, two of four ever fast: the slow state.
+    mostly_slow = [{"type": "prtt", "s": 1, "pass_state_us": [0.2, 0.21, 0.7]},
+                   {"type": "prtt", "s": 2, "pass_state_us": [0.22, 0.72]},
                    *({"type": "prtt", "s": s, "pass_state_us": [0.7 + 0.01 * s, 0.8]}
-                     for s in (2, 3, 4))]
+                     for s in (3, 4))]
     assert reference_state_us(mostly_slow) == pytest.approx(0.74)
     assert reference_state_us([{"type": "prtt", "s": 1}]) is None
     assert off_state_sizes(recs, 0.2) == []
-    assert off_state_sizes(recs, 0.06) == [1, 2, 3]  # every probe 2x above
+    assert off_state_sizes(recs, 0.06) == [1, 2, 3, 4]  # every probe 1.25x above or more
     assert off_state_sizes([{"type": "prtt", "s": 5, "pass_state_us": [0.7, 0.21]}],
                            0.2) == []
 

@@ -166,21 +166,48 @@ class MeasureResult:
     refine_dropped: list[int] = field(default_factory=list)
 
 
-#: Two probes of the host's state this factor apart are two states (railgauge-bench prtt,
-#: RG_BENCH_STATE_GAP; docs/fit.md, section 1), with at least this many below the gap.
-STATE_GAP = 1.6
+#: The host's two states (railgauge-bench prtt, rg__bench_state_cut; docs/fit.md, section
+#: 1): the probes' best split on a log scale, each side at least STATE_MIN probes, is two
+#: states where the sides' medians are at least STATE_RATIO apart with at most the share
+#: STATE_VALLEY of the probes in the middle third between them.
+STATE_RATIO = 1.25
+STATE_VALLEY = 0.1
 STATE_MIN = 3
+#: A refined size whose every probe is this factor or more from the sweep's reference
+#: state was measured in another state (:func:`off_state_sizes`).
+STATE_GAP = 1.25
 
 
 def state_cut(probes: list[float]) -> float:
     """railgauge-bench's cut between two states of the host (prtt.c, rg__bench_state_cut):
-    of the sorted probes, the first neighbours at least STATE_GAP apart with STATE_MIN or
-    more below them, cut at their geometric mean; 0.0 where the probes show one state."""
-    xs = sorted(probes)
-    for i in range(STATE_MIN, len(xs)):
-        if xs[i] >= STATE_GAP * xs[i - 1]:
-            return math.sqrt(xs[i] * xs[i - 1])
-    return 0.0
+    the split of the sorted probes with the largest between-class variance of their
+    logarithms (Otsu's rule; each side STATE_MIN probes or more), where the sides' medians
+    a < b are at least STATE_RATIO apart and at most STATE_VALLEY of the probes lie strictly
+    between a (b/a)^(1/3) and b (a/b)^(1/3); the cut is sqrt(a b). 0.0 where the probes show
+    one state."""
+    xs = sorted(float(v) for v in probes if v > 0)
+    n = len(xs)
+    if n < 2 * STATE_MIN:
+        return 0.0
+    logs = [math.log(v) for v in xs]
+    total = sum(logs)
+    s1, best, k = 0.0, -1.0, 0
+    for i in range(1, n):
+        s1 += logs[i - 1]
+        if i < STATE_MIN or n - i < STATE_MIN:
+            continue
+        w = i / n
+        v = w * (1.0 - w) * ((total - s1) / (n - i) - s1 / i) ** 2
+        if v > best:
+            best, k = v, i
+    a, b = xs[(k - 1) // 2], xs[k + (n - k - 1) // 2]
+    if b < STATE_RATIO * a:
+        return 0.0
+    r = (b / a) ** (1.0 / 3.0)
+    valley = sum(a * r < v < b / r for v in xs)
+    if valley > STATE_VALLEY * n:
+        return 0.0
+    return math.sqrt(a * b)
 
 
 def _records(path: Path, text: str) -> dict[int, dict[str, Any]]:
@@ -215,10 +242,9 @@ def _probes_by_size(records: list[dict[str, Any]]) -> dict[int, list[float]]:
 
 def reference_state_us(records: list[dict[str, Any]]) -> float | None:
     """The state of the host a run's points describe (railgauge-bench keeps each point's
-    passes from it, prtt.c: rg__bench_state_cut): the faster side of the probes' cut
-    where at least half of the sizes have a probe there, else the slower; the median of
-    that side's probes (of all of them where they show one state). None for a run without
-    probes."""
+    passes from it, prtt.c: rg__bench_state_cut): the side of the probes' cut in which
+    more sizes have a probe (the faster on a tie); the median of that side's probes (of
+    all of them where they show one state). None for a run without probes."""
     by_size = _probes_by_size(records)
     probes = sorted(v for ps in by_size.values() for v in ps)
     if not probes:
@@ -228,7 +254,8 @@ def reference_state_us(records: list[dict[str, Any]]) -> float | None:
         ref = probes
     else:
         fast = sum(any(v <= cut for v in ps) for ps in by_size.values())
-        ref = ([v for v in probes if v <= cut] if 2 * fast >= len(by_size)
+        slow = sum(any(v > cut for v in ps) for ps in by_size.values())
+        ref = ([v for v in probes if v <= cut] if fast >= slow
                else [v for v in probes if v > cut])
     return ref[len(ref) // 2]
 

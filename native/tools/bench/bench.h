@@ -25,11 +25,14 @@
 /* prtt --confirm: the share of the run budget kept for the confirmation passes. */
 #define RG_BENCH_CONFIRM_SHARE 0.15
 /* prtt --passes: the host's state is probed before every visit of a size by
- * this many 1-byte round trips. The run's probes fall into two states where,
- * sorted, two neighbours lie this factor apart with at least
- * RG_BENCH_STATE_MIN probes below them (docs/fit.md, section 1). */
+ * this many 1-byte round trips. The run's probes fall into two states where
+ * their best split on a log scale (each side at least RG_BENCH_STATE_MIN
+ * probes) has medians at least RG_BENCH_STATE_RATIO apart with at most the
+ * share RG_BENCH_STATE_VALLEY of the probes between them (docs/fit.md,
+ * section 1). */
 #define RG_BENCH_STATE_REPS 33
-#define RG_BENCH_STATE_GAP 1.6
+#define RG_BENCH_STATE_RATIO 1.25
+#define RG_BENCH_STATE_VALLEY 0.1
 #define RG_BENCH_STATE_MIN 3
 
 struct rg_json;

@@ -136,11 +136,11 @@ def _piece_lines(p: Piece, start: int) -> _Lines:
     grows faster; SMPI adds them up, so the export keeps h(s), which is PRTT(1,0,s), and
     cuts the overheads to it, o_r first: at the piece's first and last size, o_s at most h
     (and >= 0), o_r at most what o_s leaves, the network time the rest; each line runs
-    through its two ends, so their sum is h(s) across the piece and none is negative in
-    it, the network time's not falling (cut value by value and slope by slope, a falling overhead line went below 0 within
-    the piece: Open MPI from 2435 B, where SMPI's PRTT(n,d,s) fell 34-64% below the
-    model's). SMPI's PRTT(n,d,s), which charges o_s(s) per message, is then below the
-    model's where o_s(s) was cut."""
+    through its two ends, so their sum is h(s) across the piece, none is negative in it
+    and the network time does not fall (cut value by value and slope by slope, a falling
+    overhead line went below 0 within the piece: Open MPI from 2435 B, where SMPI's
+    PRTT(n,d,s) fell 34-64% below the model's). SMPI's PRTT(n,d,s), which charges
+    o_s(s) per message, is then below the model's where o_s(s) was cut."""
     lo, hi = float(p.from_bytes), float(max(p.to_bytes, p.from_bytes))
     ends: list[tuple[float, float, float]] = []
     for s in (lo, hi):
