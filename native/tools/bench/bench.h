@@ -84,7 +84,7 @@ typedef struct rg_bench {
     /* prtt --passes: the last probe of the host's state (us; 0: none yet),
      * the cut between the run's two states (0: one state so far), and the
      * state a point's passes are kept from: +1 the faster (below the cut), -1
-     * the slower, 0 any (one state); the one holding most of the probes. */
+     * the slower, 0 any (one state); the one in which more sizes have a pass. */
     double          state_us, state_cut_us;
     int             state_ref;
     rg_err_t        err;
