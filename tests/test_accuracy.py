@@ -210,7 +210,12 @@ def test_cross_validate_two_ranges_misses_only_at_the_change() -> None:
     acc = cross_validate(exact(OFED, sizes), **CV_FAST_OPTIONS)
     assert acc["held_out"]["median_rel"] < 1e-9
     assert [r["from_bytes"] for r in acc["per_range"]] == [1, 12289]
-    # A held-out size next to the protocol change may fall on the wrong side of it.
+    # The change's first size stays in every fold and is not judged: held out, it would
+    # lie between two measured sizes across the change.
+    assert acc["anchored_sizes"] == [12289]
+    assert all(w["s"] != 12289 for w in acc["worst"])
+    assert acc["held_out"]["points"] == 3 * (len(sizes) - 1)
+    # A held-out size next to the protocol change may still fall on the wrong side of it.
     for w in acc["worst"]:
         if w["rel"] > 1e-6:
             assert 12288 - 12288 // 8 <= w["s"] <= 12289 + 12289 // 8, w
@@ -258,8 +263,10 @@ def test_cross_validate_real_measurements() -> None:
     model = fit_loggp(meas)
     acc = cross_validate(meas, model=model)
     held = acc["held_out"]
-    n_judged = sum(r.kind in ("p1", "pn", "pd") for r in meas.records)
-    assert held["points"] == n_judged == 120
+    anchored = set(acc["anchored_sizes"])
+    assert len(anchored) == len(model.ranges) - 1
+    n_judged = sum(r.kind in ("p1", "pn", "pd") and r.s not in anchored for r in meas.records)
+    assert held["points"] == n_judged == 120 - 3 * len(anchored)
     assert acc["skipped_folds"] == 0
     assert 0.0 < held["median_rel"] < 0.25
     assert held["median_rel"] <= held["p90_rel"] <= held["max_rel"] < 5.0

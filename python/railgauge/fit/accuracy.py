@@ -90,7 +90,11 @@ CV_METHOD = (
     "all records of its sizes (PRTT(1,0,s), PRTT(n,0,s), PRTT(n,d,s) and orecv) are removed, "
     "the model is refitted on the rest, and the fold's PRTT records are predicted with the "
     "fold's model; rel = |predicted - median_us| / median_us, PRTT(n,d,s) predicted with the "
-    "delay d the fit uses. A fold whose fit fails is skipped and counted"
+    "delay d the fit uses. A fold whose fit fails is skipped and counted. The first size of "
+    "each protocol range but the first of the model fitted to all sizes (anchored_sizes) "
+    "stays in every fold and is not judged: held out, it lies between two measured sizes "
+    "across a change, and which side a fold puts it on is the sweep's resolution, not the "
+    "model's accuracy"
 )
 DECADE_RULE = (
     "decades of the size in bytes (1-9, 10-99, 100-999, ...); a decade with fewer than "
@@ -363,6 +367,21 @@ def _judged_sizes(meas: Measurements) -> list[int]:
     return sorted({p.s for p in judged_records(meas)})
 
 
+def anchored_sizes(model: LoggpFit, sizes: Sequence[int]) -> list[int]:
+    """The sizes that stay in every fold: of each protocol range but the first of
+    ``model``, its first size among ``sizes`` (the size the change was found at)."""
+    if not model.success or len(model.ranges) < 2:
+        return []
+    out: list[int] = []
+    ordered = sorted(sizes)
+    for rng in model.ranges[1:]:
+        first = next((s for s in ordered if s >= rng.from_bytes), None)
+        if first is not None and (rng.to_bytes is None or first <= rng.to_bytes) \
+                and first not in out:
+            out.append(first)
+    return out
+
+
 def cross_validate(
     meas: Measurements,
     *,
@@ -396,8 +415,9 @@ def cross_validate(
     -------
     dict
         ``held_out`` ({points, median_rel, p90_rel, max_rel}) and ``by_decade`` (the
-        contract), plus ``k``, ``folds`` (per fold: sizes, points, median_rel, or the reason
-        it was skipped), ``skipped_folds``, ``per_range`` (the held-out errors of the points
+        contract), plus ``k``, ``anchored_sizes`` (:func:`anchored_sizes`: in every fold,
+        not judged), ``folds`` (per fold: sizes, points, median_rel, or the reason it was
+        skipped), ``skipped_folds``, ``per_range`` (the held-out errors of the points
         in each range of ``model`` and whether they meet the predictive ``reliable``
         targets), ``worst`` (the largest held-out errors), ``method``, ``decades``,
         ``fit_options``.
@@ -413,7 +433,17 @@ def cross_validate(
     if len(sizes) < k:
         raise ValueError(f"cross-validation with k={k} needs at least {k} sizes, got {len(sizes)}")
     do_fit: Callable[..., LoggpFit] = fit if fit is not None else fit_loggp
-    fold_of = {s: i % k for i, s in enumerate(sizes)}
+    full = model
+    if full is None:
+        try:
+            full = do_fit(meas, seed=seed, **fit_options)
+        except ValueError:
+            full = None
+    anchors = anchored_sizes(full, sizes) if full is not None else []
+    free = [s for s in sizes if s not in set(anchors)]
+    if len(free) < k:
+        free, anchors = sizes, []
+    fold_of = {s: i % k for i, s in enumerate(free)}
     delays = record_delays(meas)
     judged = judged_records(meas)
     errors: list[PointError] = []
@@ -440,12 +470,6 @@ def cross_validate(
         entry.update(points=st["points"], median_rel=st["median_rel"], p90_rel=st["p90_rel"])
         folds.append(entry)
     errors.sort(key=lambda e: (e.s, e.kind, e.n))
-    full = model
-    if full is None:
-        try:
-            full = do_fit(meas, seed=seed, **fit_options)
-        except ValueError:
-            full = None
     ranges = (
         per_range(full, errors) if full is not None and full.success and full.ranges else []
     )
@@ -453,6 +477,7 @@ def cross_validate(
         "held_out": summarize(errors),
         "by_decade": by_decade(errors),
         "k": k,
+        "anchored_sizes": anchors,
         "per_range": ranges,
         "worst": worst(errors),
         "folds": folds,

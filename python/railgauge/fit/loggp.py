@@ -361,7 +361,7 @@ def _fit_core(
     for key, lf, intercept in net_checks:
         warn, note = _bound_messages(key, lf, first_from, span0, intercept=intercept, paper=paper0)
         if warn is not None and key == "L_us" and not paper0:
-            if _overlap_significant(ds, net_idx):
+            if _overlap_significant(ds, net_idx, lf):
                 # A bound with a physical reason (docs/fit.md, section 4): the receiver's
                 # work overlaps the sender's, so the time between them is not resolvable.
                 note = warn + _overlap_hint(ds, net_idx) + L_OVERLAP_REASON
