@@ -64,7 +64,9 @@ def test_report_is_one_self_contained_file(
 
 
 def test_report_escapes_and_flags_unreliable(tmp_path: Path) -> None:
-    meas = synth_prtt([(1, -1.0, 4.72, 5.14, 0.00073)], sweep_sizes(), noise=0.01, seed=0)
+    # Without o_r records, L below 0 is a warning (with o_r it is the overlap's bound).
+    meas = synth_prtt([(1, -1.0, 4.72, 5.14, 0.00073)], sweep_sizes(), noise=0.01, seed=0,
+                      orecv=False)
     meas.header["host"] = "<b>evil</b>"
     fit = fit_loggp(meas, n_boot=20)
     text = write_report(tmp_path, meas, fit, None).read_text()
@@ -126,7 +128,8 @@ def test_format_table(ofed: tuple[Measurements, LoggpFit]) -> None:
 
 
 def test_format_table_warnings_and_failure() -> None:
-    meas = synth_prtt([(1, -1.0, 4.72, 5.14, 0.00073)], sweep_sizes(), noise=0.01, seed=0)
+    meas = synth_prtt([(1, -1.0, 4.72, 5.14, 0.00073)], sweep_sizes(), noise=0.01, seed=0,
+                      orecv=False)
     text = format_table(fit_loggp(meas, n_boot=20))
     row = next(ln for ln in text.splitlines() if ln.startswith("1 B .."))
     assert row.split()[-1] == "NO"
