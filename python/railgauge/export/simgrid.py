@@ -228,14 +228,19 @@ def _section(ln: _Lines, lat0_us: float, g0_us: float, eager: bool,
     )
 
 
+def _link_of(fit: LoggpFit, lines: list[_Lines]) -> tuple[float, float]:
+    """The platform link's latency (us) and per-byte time (us/byte): the first range's L
+    and the first section's network slope (floored), whatever the switch."""
+    return max(fit.ranges[0].L_us, _G_FLOOR_US), max(lines[0].net[1], _G_FLOOR_US)
+
+
 def _sections(fit: LoggpFit, detached: int | None) -> tuple[float, float, list[_Section]]:
     """The platform's route latency (s) and bandwidth (bytes/s), and the sections: one a
     range (or piece), the one holding ``detached`` (SMPI's send-is-detached-thresh, from
     which a blocking send is synchronous) cut in two there (sizes from it up are charged
     as SMPI charges a synchronous send)."""
     lines = _model_lines(fit)
-    lat0 = max(fit.ranges[0].L_us, _G_FLOOR_US)
-    g0 = max(lines[0].net[1], _G_FLOOR_US)
+    lat0, g0 = _link_of(fit, lines)
     cuts: list[tuple[_Lines, bool]] = []
     for i, ln in enumerate(lines):
         eager = detached is None or ln.start < detached
@@ -285,12 +290,12 @@ def smpi_cfg(fit: LoggpFit, rendezvous: int | None) -> list[str]:
     ]
 
 
-def platform_xml(fit: LoggpFit, *, hosts: int, intra_host: bool,
-                 rendezvous: int | None = None) -> str:
+def platform_xml(fit: LoggpFit, *, hosts: int, intra_host: bool) -> str:
     """The platform: one host whose loopback link is the measured path (a model measured
     within one host), or ``hosts`` hosts on one switch whose links are the measured path
     (a network model; the route crosses two links, each half the latency)."""
-    lat_s, bw, _ = _sections(fit, synchronous_at(fit, rendezvous))
+    lat_us, g_us = _link_of(fit, _model_lines(fit))
+    lat_s, bw = lat_us * 1e-6, 1e6 / g_us
     head = (
         "<?xml version='1.0'?>\n"
         '<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n'
@@ -403,7 +408,7 @@ def export_simgrid(
     ]
     with staged_dir(out) as tmp:
         (tmp / PLATFORM_FILE).write_text(
-            platform_xml(fit, hosts=hosts, intra_host=src.intra_host, rendezvous=rendezvous),
+            platform_xml(fit, hosts=hosts, intra_host=src.intra_host),
             encoding="utf-8",
         )
         (tmp / HOSTFILE).write_text(
