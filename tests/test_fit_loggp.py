@@ -247,6 +247,28 @@ def test_break_support_is_reproducible_with_the_seed() -> None:
     assert keep.ranges[1].support_from == a.bends[0]["support"]
 
 
+def test_support_window_is_one_planned_step() -> None:
+    """A redraw supports a break when its own break lies within one step of the planned
+    sweep: +-1 position on a plain grid; across the refinement sizes that locate a change,
+    all of them (they must not spread the support of a change over more positions); a
+    redraw's break counts for the nearer of two breaks only."""
+    from railgauge.fit.resample import support_columns
+
+    grid = [1024 * 2**k for k in range(8)]  # 1 KiB .. 128 KiB, one size an octave
+    assert support_columns(grid, [4], grid) == [[3, 4, 5]]
+    assert support_columns(grid, [4], None) == [[3, 4, 5]]
+    # Refinement sizes between 16 KiB and 32 KiB around a change located at 29000 | 32768.
+    sizes = sorted([*grid, 19000, 23000, 29000])
+    p = sizes.index(32768)
+    cols = support_columns(sizes, [p], grid)[0]
+    between = [(sizes[q - 1], sizes[q]) for q in cols]
+    assert (16384, 19000) in between and (32768, 65536) in between
+    assert (4096, 8192) not in between and (65536, 131072) not in between
+    # Two breaks one planned step apart share no redraw break.
+    two = support_columns(grid, [3, 5], grid)
+    assert not set(two[0]) & set(two[1]) and 4 in two[0] + two[1]
+
+
 def test_rel_tol_sets_what_counts_as_a_change() -> None:
     """5% systematic scatter exceeds the default 3% tolerance but not rel_tol=0.05 (without
     the local-scatter floor, for the criterion alone); the local-scatter floor absorbs it by

@@ -74,14 +74,18 @@ _SUPPORT_STREAM = 0x5E6
 SUPPORT_RULE = (
     "support of a break between the measured sizes s_(p-1) and s_p of the optimal partition "
     "= the fraction of n_resamples redraws whose optimal partition (the same criterion, "
-    "weights, penalty, min_seg and max_segments) has a break between s_(p-2) and s_(p-1), "
-    "between s_(p-1) and s_p, or between s_p and s_(p+1) (within +-1 position on the size "
-    "grid); a redraw draws every raw value (PRTT(1,0,s), PRTT(n,0,s), PRTT(n,d,s), measured "
-    "o_r(s)) from N(m, u^2), u its floored uncertainty max(sigma_CI, max(rel_tol, local "
-    "scatter) m), recomputes the derived series and adds N(0, sigma^2 - sigma_prop^2) to "
-    "each series of the criterion where the absolute floor raised its normaliser sigma "
-    "(seeded: [seed, 0x5E6]). Breaks with support >= min_support are protocol changes; the "
-    "others are bends: the ranges on either side are merged and fitted as one"
+    "weights, penalty, min_seg and max_segments) has a break within one step of the planned "
+    "sweep of it and nearer to it than to any other break of the partition: between "
+    "s_(p-2) and s_(p-1), between s_(p-1) and s_p, or between s_p and s_(p+1) (+-1 position) "
+    "where no refinement sizes lie between the planned ones, and every break between sizes "
+    "less than one planned step from s_(p-1) .. s_p (positions interpolated on a log scale) "
+    "where the refinement added sizes around a change; a redraw draws every raw value "
+    "(PRTT(1,0,s), PRTT(n,0,s), PRTT(n,d,s), measured o_r(s)) from N(m, u^2), u its floored "
+    "uncertainty max(sigma_CI, max(rel_tol, local scatter) m), recomputes the derived series "
+    "and adds N(0, sigma^2 - sigma_prop^2) to each series of the criterion where the absolute "
+    "floor raised its normaliser sigma (seeded: [seed, 0x5E6]). Breaks with support >= "
+    "min_support are protocol changes; the others are bends: the ranges on either side are "
+    "merged and fitted as one"
 )
 #: Overshoot of the busy delay (d_actual - d) accepted beyond the reference overshoot: at
 #: least this many us (see _delays).

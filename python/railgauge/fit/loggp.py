@@ -272,6 +272,7 @@ def _fit_core(
                 max_segments=max_segments,
                 n_support=n_support,
                 seed=seed,
+                planned=planned,
             )
         )
     kept = [
@@ -604,6 +605,7 @@ def _fit_core(
             "n_resamples": n_support,
             "min_support": min_support,
             "window_positions": _SUPPORT_WINDOW,
+            "window_planned_steps": _SUPPORT_WINDOW if planned else None,
             "seed": seed,
             "breaks": breaks_info,
         },

@@ -5,6 +5,7 @@ uncertainties and recomputing the derived series.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -153,6 +154,7 @@ def _break_support(
     max_segments: int,
     n_support: int,
     seed: int,
+    planned: Sequence[int] | None = None,
 ) -> list[float]:
     """The support of each break of the optimal partition (see ``docs/fit.md``, section 3).
 
@@ -164,7 +166,9 @@ def _break_support(
     sigma above the propagated sigma_prop, so that every series scatters by its
     normaliser. Every redraw is segmented with the same weights, penalty and constraints
     (:func:`segment_starts_batch`); the support of a break at index p is the fraction of
-    redraws that have a block starting at p - 1, p or p + 1.
+    redraws that have a block starting within one step of the planned sweep of it
+    (:func:`support_columns`: at p - 1, p or p + 1 where no refinement sizes lie between,
+    and nearer to it than to another break).
     """
     rng = np.random.default_rng([seed, _SUPPORT_STREAM])
     u = ds.raw_sigma
@@ -192,15 +196,56 @@ def _break_support(
     found = segment_starts_batch(
         ds.x, ys, ws, penalty=penalty, min_seg=min_seg, max_segments=max_segments
     )
-    n = ds.x.size
-    return [
-        float(
-            np.mean(
-                found[:, max(p - _SUPPORT_WINDOW, 1) : min(p + _SUPPORT_WINDOW + 1, n)].any(axis=1)
-            )
-        )
-        for p in starts
-    ]
+    cols = support_columns(ds.sizes, starts, planned)
+    return [float(np.mean(found[:, c].any(axis=1))) if c else 0.0 for c in cols]
+
+
+def _grid_position(s: float, grid: Sequence[int]) -> float:
+    """The position of size s on the sorted planned sweep ``grid``, interpolated on a log
+    scale (k at grid[k]; beyond the ends the end step continues)."""
+    k = bisect.bisect_right(grid, s) - 1
+    k = min(max(k, 0), len(grid) - 2)
+    lo, hi = grid[k], grid[k + 1]
+    return k + math.log(s / lo) / math.log(hi / lo)
+
+
+def support_columns(
+    sizes: Sequence[int] | npt.NDArray[Any],
+    starts: Sequence[int],
+    planned: Sequence[int] | None,
+) -> list[list[int]]:
+    """For each break of the optimal partition (a block starting at index p of ``sizes``,
+    between s_(p-1) and s_p), the block starts q of a redraw that support it: those within
+    one step of the planned sweep, i.e. a break between s_(q-1) and s_q whose span reaches
+    to less than one planned step from the break's span on either side, and nearer to this
+    break than to any other of the partition (a redraw's break supports one break only).
+    On a grid without refinement sizes the window is q = p - 1, p, p + 1
+    (_SUPPORT_WINDOW); where the refinement measured sizes between two planned ones around
+    a change, it spans them all, so that sizes added to locate a change do not spread its
+    support over more positions and lower it. Without a planned sweep: +-_SUPPORT_WINDOW
+    positions."""
+    n = len(sizes)
+    grid = sorted({int(v) for v in planned or () if int(v) > 0})
+    if len(grid) >= 2 and n >= 2 and int(min(sizes)) > 0:
+        pos = [_grid_position(float(s), grid) for s in sizes]
+    else:
+        pos = [float(i) for i in range(n)]
+    eps = 1e-9
+    windows: list[set[int]] = []
+    for p in starts:
+        lo_edge = pos[p - 1] - _SUPPORT_WINDOW + eps   # pos(s_q) must lie above
+        hi_edge = pos[p] + _SUPPORT_WINDOW - eps       # pos(s_(q-1)) must lie below
+        qs = {q for q in range(1, n) if pos[q] > lo_edge and pos[q - 1] < hi_edge}
+        qs |= set(range(max(p - _SUPPORT_WINDOW, 1), min(p + _SUPPORT_WINDOW + 1, n)))
+        windows.append(qs)
+    cols: list[list[int]] = [[] for _ in starts]
+    for q in range(1, n):
+        mine = [i for i, w in enumerate(windows) if q in w]
+        if mine:
+            mid = 0.5 * (pos[q - 1] + pos[q])
+            best = min(mine, key=lambda i: abs(0.5 * (pos[starts[i] - 1] + pos[starts[i]]) - mid))
+            cols[best].append(q)
+    return cols
 
 
 def _ci(samples: FloatArray, est: float) -> tuple[float, float]:
