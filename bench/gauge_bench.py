@@ -93,7 +93,7 @@ from railgauge.fit.accuracy import (
     summarize,
 )
 from railgauge.fit.loggp import load_loggp_model
-from railgauge.measure import STATE_GAP, reference_state_us
+from railgauge.hoststate import STATE_GAP, reference_state_us
 from railgauge.measurements import Measurements, read_measurements
 
 DOC = REPO / "docs" / "BENCHMARKS.md"

@@ -359,6 +359,45 @@ def test_check_of_other_parameters_exits_3_with_the_worst_points(tcp_model: Path
     assert "off: median error above 10.0%" in proc.stdout
 
 
+def _with_probes(path: Path, probe_us: float) -> Path:
+    """The measurements file with railgauge-bench's probes of the host's state added to
+    every point record (two passes, both in one state)."""
+    lines = []
+    for line in path.read_text().splitlines():
+        rec = json.loads(line)
+        if rec.get("type") in ("prtt", "orecv"):
+            rec["pass_state_us"] = [probe_us, probe_us * 1.02]
+        lines.append(json.dumps(rec))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_check_says_when_the_runs_are_in_two_states_of_the_host(tmp_path: Path) -> None:
+    meas_a = _with_probes(write_jsonl(synth_prtt(TCP, SIZES, noise=0.01, reps=200, seed=3),
+                                      tmp_path / "a.jsonl"), 0.2)
+    model = fit_loggp(read_measurements(meas_a), n_boot=0).to_json()
+    state = model["source"]["host_state"]
+    assert state["probe_us"] == pytest.approx(0.204) and state["cut_us"] is None
+    (tmp_path / "model-loggp.json").write_text(json.dumps(model))
+    same = _with_probes(write_jsonl(synth_prtt(TCP, SIZES, noise=0.01, reps=200, seed=4),
+                                    tmp_path / "b.jsonl"), 0.21)
+    doc = json.loads(rg("check", str(tmp_path / "model-loggp.json"), str(same),
+                        "--json").stdout)
+    assert doc["host_state"]["same"] is True
+    assert doc["host_state"]["ratio"] == pytest.approx(1.05)
+    other = _with_probes(write_jsonl(synth_prtt(TCP, SIZES, noise=0.01, reps=200, seed=5),
+                                     tmp_path / "c.jsonl"), 0.75)
+    proc = rg("check", str(tmp_path / "model-loggp.json"), str(other))
+    assert proc.returncode == 0, proc.stderr  # the check's verdict is the errors' alone
+    assert "another state of the host" in proc.stdout and "3.75x" in proc.stdout
+    # Without probes on either side there is nothing to compare.
+    plain = write_jsonl(synth_prtt(TCP, SIZES, noise=0.01, reps=200, seed=6),
+                        tmp_path / "d.jsonl")
+    doc = json.loads(rg("check", str(tmp_path / "model-loggp.json"), str(plain),
+                        "--json").stdout)
+    assert doc["host_state"] is None
+
+
 def one_line_error(proc: subprocess.CompletedProcess[str], needle: str) -> None:
     assert proc.returncode == 2, proc.stdout + proc.stderr
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]

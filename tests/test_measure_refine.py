@@ -12,13 +12,14 @@ from typing import Any
 import pytest
 
 from railgauge import measure
-from railgauge.measure import (
-    MeasurePlan,
-    measure_prtt,
+from railgauge.hoststate import (
+    host_state,
     off_state_sizes,
     reference_state_us,
+    same_state,
     state_cut,
 )
+from railgauge.measure import MeasurePlan, measure_prtt
 
 
 def _lines(sizes: list[int], probe: float) -> list[str]:
@@ -86,6 +87,14 @@ def test_state_cut_and_reference_state() -> None:
     assert off_state_sizes(recs, 0.06) == [1, 2, 3, 4]  # every probe 1.25x above or more
     assert off_state_sizes([{"type": "prtt", "s": 5, "pass_state_us": [0.7, 0.21]}],
                            0.2) == []
+    # The run's state as the model keeps it, and two runs compared.
+    assert host_state(recs) == {"probe_us": pytest.approx(0.2), "probes": 8,
+                                "cut_us": pytest.approx((0.2 * 0.7) ** 0.5)}
+    assert host_state([{"type": "prtt", "s": s, "pass_state_us": [f]}
+                       for s, f in zip((1, 2, 3, 4, 5), fast, strict=True)])["cut_us"] is None
+    assert host_state([{"type": "prtt", "s": 1}]) is None
+    assert same_state(0.2, 0.24) and same_state(0.24, 0.2)
+    assert not same_state(0.2, 0.75) and not same_state(0.0, 0.0)
 
 
 def test_refinement_in_the_sweeps_state_is_kept(monkeypatch: pytest.MonkeyPatch,

@@ -426,3 +426,12 @@ def test_pass_means_read_kept_and_judged(tmp_path: Path) -> None:
         with pytest.raises(MeasurementError, match="pass_iqm_us"):
             read_measurements(write(tmp_path / "b.jsonl", [HEADER, json.dumps(rec)
                                                            .replace("NaN", "null")]))
+    # The probes of the host's state: read, written back (0: a pass without a probe).
+    rec = {**triple(8)[0], "pass_state_us": [0.2, 0.0]}
+    m2 = read_measurements(write(tmp_path / "s.jsonl", [HEADER, rec]))
+    assert m2.records[0].pass_state_us == (0.2, 0.0)
+    assert m2.records[0].to_record()["pass_state_us"] == [0.2, 0.0]
+    for bad in ([1.0, -2.0], "x", [True], [None]):
+        rec = {**triple(8)[0], "pass_state_us": bad}
+        with pytest.raises(MeasurementError, match="pass_state_us"):
+            read_measurements(write(tmp_path / "b.jsonl", [HEADER, rec]))

@@ -125,6 +125,9 @@ class PrttPoint:
     delay_excess_us: float | None = None
     #: The interquartile mean of each pass of a run in passes (None: one pass, older files).
     pass_iqm_us: tuple[float, ...] | None = None
+    #: The probe of the host's state before each pass (railgauge-bench prtt; 0 where a
+    #: pass has none; None: one pass, older files). See :mod:`railgauge.hoststate`.
+    pass_state_us: tuple[float, ...] | None = None
 
     @property
     def kind(self) -> PointKind:
@@ -193,6 +196,8 @@ class PrttPoint:
         rec["stable"] = self.stable
         if self.pass_iqm_us is not None:
             rec["pass_iqm_us"] = list(self.pass_iqm_us)
+        if self.pass_state_us is not None:
+            rec["pass_state_us"] = list(self.pass_state_us)
         return rec
 
 
@@ -379,6 +384,14 @@ def _parse_prtt(rec: dict[str, Any], path: str, line: int) -> PrttPoint:
         raise MeasurementError(
             f"{where}: 'pass_iqm_us' must be a list of positive finite numbers, got {passes!r}"
         )
+    states = rec.get("pass_state_us")
+    if states is not None and (
+        not isinstance(states, list)
+        or not all(finite_number(v) and float(v) >= 0.0 for v in states)
+    ):
+        raise MeasurementError(
+            f"{where}: 'pass_state_us' must be a list of finite numbers >= 0, got {states!r}"
+        )
 
     return PrttPoint(
         n=n,
@@ -394,6 +407,7 @@ def _parse_prtt(rec: dict[str, Any], path: str, line: int) -> PrttPoint:
         d_actual_us=d_actual,
         delay_excess_us=None if excess is None else float(excess),
         pass_iqm_us=None if passes is None else tuple(float(v) for v in passes),
+        pass_state_us=None if states is None else tuple(float(v) for v in states),
         **times,
     )
 

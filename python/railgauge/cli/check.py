@@ -70,6 +70,33 @@ def _stored_accuracy(path: Path) -> dict[str, Any] | None:
     return acc
 
 
+def _model_state_us(doc: dict[str, Any] | None) -> float | None:
+    """The host's state of the model's run (``source.host_state.probe_us``), if recorded."""
+    src = (doc or {}).get("source")
+    st = src.get("host_state") if isinstance(src, dict) else None
+    v = st.get("probe_us") if isinstance(st, dict) else None
+    return float(v) if isinstance(v, int | float) and math.isfinite(v) and v > 0 else None
+
+
+def _host_states(model_file: Path, meas: Measurements) -> dict[str, Any] | None:
+    """The host's state of the model's run against that of the measurements (docs/fit.md,
+    section 1): both 1-byte probes, their ratio and whether they are one state; None where
+    either run has no probes."""
+    from railgauge.hoststate import STATE_GAP, points_host_state, same_state
+
+    try:
+        doc = json.loads(model_file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    a = _model_state_us(doc if isinstance(doc, dict) else None)
+    st = points_host_state(meas.records)
+    if a is None or st is None:
+        return None
+    b = float(st["probe_us"])
+    return {"model_probe_us": a, "measurements_probe_us": b, "ratio": b / a,
+            "same": same_state(a, b), "gap": STATE_GAP}
+
+
 def check_document(model_path: Path, meas_path: Path) -> dict[str, Any]:
     """The check of the model file against the measurements file as one JSON object.
 
@@ -119,6 +146,7 @@ def check_document(model_path: Path, meas_path: Path) -> dict[str, Any]:
         "worst": worst(errs),
         "noise": noise(meas),
         "model_accuracy": _stored_accuracy(model_file),
+        "host_state": _host_states(model_file, meas),
         "decade_median_rel_max": CHECK_DECADE_MEDIAN_REL,
         "decades_off": [d["from_bytes"] for d in off],
         "pass": not off,
@@ -148,6 +176,16 @@ def _text(doc: dict[str, Any]) -> str:
         lines.append(
             f"the model's held-out error on its own run: median "
             f"{_pct(held.get('median_rel'))}, p90 {_pct(held.get('p90_rel'))}"
+        )
+    hs = doc.get("host_state")
+    if isinstance(hs, dict):
+        lines.append(
+            f"the host's state (railgauge-bench's 1-byte probe): {hs['model_probe_us']:.4g} us "
+            f"in the model's run, {hs['measurements_probe_us']:.4g} us in these "
+            f"measurements ({hs['ratio']:.2f}x): "
+            + ("one state" if hs["same"] else
+               f"another state of the host ({hs['gap']:g}x apart or more): what differs "
+               "between the runs is the host as much as the model")
         )
     noise_by = {d["from_bytes"]: d for d in nz["by_decade"]}
     rows = [["sizes", "points", "median", "p90", "max", "noise"]]

@@ -110,6 +110,7 @@ from railgauge.fit.series import (
     derive_series,
     local_scatter,
 )
+from railgauge.hoststate import points_host_state
 from railgauge.measurements import Measurements, Triples, triples
 
 __all__ = [
@@ -714,6 +715,7 @@ def _source_of(meas: Measurements, n_sizes: int) -> dict[str, Any]:
         "blocks": len(meas.headers),
         "sizes": n_sizes,
         "reader_warnings": list(meas.warnings),
+        "host_state": points_host_state(meas.records),
     }
 
 
