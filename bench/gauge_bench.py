@@ -1280,6 +1280,12 @@ def railgauge_command(args: argparse.Namespace) -> tuple[list[str], dict[str, st
         py = str(REPO / "python")
         if not old or old.split(os.pathsep)[0] != py:
             env["PYTHONPATH"] = py + (os.pathsep + old if old else "")
+        # The native tools of this checkout's build too, not a copy that an older
+        # `pip install .` left beside the Python (railgauge.native.find_tool looks there
+        # first): a stale railgauge-bench measures with yesterday's code.
+        native = REPO / "build" / "native"
+        if not env.get("RG_NATIVE_DIR") and (native / "railgauge-bench").is_file():
+            env["RG_NATIVE_DIR"] = str(native)
     return cmd, env
 
 
@@ -1354,7 +1360,7 @@ def main(argv: list[str] | None = None) -> int:
         raw.mkdir(parents=True, exist_ok=True)
         facts = machine_facts(Tools(cc="", floor=Path(), railgauge=cmd,
                                     railgauge_env={k: v for k, v in env.items()
-                                                   if k == "PYTHONPATH"}))
+                                                   if k in ("PYTHONPATH", "RG_NATIVE_DIR")}))
         index: dict[str, Any] = {"command": command, "facts": facts,
                                  "transports": transports, "gauge_args": args.gauge_args,
                                  "railgauge": cmd, "runs": []}
