@@ -41,6 +41,7 @@ from railgauge.fit.loggp import (
     prtt,
     range_index,
 )
+from railgauge.hoststate import points_host_state
 from railgauge.measurements import Measurements, PrttPoint, triples
 
 __all__ = [
@@ -519,7 +520,7 @@ def attach_accuracy(
         return model
     acc["noise"] = noise(meas)
     model.accuracy = acc
-    state_note = host_state_note(acc["noise"]["host_states"])
+    state_note = host_state_note(acc["noise"]["host_states"], points_host_state(meas.records))
     if state_note is not None:
         model.network.setdefault("notes", []).append(state_note)
     for rng, pr in zip(model.ranges, acc["per_range"], strict=True):
@@ -583,16 +584,25 @@ def host_states(meas: Measurements) -> dict[str, Any] | None:
     }
 
 
-def host_state_note(states: Mapping[str, Any] | None) -> str | None:
-    """A sentence for the model where the host changed speed during the run."""
+def host_state_note(states: Mapping[str, Any] | None,
+                    probe: Mapping[str, Any] | None = None) -> str | None:
+    """A sentence for the model where the host changed speed during the run; ``probe``
+    (:func:`railgauge.hoststate.host_state` of the run) names the state its points keep."""
     if states is None or states["share"] < HOST_STATE_SHARE:
         return None
+    kept = "each point keeps its fastest passes"
+    if probe is not None and probe.get("cut_us"):
+        which = "faster" if probe["probe_us"] <= probe["cut_us"] else "slower"
+        kept = (f"each point keeps its passes made in the {which} of the run's two states "
+                f"(1-byte probe {probe['probe_us']:.3g} us; the states cut at "
+                f"{probe['cut_us']:.3g} us)")
     return (
         f"the host changed speed during this run: at {states['split']} of {states['points']} "
         f"points the passes differ by more than {HOST_STATE_RATIO:g}x (median "
-        f"{states['median_split_ratio']:.2f}x, up to {states['max_ratio']:.2f}x); each point "
-        "keeps its fastest passes, but a run made wholly in the slower state measures that "
-        "state, so compare runs made in the same one (docs/fit.md, section 1)"
+        f"{states['median_split_ratio']:.2f}x, up to {states['max_ratio']:.2f}x); {kept}, "
+        "but a run made wholly in the slower state measures that state, so compare runs "
+        "made in the same one (railgauge check says whether two runs are; docs/fit.md, "
+        "section 1)"
     )
 
 
