@@ -138,6 +138,16 @@ def test_format_table_warnings_and_failure() -> None:
     assert "at least 2 sizes" in format_table(failed)
 
 
+def test_format_table_names_the_host_state() -> None:
+    meas = synth_prtt(PAPER_TABLE["TCP"], sweep_sizes(), noise=0.01, seed=0)
+    fit = fit_loggp(meas, n_boot=0)
+    assert "host state" not in format_table(fit)  # no probes in the records
+    fit.source["host_state"] = {"probe_us": 0.206, "probes": 300, "cut_us": None}
+    assert "host state: 1-byte probe 0.206 us (one state seen)" in format_table(fit)
+    fit.source["host_state"] = {"probe_us": 0.75, "probes": 300, "cut_us": 0.395}
+    assert "cut at 0.395 us; the points are the slower one's" in format_table(fit)
+
+
 @pytest.mark.parametrize(
     ("n", "text"),
     [

@@ -185,6 +185,22 @@ def accuracy_lines(fit: LoggpFit) -> list[str]:
     return lines + rows
 
 
+def host_state_line(fit: LoggpFit) -> list[str]:
+    """The host's state the model's points describe (``source.host_state``: railgauge-bench's
+    1-byte probes; docs/fit.md, section 1), as one line; none for files without probes."""
+    st = (fit.source or {}).get("host_state")
+    if not isinstance(st, dict) or not isinstance(st.get("probe_us"), int | float):
+        return []
+    cut = st.get("cut_us")
+    if isinstance(cut, int | float) and cut > 0:
+        which = "faster" if st["probe_us"] <= cut else "slower"
+        seen = f"two states seen, cut at {cut:.3g} us; the points are the {which} one's"
+    else:
+        seen = "one state seen"
+    return [f"host state: 1-byte probe {st['probe_us']:.3g} us ({seen}); compare runs made "
+            "in one state (railgauge check says)"]
+
+
 def format_table(fit: LoggpFit) -> str:
     """The fitted ranges as a plain-text table (values, then 95% CIs, then warnings)."""
     head = f"LogGP fit, transport {fit.transport}"
@@ -227,6 +243,7 @@ def format_table(fit: LoggpFit) -> str:
     lines.append(_network_sentence(fit))
     lines.extend(support_lines(fit))
     lines.extend(accuracy_lines(fit))
+    lines.extend(host_state_line(fit))
     if notes:
         lines.append("")
         lines.extend(notes)
