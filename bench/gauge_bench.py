@@ -228,7 +228,7 @@ class Run:
     grid: list[int] = field(default_factory=list)
     resolution_us: float | None = None
     #: The host's state the run's points describe: the median of railgauge-bench's 1-byte
-    #: probes in its reference state (railgauge.measure.reference_state_us), in µs.
+    #: probes in its reference state (railgauge.hoststate.reference_state_us), in µs.
     state_us: float | None = None
 
     @property
@@ -1144,7 +1144,7 @@ def section_md(summaries: dict[str, Summary], default_runs: list[Run], n_rounds:
         "- **Host state**: railgauge-bench probes the host before every visit of a size "
         "(a few 1-byte round trips) and keeps each point's passes from one state of the "
         "host (docs/fit.md, section 1); a run's state is the median of its probes in that "
-        "state (`railgauge.measure.reference_state_us`). On this two-vCPU virtual machine it "
+        "state (`railgauge.hoststate.reference_state_us`). On this two-vCPU virtual machine it "
         "takes two values per transport for whole runs (over shm about 0.2 and 0.75 µs): "
         "where the hypervisor puts the two vCPUs, which the guest cannot choose. The targets "
         "are judged over all runs; below each table the same targets over the runs made in "

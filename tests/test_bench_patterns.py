@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from conftest import netns_testbed, run_cli
+from railgauge.hoststate import state_cut
 from railgauge.launcher import launch
-from railgauge.measure import state_cut
 
 QUICK = ("--time", "0.05", "--warmup", "0.01", "--min-iters", "3")
 
