@@ -93,7 +93,7 @@ from railgauge.fit.accuracy import (
     summarize,
 )
 from railgauge.fit.loggp import load_loggp_model
-from railgauge.hoststate import STATE_GAP, reference_state_us
+from railgauge.hoststate import STATE_GAP, points_host_state
 from railgauge.measurements import Measurements, read_measurements
 
 DOC = REPO / "docs" / "BENCHMARKS.md"
@@ -228,7 +228,7 @@ class Run:
     grid: list[int] = field(default_factory=list)
     resolution_us: float | None = None
     #: The host's state the run's points describe: the median of railgauge-bench's 1-byte
-    #: probes in its reference state (railgauge.hoststate.reference_state_us), in µs.
+    #: probes in its reference state (railgauge.hoststate.host_state), in µs.
     state_us: float | None = None
 
     @property
@@ -279,25 +279,9 @@ def load_run(run: Run, model_path: Path | None = None) -> Run:
     res_ns = timer.get("resolution_ns")
     if isinstance(res_ns, int | float) and math.isfinite(res_ns) and res_ns > 0:
         run.resolution_us = float(res_ns) / 1000.0
-    run.state_us = run_state_us(meas_path)
+    state = points_host_state(run.meas.records)
+    run.state_us = None if state is None else float(state["probe_us"])
     return run
-
-
-def run_state_us(meas_path: Path) -> float | None:
-    """The host's state of a run (Run.state_us) from its measurements.jsonl; None where
-    the file has no probes or cannot be read."""
-    records: list[dict[str, Any]] = []
-    try:
-        for line in meas_path.read_text().splitlines():
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(rec, dict):
-                records.append(rec)
-    except OSError:
-        return None
-    return reference_state_us(records)
 
 
 def fast_state_runs(runs: list[Run]) -> list[Run]:

@@ -81,7 +81,13 @@ def reference_state_us(records: list[dict[str, Any]]) -> float | None:
     passes from it, prtt.c: rg__bench_state_cut): the side of the probes' cut in which
     more sizes have a probe (the faster on a tie); the median of that side's probes (of
     all of them where they show one state). None for a run without probes."""
-    by_size = _probes_by_size(records)
+    st = _state_of(_probes_by_size(records))
+    return None if st is None else st[0]
+
+
+def _state_of(by_size: Mapping[int, list[float]]) -> tuple[float, int, float] | None:
+    """(reference state, probes, cut) of each size's probes: see :func:`reference_state_us`
+    and :func:`state_cut`; None without probes."""
     probes = sorted(v for ps in by_size.values() for v in ps)
     if not probes:
         return None
@@ -93,7 +99,7 @@ def reference_state_us(records: list[dict[str, Any]]) -> float | None:
         slow = sum(any(v > cut for v in ps) for ps in by_size.values())
         ref = ([v for v in probes if v <= cut] if fast >= slow
                else [v for v in probes if v > cut])
-    return ref[len(ref) // 2]
+    return ref[len(ref) // 2], len(probes), cut
 
 
 def off_state_sizes(records: list[dict[str, Any]], ref_us: float) -> list[int]:
@@ -119,13 +125,21 @@ def host_state(records: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
     :func:`reference_state_us`, n the probes of its sizes and c the cut between its two
     states (None where they show one); None for a run without probes (older files,
     Netgauge's, a run in one pass)."""
-    recs = [dict(r) for r in records if isinstance(r, Mapping)]
-    ref = reference_state_us(recs)
-    if ref is None:
+    st = _state_of(_probes_by_size([dict(r) for r in records if isinstance(r, Mapping)]))
+    if st is None:
         return None
-    probes = [v for ps in _probes_by_size(recs).values() for v in ps]
-    cut = state_cut(probes)
-    return {"probe_us": ref, "probes": len(probes), "cut_us": cut if cut > 0.0 else None}
+    ref, n, cut = st
+    return {"probe_us": ref, "probes": n, "cut_us": cut if cut > 0.0 else None}
+
+
+def kept_side(state: Mapping[str, Any] | None) -> str | None:
+    """Which of a run's two states its points describe, ``"faster"`` or ``"slower"``
+    (``state``: :func:`host_state`); None where the run showed one state or has none."""
+    cut = (state or {}).get("cut_us")
+    probe = (state or {}).get("probe_us")
+    if not isinstance(cut, int | float) or cut <= 0 or not isinstance(probe, int | float):
+        return None
+    return "faster" if probe <= cut else "slower"
 
 
 def points_host_state(points: Iterable[Any]) -> dict[str, Any] | None:

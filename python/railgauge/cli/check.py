@@ -18,6 +18,7 @@ from railgauge.cli.common import UserError
 from railgauge.terminal import Terminal
 
 if TYPE_CHECKING:
+    from railgauge.fit.loggp import LoggpFit
     from railgauge.measurements import Measurements
 
 #: Exit status when a decade's median error exceeds the limit.
@@ -70,25 +71,20 @@ def _stored_accuracy(path: Path) -> dict[str, Any] | None:
     return acc
 
 
-def _model_state_us(doc: dict[str, Any] | None) -> float | None:
+def _model_state_us(model: LoggpFit) -> float | None:
     """The host's state of the model's run (``source.host_state.probe_us``), if recorded."""
-    src = (doc or {}).get("source")
-    st = src.get("host_state") if isinstance(src, dict) else None
+    st = model.source.get("host_state")
     v = st.get("probe_us") if isinstance(st, dict) else None
     return float(v) if isinstance(v, int | float) and math.isfinite(v) and v > 0 else None
 
 
-def _host_states(model_file: Path, meas: Measurements) -> dict[str, Any] | None:
+def _host_states(model: LoggpFit, meas: Measurements) -> dict[str, Any] | None:
     """The host's state of the model's run against that of the measurements (docs/fit.md,
     section 1): both 1-byte probes, their ratio and whether they are one state; None where
     either run has no probes."""
     from railgauge.hoststate import STATE_GAP, points_host_state, same_state
 
-    try:
-        doc = json.loads(model_file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return None
-    a = _model_state_us(doc if isinstance(doc, dict) else None)
+    a = _model_state_us(model)
     st = points_host_state(meas.records)
     if a is None or st is None:
         return None
@@ -146,7 +142,7 @@ def check_document(model_path: Path, meas_path: Path) -> dict[str, Any]:
         "worst": worst(errs),
         "noise": noise(meas),
         "model_accuracy": _stored_accuracy(model_file),
-        "host_state": _host_states(model_file, meas),
+        "host_state": _host_states(model, meas),
         "decade_median_rel_max": CHECK_DECADE_MEDIAN_REL,
         "decades_off": [d["from_bytes"] for d in off],
         "pass": not off,

@@ -41,7 +41,7 @@ from railgauge.fit.loggp import (
     prtt,
     range_index,
 )
-from railgauge.hoststate import points_host_state
+from railgauge.hoststate import kept_side
 from railgauge.measurements import Measurements, PrttPoint, triples
 
 __all__ = [
@@ -441,7 +441,8 @@ def cross_validate(
         except ValueError:
             full = None
     anchors = anchored_sizes(full, sizes) if full is not None else []
-    free = [s for s in sizes if s not in set(anchors)]
+    anchor_set = set(anchors)
+    free = [s for s in sizes if s not in anchor_set]
     if len(free) < k:
         free, anchors = sizes, []
     fold_of = {s: i % k for i, s in enumerate(free)}
@@ -520,7 +521,7 @@ def attach_accuracy(
         return model
     acc["noise"] = noise(meas)
     model.accuracy = acc
-    state_note = host_state_note(acc["noise"]["host_states"], points_host_state(meas.records))
+    state_note = host_state_note(acc["noise"]["host_states"], model.source.get("host_state"))
     if state_note is not None:
         model.network.setdefault("notes", []).append(state_note)
     for rng, pr in zip(model.ranges, acc["per_range"], strict=True):
@@ -591,8 +592,8 @@ def host_state_note(states: Mapping[str, Any] | None,
     if states is None or states["share"] < HOST_STATE_SHARE:
         return None
     kept = "each point keeps its fastest passes"
-    if probe is not None and probe.get("cut_us"):
-        which = "faster" if probe["probe_us"] <= probe["cut_us"] else "slower"
+    which = kept_side(probe)
+    if probe is not None and which is not None:
         kept = (f"each point keeps its passes made in the {which} of the run's two states "
                 f"(1-byte probe {probe['probe_us']:.3g} us; the states cut at "
                 f"{probe['cut_us']:.3g} us)")

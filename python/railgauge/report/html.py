@@ -17,6 +17,7 @@ from typing import Any
 
 from railgauge import __version__
 from railgauge.fit.loggp import LoggpFit, LoggpRange
+from railgauge.hoststate import kept_side
 from railgauge.measurements import Measurements, PrttPoint
 from railgauge.report.plots import format_bytes, plot_gap, plot_prtt, plot_residuals
 
@@ -191,12 +192,9 @@ def host_state_line(fit: LoggpFit) -> list[str]:
     st = (fit.source or {}).get("host_state")
     if not isinstance(st, dict) or not isinstance(st.get("probe_us"), int | float):
         return []
-    cut = st.get("cut_us")
-    if isinstance(cut, int | float) and cut > 0:
-        which = "faster" if st["probe_us"] <= cut else "slower"
-        seen = f"two states seen, cut at {cut:.3g} us; the points are the {which} one's"
-    else:
-        seen = "one state seen"
+    which = kept_side(st)
+    seen = (f"two states seen, cut at {st['cut_us']:.3g} us; the points are the {which} one's"
+            if which is not None else "one state seen")
     return [f"host state: 1-byte probe {st['probe_us']:.3g} us ({seen}); compare runs made "
             "in one state (railgauge check says)"]
 
