@@ -136,6 +136,28 @@ def test_shm_small_ring(
     assert result.returncode == 0, out
 
 
+@pytest.mark.parametrize("ring, chunk", [("4KiB", "64"), ("64KiB", "1000"), ("4KiB", "1GiB")])
+def test_shm_chunks(
+    native_tool: Callable[[str], str], capfd: pytest.CaptureFixture[str], ring: str, chunk: str
+) -> None:
+    """Copies in chunks of every grain (a cache line, one not dividing the ring, more than
+    the ring) move every message intact: each publish of a part of a message is a point
+    where the other side may read or refill the ring."""
+    result = _run(native_tool(TOOL), ["--transport", "shm"], 3,
+                  env={"RG_SHM_RING_SIZE": ring, "RG_SHM_CHUNK": chunk})
+    out = capfd.readouterr().out
+    assert result.returncode == 0, out
+
+
+def test_shm_bad_chunk(
+    native_tool: Callable[[str], str], capfd: pytest.CaptureFixture[str]
+) -> None:
+    result = _run(native_tool(TOOL), ["--transport", "shm"], 2, env={"RG_SHM_CHUNK": "32"})
+    out = capfd.readouterr().out
+    assert result.returncode == 1
+    assert "RG_SHM_CHUNK=32" in out
+
+
 def test_shm_bad_ring_size(
     native_tool: Callable[[str], str], capfd: pytest.CaptureFixture[str]
 ) -> None:

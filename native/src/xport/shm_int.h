@@ -71,6 +71,7 @@ typedef struct rg__shm {
     size_t              seg_size;
     uint64_t            ring_size;
     uint64_t            mask;
+    uint64_t            chunk;         /* bytes copied between two publishes */
     char                name[128];
     rg__shm_rank_blk_t *me;
     rg__shm_peer_t     *peers;         /* size entries; ours is unused */

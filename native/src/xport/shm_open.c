@@ -26,10 +26,12 @@
 #define RG__SHM_VERSION    1u
 #define RG__SHM_RING_MIN   ((size_t)4096)
 #define RG__SHM_RING_MAX   ((size_t)1 << 30)
+#define RG__SHM_CHUNK_MIN  ((size_t)64)
 #define RG__SHM_PREFIX     "railgauge-"
 
 typedef struct rg__shm_config {
     size_t ring_size;
+    size_t chunk;
     int    cma;
 } rg__shm_config_t;
 
@@ -38,6 +40,13 @@ static const rg_config_field_t rg__shm_config_fields[] = {
      "bytes of each ring (one per ordered pair of ranks); a power of two from "
      "4KiB to 1GiB. Larger rings let more sends complete at post time",
      offsetof(rg__shm_config_t, ring_size), RG_CONFIG_SIZE},
+    {"CHUNK", "8KiB",
+     "bytes a side copies into or out of a ring before it publishes its index "
+     "(64B to 1GiB; at most the ring size is used). A message larger than the "
+     "ring then streams with both sides copying at once, whatever its size; "
+     "a chunk of the whole ring lets the two sides take turns filling and "
+     "draining it when the message is a multiple of the ring",
+     offsetof(rg__shm_config_t, chunk), RG_CONFIG_SIZE},
     {"CMA", "1",
      "1: large messages of the protocol layer move in one copy, the receiver "
      "reading the sender's buffer with process_vm_readv (cross-memory attach), "
@@ -252,6 +261,9 @@ static rg_status_t rg__shm_attach(rg__shm_t *shm, rg_err_t *err)
     }
     shm->ring_size = hdr->ring_size;
     shm->mask      = hdr->ring_size - 1;
+    if (shm->chunk > shm->ring_size) {
+        shm->chunk = shm->ring_size;
+    }
     return RG_OK;
 
 err_close:
@@ -325,6 +337,10 @@ rg_status_t rg__shm_open(const char *name, rg_boot_t *boot, rg_xport_t **xp_p,
                           "RG_SHM_RING_SIZE=%zu: must be a power of two from 4KiB to 1GiB",
                           cfg.ring_size);
     }
+    if (cfg.chunk < RG__SHM_CHUNK_MIN || cfg.chunk > RG__SHM_RING_MAX) {
+        return rg_err_set(err, RG_ERR_INVALID,
+                          "RG_SHM_CHUNK=%zu: must be from 64B to 1GiB", cfg.chunk);
+    }
     status = rg__shm_layout((uint64_t)size, cfg.ring_size, &rings_off, &seg_size, err);
     if (status != RG_OK) {
         return status;
@@ -348,6 +364,7 @@ rg_status_t rg__shm_open(const char *name, rg_boot_t *boot, rg_xport_t **xp_p,
     shm->super.size           = size;
     shm->ring_size            = cfg.ring_size;
     shm->mask                 = cfg.ring_size - 1;
+    shm->chunk                = cfg.chunk < cfg.ring_size ? cfg.chunk : cfg.ring_size;
     shm->seg_size             = (size_t)seg_size;
     /* Every rank opens the same transports in the same order, so the count
      * of opens names the same segment on all of them (the protocol layer
@@ -453,6 +470,7 @@ rg_status_t rg__shm_info_json(rg_xport_t *xp, char *buf, size_t cap)
     rg_json_init(&js, buf, cap);
     rg_json_object_begin(&js);
     rg_json_kv_uint(&js, "ring_size", shm->ring_size);
+    rg_json_kv_uint(&js, "chunk", shm->chunk);
     rg_json_kv_uint(&js, "segment_size", shm->seg_size);
     rg_json_kv_string(&js, "segment", shm->name);
     rg_json_kv_bool(&js, "single_copy", xp->attr.can_get);
