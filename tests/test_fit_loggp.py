@@ -40,6 +40,7 @@ from railgauge.fit.loggp import (
     range_index,
 )
 from railgauge.fit.segment import line_sse, segment_starts_batch
+from railgauge.measurements import PrttPoint
 from railgauge.synth import PAPER_TABLE, o_r_true, prtt_true, sweep_sizes, synth_prtt
 
 CONTRACT = ("L_us", "o_us", "g_us", "G_us_per_byte")
@@ -324,6 +325,36 @@ def test_negative_latency_is_bounded_with_the_overlap_reason() -> None:
     (note,) = [n for n in rng.notes if n.startswith("L constrained to 0")]
     assert "overlaps" in note
     (bound,) = [b for b in rng.bounds if b["parameter"] == "L_us"]
+    assert bound["unconstrained"] < -1.96 * bound["standard_error"]
+    assert "overlaps" in bound["reason"]
+    assert rng.reliable is True
+
+
+def test_falling_latency_slope_is_bounded_with_the_overlap_reason() -> None:
+    """Measured receive overheads that grow faster than the one-way time (loopback TCP,
+    where the kernel delivers inside the send call: o_r(s) records 0.006 us/B steeper than
+    PRTT(1,0,s) leaves room for), so PRTT(1,0,s)/2 - o_s(s) - o_r(s) falls with size, its
+    slope 4 standard errors below 0: G_lat is held at 0 with the overlap's reason, a bound
+    entry and a note instead of a warning, and the range stays reliable while it predicts
+    its held-out points."""
+    params = [(1, 1.0, 3.0, 4.0, 0.004, 0.0, 3.0, 0.0)]
+    meas = synth_prtt(params, sweep_sizes(1024, per_octave=4), noise=0.01, seed=0)
+
+    def steeper(p: PrttPoint) -> PrttPoint:
+        extra = 0.006 * (p.s - 1)
+        return dataclasses.replace(
+            p, median_us=p.median_us + extra,
+            iqm_us=None if p.iqm_us is None else p.iqm_us + extra)
+
+    meas = dataclasses.replace(
+        meas, records=[steeper(p) if p.type == "orecv" else p for p in meas.records])
+    fit = fit_loggp(meas, n_boot=20, accuracy=True)
+    (rng,) = fit.ranges
+    assert rng.Glat_us_per_byte == 0.0
+    assert not [w for w in rng.warnings if "G_lat" in w], rng.warnings
+    (note,) = [n for n in rng.notes if n.startswith("the latency slope G_lat constrained")]
+    assert "G_lat is held at 0 with a reason" in note
+    (bound,) = [b for b in rng.bounds if b["parameter"] == "Glat_us_per_byte"]
     assert bound["unconstrained"] < -1.96 * bound["standard_error"]
     assert "overlaps" in bound["reason"]
     assert rng.reliable is True

@@ -78,6 +78,7 @@ from railgauge.fit.model import (
 )
 from railgauge.fit.rangefit import (
     G_EXTRAPOLATION_REASON,
+    GLAT_OVERLAP_REASON,
     L_OVERLAP_REASON,
     _at_bound,
     _bound_entry,
@@ -362,12 +363,21 @@ def _fit_core(
     net_bounds: list[dict[str, Any]] = []
     for key, lf, intercept in net_checks:
         warn, note = _bound_messages(key, lf, first_from, span0, intercept=intercept, paper=paper0)
-        if warn is not None and key == "L_us" and not paper0:
-            if _overlap_significant(ds, net_idx, lf):
-                # A bound with a physical reason (docs/fit.md, section 4): the receiver's
-                # work overlaps the sender's, so the time between them is not resolvable.
-                note = warn + _overlap_hint(ds, net_idx) + L_OVERLAP_REASON
-                net_bounds.append(_bound_entry(key, lf, intercept, L_OVERLAP_REASON.strip("; ")))
+        if warn is not None and key in ("L_us", "Glat_us_per_byte") and not paper0:
+            # A bound with a physical reason (docs/fit.md, section 4): the receiver's work
+            # overlaps the sender's, so the time between them (L), and its growth with
+            # size (G_lat), are not resolvable. For L the evidence is an excess of the
+            # measured overheads over PRTT(1,0,s)/2; for G_lat it is the warning itself: a
+            # slope significantly below 0 with o_r measured, overheads that grow faster
+            # than the one-way time, which pieces in sequence cannot do.
+            if (
+                _overlap_significant(ds, net_idx, lf)
+                if key == "L_us"
+                else bool(np.any(ds.o_r_measured[net_idx]))
+            ):
+                reason = L_OVERLAP_REASON if key == "L_us" else GLAT_OVERLAP_REASON
+                note = warn + _overlap_hint(ds, net_idx) + reason
+                net_bounds.append(_bound_entry(key, lf, intercept, reason.strip("; ")))
                 warn = None
             else:
                 warn += _overlap_hint(ds, net_idx)

@@ -117,6 +117,16 @@ L_OVERLAP_REASON = (
     "the end of the send and the start of the receive, L, is below what PRTT can resolve; "
     "the predictions come from the pieces' own lines"
 )
+#: The physical reason for the latency slope G_lat at its bound where sending and
+#: receiving overlap (the same evidence as for L: :func:`_overlap_significant`).
+GLAT_OVERLAP_REASON = (
+    "; G_lat is held at 0 with a reason: on this transport the receiver's work overlaps the "
+    "sender's, more the larger the message (on loopback TCP the kernel delivers the message "
+    "to the receiver inside the send call, so the transfer's time per byte is part of the "
+    "send overhead o_s(s); through a shared-memory buffer the copy is pipelined), so "
+    "PRTT(1,0,s)/2 - o_s(s) - o_r(s) falls with size and a latency that grows with size is "
+    "not resolvable; the predictions come from the pieces' own lines"
+)
 #: The reason for g at its bound in a range far from s = 1.
 G_EXTRAPOLATION_REASON = (
     "; g is held at 0 with a reason: it is the range's gap line extrapolated to s = 1, far "
