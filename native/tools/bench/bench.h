@@ -34,6 +34,11 @@
 #define RG_BENCH_STATE_RATIO 1.25
 #define RG_BENCH_STATE_VALLEY 0.1
 #define RG_BENCH_STATE_MIN 3
+/* A pass whose probe is this factor or more from the reference state's
+ * median probe was made in yet another state (a third, rarer placement of
+ * the vCPUs, or a disturbed probe) and is not kept with the reference
+ * state's passes. */
+#define RG_BENCH_STATE_GAP 1.25
 
 struct rg_json;
 
@@ -84,8 +89,9 @@ typedef struct rg_bench {
     /* prtt --passes: the last probe of the host's state (us; 0: none yet),
      * the cut between the run's two states (0: one state so far), and the
      * state a point's passes are kept from: +1 the faster (below the cut), -1
-     * the slower, 0 any (one state); the one in which more sizes have a pass. */
-    double          state_us, state_cut_us;
+     * the slower, 0 any (one state); the one in which more sizes have a pass;
+     * and that state's median probe (0: too few probes yet). */
+    double          state_us, state_cut_us, state_mid_us;
     int             state_ref;
     rg_err_t        err;
 } rg_bench_t;
