@@ -203,6 +203,19 @@ def _first_line(argv: list[str], nlines: int = 2) -> str:
     return "; ".join(lines[:nlines]) if lines else f"exit {res.rc}"
 
 
+def _git_commit() -> str | None:
+    """The checkout's commit (``-dirty`` with uncommitted changes), None outside git."""
+    if not _which("git"):
+        return None
+    try:
+        res = run_proc(["git", "-C", str(REPO), "describe", "--always", "--dirty",
+                        "--abbrev=12"], timeout=30)
+    except BenchError:
+        return None
+    out = res.stdout.strip()
+    return out if res.rc == 0 and out else None
+
+
 def _mpich_version() -> str:
     if not _which("mpichversion"):
         return "not installed"
@@ -235,6 +248,9 @@ def machine_facts(tools: Tools | None) -> dict[str, Any]:
     with contextlib.suppress(OSError):
         src = "/sys/devices/system/clocksource/clocksource0/current_clocksource"
         facts["clocksource"] = Path(src).read_text().strip()
+    commit = _git_commit()
+    if commit is not None:
+        facts["commit"] = commit
     if tools and tools.railgauge:
         res = run_proc([*tools.railgauge, "--version"], timeout=60,
                        env={**os.environ, **tools.railgauge_env})
@@ -276,7 +292,8 @@ def facts_md(facts: dict[str, Any], command: str, raw: Path) -> list[str]:
         f"- compiler: {facts['cc']}; Python {facts['python']}",
     ]
     if "railgauge" in facts:
-        lines.append(f"- railgauge: {facts['railgauge']}")
+        lines.append(f"- railgauge: {facts['railgauge']}"
+                     + (f", commit {facts['commit']}" if "commit" in facts else ""))
     lines += [
         "",
         "Produced by (from the repository root):",
