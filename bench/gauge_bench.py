@@ -1129,8 +1129,9 @@ def section_md(summaries: dict[str, Summary], default_runs: list[Run], n_rounds:
         "(a few 1-byte round trips) and keeps each point's passes from one state of the "
         "host (docs/fit.md, section 1); a run's state is the median of its probes in that "
         "state (`railgauge.hoststate.reference_state_us`). On this two-vCPU virtual machine it "
-        "takes two values per transport for whole runs (over shm about 0.2 and 0.75 µs): "
-        "where the hypervisor puts the two vCPUs, which the guest cannot choose. The targets "
+        "takes two values per transport for whole runs (over shm about 0.2 and 0.75 µs; "
+        "rarely a third, faster one for a few visits, about 0.13 µs over shm): where the "
+        "hypervisor puts the two vCPUs, which the guest cannot choose. The targets "
         "are judged over all runs; below each table the same targets over the runs made in "
         f"the fast state (state within {STATE_GAP}x of the fastest run's), each predicting "
         "the next such run, show how much of the miss is the host changing between runs.",
