@@ -261,9 +261,6 @@ static rg_status_t rg__shm_attach(rg__shm_t *shm, rg_err_t *err)
     }
     shm->ring_size = hdr->ring_size;
     shm->mask      = hdr->ring_size - 1;
-    if (shm->chunk > shm->ring_size) {
-        shm->chunk = shm->ring_size;
-    }
     return RG_OK;
 
 err_close:
@@ -364,7 +361,6 @@ rg_status_t rg__shm_open(const char *name, rg_boot_t *boot, rg_xport_t **xp_p,
     shm->super.size           = size;
     shm->ring_size            = cfg.ring_size;
     shm->mask                 = cfg.ring_size - 1;
-    shm->chunk                = cfg.chunk < cfg.ring_size ? cfg.chunk : cfg.ring_size;
     shm->seg_size             = (size_t)seg_size;
     /* Every rank opens the same transports in the same order, so the count
      * of opens names the same segment on all of them (the protocol layer
@@ -409,8 +405,10 @@ rg_status_t rg__shm_open(const char *name, rg_boot_t *boot, rg_xport_t **xp_p,
         goto err_unmap;
     }
 
-    stride = RG__SHM_PAGE + shm->ring_size;
-    rings  = shm->seg + rings_off;
+    /* Rank 0's ring size rules (rg__shm_attach): the chunk fits the ring. */
+    shm->chunk = cfg.chunk < shm->ring_size ? cfg.chunk : shm->ring_size;
+    stride     = RG__SHM_PAGE + shm->ring_size;
+    rings      = shm->seg + rings_off;
     for (peer = 0; peer < size; peer++) {
         uint64_t tx_index, rx_index;
 

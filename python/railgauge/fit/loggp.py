@@ -368,13 +368,9 @@ def _fit_core(
             # overlaps the sender's, so the time between them (L), and its growth with
             # size (G_lat), are not resolvable. For L the evidence is an excess of the
             # measured overheads over PRTT(1,0,s)/2; for G_lat it is the warning itself: a
-            # slope significantly below 0 with o_r measured, overheads that grow faster
-            # than the one-way time, which pieces in sequence cannot do.
-            if (
-                _overlap_significant(ds, net_idx, lf)
-                if key == "L_us"
-                else bool(np.any(ds.o_r_measured[net_idx]))
-            ):
+            # slope significantly below 0 with o_r measured (not paper0), overheads that
+            # grow faster than the one-way time, which pieces in sequence cannot do.
+            if key == "Glat_us_per_byte" or _overlap_significant(ds, net_idx, lf):
                 reason = L_OVERLAP_REASON if key == "L_us" else GLAT_OVERLAP_REASON
                 note = warn + _overlap_hint(ds, net_idx) + reason
                 net_bounds.append(_bound_entry(key, lf, intercept, reason.strip("; ")))
