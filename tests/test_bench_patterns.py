@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from conftest import netns_testbed, run_cli
-from railgauge.hoststate import STATE_GAP, state_cut
+from railgauge.hoststate import same_state, state_cut
 from railgauge.launcher import launch
 
 QUICK = ("--time", "0.05", "--warmup", "0.01", "--min-iters", "3")
@@ -213,9 +213,10 @@ def _prtt_small(native_tool: Callable[[str], str], tmp_path: Path,
 
 def _kept_passes(rec: dict[str, Any], tol: float) -> list[float]:
     """The passes railgauge-bench keeps of a record (prtt.c, rg__bench_acc_finish): those
-    made in the run's reference state (``state_ref``, a side of ``state_cut_us``, and within
-    STATE_GAP of that state's median probe ``state_mid_us``; every pass where the record
-    names neither, or none was made in it) within (1 + tol) of the fastest of them."""
+    made in the run's reference state (``state_ref``, a side of ``state_cut_us``, and one
+    state with its median probe ``state_mid_us`` by railgauge.hoststate.same_state; every
+    pass where the record names neither, or none was made in it) within (1 + tol) of the
+    fastest of them."""
     iqm, states = rec["pass_iqm_us"], rec.get("pass_state_us") or [0.0] * len(rec["pass_iqm_us"])
     ref = rec.get("state_ref")
     cut = rec.get("state_cut_us", 0.0)
@@ -226,7 +227,7 @@ def _kept_passes(rec: dict[str, Any], tol: float) -> list[float]:
             return True
         if ref is not None and not (st <= cut if ref == "fast" else st > cut):
             return False
-        return not (mid > 0 and (st >= STATE_GAP * mid or st * STATE_GAP <= mid))
+        return mid <= 0 or same_state(st, mid)
 
     pool = [v for v, st in zip(iqm, states, strict=True) if in_ref(st)] or iqm
     return [v for v in pool if v <= min(pool) * (1.0 + tol)]

@@ -307,6 +307,18 @@ def test_penalty_and_max_segments_options() -> None:
 # ---------------------------------------------------------------------------------------
 
 
+def _held_for_overlap(rng: Any, key: str, note_start: str) -> str:
+    """Asserts that ``key`` of ``rng`` is held at 0 for the overlap: one note starting with
+    ``note_start``, a bound whose unconstrained estimate lies 1.96 standard errors below 0
+    and whose reason names the overlap, and the range still reliable; returns the note."""
+    (note,) = [n for n in rng.notes if n.startswith(note_start)]
+    (bound,) = [b for b in rng.bounds if b["parameter"] == key]
+    assert bound["unconstrained"] < -1.96 * bound["standard_error"]
+    assert "overlaps" in bound["reason"]
+    assert rng.reliable is True
+    return str(note)
+
+
 def test_negative_latency_is_bounded_with_the_overlap_reason() -> None:
     """Data where PRTT(1,0,s)/2 - o_s(s) - o_r(s) extrapolates below 0 with o_r measured:
     the overheads exceed the one-way time, pooled over the sizes (the intercept -1 us, 6
@@ -322,12 +334,8 @@ def test_negative_latency_is_bounded_with_the_overlap_reason() -> None:
         assert rng.value(key) >= 0.0
         assert all(v >= 0.0 for v in rng.ci95[key])
     assert not [w for w in rng.warnings if w.startswith("L constrained to 0")], rng.warnings
-    (note,) = [n for n in rng.notes if n.startswith("L constrained to 0")]
+    note = _held_for_overlap(rng, "L_us", "L constrained to 0")
     assert "overlaps" in note
-    (bound,) = [b for b in rng.bounds if b["parameter"] == "L_us"]
-    assert bound["unconstrained"] < -1.96 * bound["standard_error"]
-    assert "overlaps" in bound["reason"]
-    assert rng.reliable is True
 
 
 def test_falling_latency_slope_is_bounded_with_the_overlap_reason() -> None:
@@ -352,12 +360,8 @@ def test_falling_latency_slope_is_bounded_with_the_overlap_reason() -> None:
     (rng,) = fit.ranges
     assert rng.Glat_us_per_byte == 0.0
     assert not [w for w in rng.warnings if "G_lat" in w], rng.warnings
-    (note,) = [n for n in rng.notes if n.startswith("the latency slope G_lat constrained")]
+    note = _held_for_overlap(rng, "Glat_us_per_byte", "the latency slope G_lat constrained")
     assert "G_lat is held at 0 with a reason" in note
-    (bound,) = [b for b in rng.bounds if b["parameter"] == "Glat_us_per_byte"]
-    assert bound["unconstrained"] < -1.96 * bound["standard_error"]
-    assert "overlaps" in bound["reason"]
-    assert rng.reliable is True
 
 
 def test_negative_gap_far_from_s1_says_why() -> None:

@@ -115,8 +115,7 @@ def off_state_sizes(records: list[dict[str, Any]], ref_us: float) -> list[int]:
         if r.get("type") in ("prtt", "orecv") and isinstance(s, int):
             probes_of.setdefault(s, []).extend(_probes(r))
     return sorted(s for s, ps in probes_of.items()
-                  if ps and all(v >= STATE_GAP * ref_us or v * STATE_GAP <= ref_us
-                                for v in ps))
+                  if ps and not any(same_state(v, ref_us) for v in ps))
 
 
 def host_state(records: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
