@@ -50,6 +50,9 @@ _PR_SET_PDEATHSIG = 1
 # How often children are polled where pidfds are unavailable, and how often the
 # loop looks at the signal flag.
 _TICK_S = 0.05
+#: How long a rank whose bootstrap socket closed gets to be reaped before its waiting
+#: peers are told (Job.on_eof).
+_EOF_EXIT_WAIT_S = 0.25
 _TIMEOUT_RC = 124
 
 _libc: ctypes.CDLL | None = None
@@ -316,14 +319,14 @@ class _Job:
 
     def on_eof(self, rk: _Rank) -> None:
         self.close_sock(rk)
-        if rk.pidfd is None:
-            # Without a pidfd, exits are found by polling. A rank that is dying
-            # closes its socket a moment before it can be reaped; waiting briefly
-            # lets the failure name the rank that died, not the ranks that then
-            # saw EOF.
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                rk.proc.wait(timeout=0.1)
-            self.note_exits(self.reap(rk))
+        # A rank that is dying closes its socket a moment before it can be reaped
+        # (before its pidfd, where it has one, reports the exit). The waiters broken
+        # below exit at once, and on a busy host they were reaped first: waiting
+        # briefly for this rank lets the failure name the rank that died, not the
+        # ranks that then saw EOF.
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            rk.proc.wait(timeout=_EOF_EXIT_WAIT_S)
+        self.note_exits(self.reap(rk))
         if not self.broken:
             self.broken = True
             self.event(f"rank {rk.rank} closed its bootstrap socket")
