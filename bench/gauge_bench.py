@@ -227,9 +227,11 @@ class Run:
     meas: Measurements | None = None
     grid: list[int] = field(default_factory=list)
     resolution_us: float | None = None
-    #: The host's state the run's points describe: the median of railgauge-bench's 1-byte
-    #: probes in its reference state (railgauge.hoststate.host_state), in µs.
+    #: The host's state the run's points describe: the median of railgauge-bench's probes
+    #: in its reference state (railgauge.hoststate.host_state), in µs, and what a probe
+    #: measured (PRTT(n,0,1); PRTT(1,0,1) before 2026-11-29).
     state_us: float | None = None
+    state_probe: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -279,19 +281,24 @@ def load_run(run: Run, model_path: Path | None = None) -> Run:
     res_ns = timer.get("resolution_ns")
     if isinstance(res_ns, int | float) and math.isfinite(res_ns) and res_ns > 0:
         run.resolution_us = float(res_ns) / 1000.0
-    state = points_host_state(run.meas.records)
+    state = points_host_state(run.meas.records, header)
     run.state_us = None if state is None else float(state["probe_us"])
+    run.state_probe = None if state is None else str(state["probe"])
     return run
 
 
 def fast_state_runs(runs: list[Run]) -> list[Run]:
     """The runs made in the host's fast state: those whose state (Run.state_us) is within
-    STATE_GAP of the fastest run's of the same entry. Runs without probes are left out."""
-    levels = [r.state_us for r in runs if r.state_us is not None]
-    if not levels:
+    STATE_GAP of the fastest run's of the same entry, among the runs whose probes measured
+    what most runs' did (Run.state_probe). Runs without probes are left out."""
+    probes = [r.state_probe for r in runs if r.state_us is not None]
+    if not probes:
         return []
+    probe = max(sorted(set(probes)), key=probes.count)
+    levels = [r.state_us for r in runs if r.state_us is not None and r.state_probe == probe]
     lo = min(levels)
-    return [r for r in runs if r.state_us is not None and r.state_us <= STATE_GAP * lo]
+    return [r for r in runs if r.state_us is not None and r.state_probe == probe
+            and r.state_us <= STATE_GAP * lo]
 
 
 def runs_from_index(raw: Path, index: dict[str, Any],
@@ -703,7 +710,9 @@ def fast_state_md(s: Summary, label: str) -> list[str]:
                        for r in s.ok_runs)
     head = (f"#### {label}: the same targets over the {len(fast)} of {len(s.runs)} runs in the "
             "host's fast state")
-    lines = [head, "", f"Host state per round (µs, 1-byte probe): {states or 'none'}."]
+    probes = ", ".join(sorted({r.state_probe for r in s.ok_runs if r.state_probe}))
+    lines = [head, "", f"Host state per round (µs, probe {probes or 'none'}): "
+             f"{states or 'none'}."]
     if len(fast) < 2:
         return [*lines, "", "Fewer than two runs in the fast state: nothing to compare."]
     sub = summarize_entry(s.entry, fast)
@@ -1126,7 +1135,9 @@ def section_md(summaries: dict[str, Summary], default_runs: list[Run], n_rounds:
         "problem: that range is not reliable; older files: a note or warning).",
         "- **Reliable**: a run counts when every range of its model has `reliable: true`.",
         "- **Host state**: railgauge-bench probes the host before every visit of a size "
-        "(a few 1-byte round trips) and keeps each point's passes from one state of the "
+        "and after each pass of its kinds (a few PRTT(16,0,1), 16 messages of 1 byte and "
+        "the answer; PRTT(1,0,1) before 2026-11-29) and keeps each point's passes from one "
+        "state of the "
         "host (docs/fit.md, section 1); a run's state is the median of its probes in that "
         "state (`railgauge.hoststate.reference_state_us`). On this two-vCPU virtual machine it "
         "takes two values per transport for whole runs (over shm about 0.2 and 0.75 µs; "

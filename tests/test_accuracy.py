@@ -359,12 +359,15 @@ def test_check_of_other_parameters_exits_3_with_the_worst_points(tcp_model: Path
     assert "off: median error above 10.0%" in proc.stdout
 
 
-def _with_probes(path: Path, probe_us: float) -> Path:
+def _with_probes(path: Path, probe_us: float, probe_n: int | None = None) -> Path:
     """The measurements file with railgauge-bench's probes of the host's state added to
-    every point record (two passes, both in one state)."""
+    every point record (two passes, both in one state), by PRTT(probe_n,0,1) where given
+    (the header's params.state_probe_n), else by an older tool's PRTT(1,0,1)."""
     lines = []
     for line in path.read_text().splitlines():
         rec = json.loads(line)
+        if rec.get("type") == "header" and probe_n is not None:
+            rec.setdefault("params", {})["state_probe_n"] = probe_n
         if rec.get("type") in ("prtt", "orecv"):
             rec["pass_state_us"] = [probe_us, probe_us * 1.02]
         lines.append(json.dumps(rec))
@@ -377,7 +380,7 @@ def test_check_says_when_the_runs_are_in_two_states_of_the_host(tmp_path: Path) 
                                       tmp_path / "a.jsonl"), 0.2)
     model = fit_loggp(read_measurements(meas_a), n_boot=0).to_json()
     state = model["source"]["host_state"]
-    assert state["probe_us"] == pytest.approx(0.204) and state["cut_us"] is None
+    assert state["probe_us"] == pytest.approx(0.2) and state["in_band"] == state["points"]
     (tmp_path / "model-loggp.json").write_text(json.dumps(model))
     same = _with_probes(write_jsonl(synth_prtt(TCP, SIZES, noise=0.01, reps=200, seed=4),
                                     tmp_path / "b.jsonl"), 0.21)
@@ -396,6 +399,15 @@ def test_check_says_when_the_runs_are_in_two_states_of_the_host(tmp_path: Path) 
     doc = json.loads(rg("check", str(tmp_path / "model-loggp.json"), str(plain),
                         "--json").stdout)
     assert doc["host_state"] is None
+    # Probes that measured different things (a newer tool's PRTT(16,0,1)) are not compared.
+    newer = _with_probes(write_jsonl(synth_prtt(TCP, SIZES, noise=0.01, reps=200, seed=7),
+                                     tmp_path / "e.jsonl"), 2.3, probe_n=16)
+    doc = json.loads(rg("check", str(tmp_path / "model-loggp.json"), str(newer),
+                        "--json").stdout)
+    assert doc["host_state"]["same"] is None
+    assert doc["host_state"]["measurements_probe"] == "PRTT(16,0,1)"
+    proc = rg("check", str(tmp_path / "model-loggp.json"), str(newer))
+    assert "not comparable" in proc.stdout and "another state" not in proc.stdout
 
 
 def one_line_error(proc: subprocess.CompletedProcess[str], needle: str) -> None:

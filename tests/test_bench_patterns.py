@@ -7,7 +7,9 @@ checker itself (that a wrong, stale or zeroed byte fails) is tested in C
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,7 +17,7 @@ from typing import Any
 import pytest
 
 from conftest import netns_testbed, run_cli
-from railgauge.hoststate import same_state, state_cut
+from railgauge.hoststate import reference_state_us
 from railgauge.launcher import launch
 
 QUICK = ("--time", "0.05", "--warmup", "0.01", "--min-iters", "3")
@@ -213,23 +215,19 @@ def _prtt_small(native_tool: Callable[[str], str], tmp_path: Path,
 
 def _kept_passes(rec: dict[str, Any], tol: float) -> list[float]:
     """The passes railgauge-bench keeps of a record (prtt.c, rg__bench_acc_finish): those
-    made in the run's reference state (``state_ref``, a side of ``state_cut_us``, and one
-    state with its median probe ``state_mid_us`` by railgauge.hoststate.same_state; every
-    pass where the record names neither, or none was made in it) within (1 + tol) of the
+    whose probes before and after both lie in the run's reference state (``state_band_us``;
+    every pass where the record has none, or none was made in it) within (1 + tol) of the
     fastest of them."""
-    iqm, states = rec["pass_iqm_us"], rec.get("pass_state_us") or [0.0] * len(rec["pass_iqm_us"])
-    ref = rec.get("state_ref")
-    cut = rec.get("state_cut_us", 0.0)
-    mid = rec.get("state_mid_us", 0.0)
+    iqm = rec["pass_iqm_us"]
+    before = rec.get("pass_state_us") or [0.0] * len(iqm)
+    after = rec.get("pass_state_after_us") or [0.0] * len(iqm)
+    lo, hi = rec.get("state_band_us") or (0.0, math.inf)
 
     def in_ref(st: float) -> bool:
-        if st <= 0:
-            return True
-        if ref is not None and not (st <= cut if ref == "fast" else st > cut):
-            return False
-        return mid <= 0 or same_state(st, mid)
+        return st <= 0 or lo <= st <= hi
 
-    pool = [v for v, st in zip(iqm, states, strict=True) if in_ref(st)] or iqm
+    pool = [v for v, b, a in zip(iqm, before, after, strict=True)
+            if in_ref(b) and in_ref(a)] or iqm
     return [v for v in pool if v <= min(pool) * (1.0 + tol)]
 
 
@@ -277,14 +275,30 @@ def test_prtt_confirmation_passes(native_tool: Callable[[str], str], tmp_path: P
     assert [p["visits"] for p in progress] == list(range(1, 7))
     points = [r for r in recs if r["type"] in ("prtt", "orecv")]
     assert len(points) == 12 and recs[-1]["status"] == "ok"
-    # The probes of the host's state: one per visit of a size, shared by its kinds.
-    planned = {v for r in points for v in r["pass_state_us"][:2]}
-    probes = {v for r in points for v in r["pass_state_us"]}
-    one_state = state_cut(sorted(planned)) == 0 and state_cut(sorted(probes)) == 0
+    # The probes of the host's state: before a visit of a size and after each pass of its
+    # kinds, the probe after one kind's pass being the one before the next kind's.
+    planned = {v for r in points for v in r["pass_state_us"][:2] + r["pass_state_after_us"][:2]}
+    probes = {v for r in points for v in r["pass_state_us"] + r["pass_state_after_us"]}
+    by = {(r["type"], r["n"], r["d_us"] > 0, r["s"]): r for r in points}
+    for s in (1, 1024, 8192):
+        chain = [by[("prtt", 1, False, s)], by[("prtt", 16, False, s)],
+                 by[("prtt", 16, True, s)], by[("orecv", 16, True, s)]]
+        for j in range(2):  # the planned passes measure every kind, in this order
+            for first, then in itertools.pairwise(chain):
+                assert first["pass_state_after_us"][j] == then["pass_state_us"][j] > 0
+    # Every probe in the reference band (one state of the host): every pass counts.
+    lo, hi = points[0]["state_band_us"]
+    assert all(r["state_band_us"] == [lo, hi] for r in points)
+    assert hi == pytest.approx(lo * 1.25) and lo <= points[0]["state_mid_us"] <= hi
+    one_state = all(lo <= v <= hi for v in planned | probes)
+    # railgauge.hoststate finds the same reference state from the records alone.
+    assert reference_state_us(points) == points[0]["state_mid_us"]
     for r in points:
         iqm = r["pass_iqm_us"]
         assert 2 <= r["passes"] <= 4 and len(iqm) == r["passes"]
         assert len(r["pass_state_us"]) == r["passes"] and min(r["pass_state_us"]) > 0
+        assert len(r["pass_state_after_us"]) == r["passes"]
+        assert min(r["pass_state_after_us"]) > 0
         near = _kept_passes(r, 0.001)
         # Confirmed after the planned passes: no more; else more until confirmed or four
         # (with two states of the host, a point has more while not measured twice alike

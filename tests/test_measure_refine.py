@@ -15,9 +15,10 @@ from railgauge import measure
 from railgauge.hoststate import (
     host_state,
     off_state_sizes,
+    probe_name,
     reference_state_us,
     same_state,
-    state_cut,
+    state_band,
 )
 from railgauge.measure import MeasurePlan, measure_prtt
 
@@ -58,40 +59,60 @@ PLAN = MeasurePlan(min_size=256, max_size=4096, per_octave=1, budget_s=60.0,
                    refine_points=2)
 
 
-def test_state_cut_and_reference_state() -> None:
-    """The cut of railgauge-bench (prtt.c): the probes' best split on a log scale, two
-    states where the sides' medians are 1.25x apart or more with few probes between them;
-    the reference state the side in which more sizes have a probe."""
+def test_state_band_and_reference_state() -> None:
+    """The reference state of railgauge-bench (prtt.c, rg__bench_state_band): of the bands
+    1.25x wide about each probe, the one in which the most points have a pass with both its
+    probes (the fastest of equals); its middle is the run's state."""
     fast, slow = [0.19, 0.2, 0.2, 0.21, 0.22], [0.68, 0.7, 0.72, 0.75]
-    assert state_cut(fast + slow) == pytest.approx((0.2 * 0.7) ** 0.5)
-    assert state_cut(fast) == 0.0  # too few probes to split, and one state
-    assert state_cut([0.2, 0.21, 0.22, 0.25, 0.23, 0.24, 0.2]) == 0.0  # 1.1x: one state
-    # Loopback TCP, 2026-11-28: 9.4 against 13.4 us, 1.43x, never 1.1x between neighbours.
-    tcp = [9.2, 9.3, 9.4, 9.4, 9.5, 9.6, 10.9, 13.1, 13.3, 13.4, 13.4, 13.5, 13.6, 15.0]
-    assert state_cut(tcp) == pytest.approx((9.4 * 13.4) ** 0.5)
-    # One state spread out evenly: probes all along the middle, no cut.
-    assert state_cut([9.0 + 0.5 * i for i in range(14)]) == 0.0
-    # A few preempted probes far above one state make a small second one.
-    assert state_cut(fast * 3 + [2.0, 2.1, 2.2]) > 0.22
     recs = [{"type": "prtt", "s": s, "pass_state_us": [f, sl]}
             for s, f, sl in zip((1, 2, 3, 4), fast, slow, strict=False)]
-    assert reference_state_us(recs) == pytest.approx(0.2)  # a tie: the faster
+    band = state_band(recs)
+    assert band is not None and band["mid_us"] == pytest.approx(0.19)  # a tie: the fastest
+    assert band["band_us"] == pytest.approx([0.19 / 1.25**0.5, 0.19 * 1.25**0.5])
+    assert band["in_band"] == 4 and band["points"] == 4
+    assert reference_state_us(recs) == pytest.approx(0.19)
     # Every size once slow, two of four ever fast: the slow state.
     mostly_slow = [{"type": "prtt", "s": 1, "pass_state_us": [0.2, 0.21, 0.7]},
                    {"type": "prtt", "s": 2, "pass_state_us": [0.22, 0.72]},
                    *({"type": "prtt", "s": s, "pass_state_us": [0.7 + 0.01 * s, 0.8]}
                      for s in (3, 4))]
-    assert reference_state_us(mostly_slow) == pytest.approx(0.74)
+    # The band about 0.72 holds both passes of sizes 3 and 4 (up to 0.805), about 0.7 one.
+    assert reference_state_us(mostly_slow) == pytest.approx(0.72)
+    # One whole pass slow, two mostly fast: the fast state, where points are confirmed.
+    one_slow_pass = [{"type": "prtt", "s": s, "pass_state_us": [0.7, 0.2, 0.21]}
+                     for s in range(1, 7)]
+    one_slow_pass += [{"type": "prtt", "s": s, "pass_state_us": [0.7, 0.2, 0.7]}
+                      for s in (7, 8)]
+    assert reference_state_us(one_slow_pass) == pytest.approx(0.2)
+    # Three states (MPICH, 2026-11-29: PRTT(16,0,1) 2.3, 3.2 and 7 us): the one most
+    # points saw.
+    three = [{"type": "prtt", "s": s, "pass_state_us": [3.2 + 0.01 * s, 3.3]}
+             for s in range(1, 9)]
+    three += [{"type": "prtt", "s": s, "pass_state_us": [2.3, 7.0]} for s in (20, 21, 22)]
+    three += [{"type": "prtt", "s": s, "pass_state_us": [7.1]} for s in (30, 31, 32, 33)]
+    assert reference_state_us(three) == pytest.approx(3.21)
+    assert state_band(three)["in_band"] == 8
+    # A pass whose probe after it shows another state does not count in that band.
+    straddled = [{"type": "prtt", "s": s, "pass_state_us": [0.2, 0.7],
+                  "pass_state_after_us": [0.7, 0.71]} for s in (1, 2, 3)]
+    straddled.append({"type": "prtt", "s": 4, "pass_state_us": [0.2],
+                      "pass_state_after_us": [0.21]})
+    assert reference_state_us(straddled) == pytest.approx(0.7)
     assert reference_state_us([{"type": "prtt", "s": 1}]) is None
     assert off_state_sizes(recs, 0.2) == []
     assert off_state_sizes(recs, 0.06) == [1, 2, 3, 4]  # every probe 1.25x above or more
     assert off_state_sizes([{"type": "prtt", "s": 5, "pass_state_us": [0.7, 0.21]}],
                            0.2) == []
+    assert off_state_sizes(straddled[:1], 0.21) == [] and off_state_sizes(
+        [{"type": "prtt", "s": 1, "pass_state_us": [0.7], "pass_state_after_us": [0.71]}],
+        0.21) == [1]
     # The run's state as the model keeps it, and two runs compared.
-    assert host_state(recs) == {"probe_us": pytest.approx(0.2), "probes": 8,
-                                "cut_us": pytest.approx((0.2 * 0.7) ** 0.5)}
-    assert host_state([{"type": "prtt", "s": s, "pass_state_us": [f]}
-                       for s, f in zip((1, 2, 3, 4, 5), fast, strict=True)])["cut_us"] is None
+    assert host_state(recs) == {"probe_us": pytest.approx(0.19), "points": 4, "in_band": 4,
+                                "band_us": pytest.approx(band["band_us"]),
+                                "probe": "PRTT(1,0,1)"}
+    assert probe_name({"params": {"state_probe_n": 16}}) == "PRTT(16,0,1)"
+    assert probe_name({"params": {}}) == probe_name(None) == "PRTT(1,0,1)"
+    assert host_state(straddled, "PRTT(16,0,1)")["probe"] == "PRTT(16,0,1)"
     assert host_state([{"type": "prtt", "s": 1}]) is None
     assert same_state(0.2, 0.24) and same_state(0.24, 0.2)
     assert not same_state(0.2, 0.75) and not same_state(0.0, 0.0)

@@ -419,12 +419,11 @@ def test_pass_means_read_kept_and_judged(tmp_path: Path) -> None:
     note = host_state_note(hs)
     assert note is not None and "3 of 18 points" in note
     assert host_state_note({**hs, "share": 0.01}) is None
-    kept = host_state_note(hs, {"probe_us": 0.2, "probes": 40, "cut_us": 0.39})
-    assert kept is not None and "made in the faster of the run's two states" in kept
-    slow = host_state_note(hs, {"probe_us": 0.75, "probes": 40, "cut_us": 0.39})
-    assert slow is not None and "the slower of the run's two states" in slow
-    assert "fastest passes" in (host_state_note(hs, {"probe_us": 0.2, "probes": 4,
-                                                      "cut_us": None}) or "")
+    kept = host_state_note(hs, {"probe_us": 2.3, "band_us": [2.06, 2.57], "points": 40,
+                                "in_band": 31, "probe": "PRTT(16,0,1)"})
+    assert kept is not None and "the state most points were measured in" in kept
+    assert "31 of 40: probe PRTT(16,0,1) 2.06-2.57 us" in kept
+    assert "fastest passes" in (host_state_note(hs, {"probe_us": 0.2}) or "")
     plain = read_measurements(write(tmp_path / "p.jsonl", [HEADER, *triple(8)]))
     assert host_states(plain) is None
     for bad in ([], [1.0, -2.0], "x", [1.0, float("nan")]):

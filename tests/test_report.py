@@ -143,9 +143,12 @@ def test_format_table_names_the_host_state() -> None:
     fit = fit_loggp(meas, n_boot=0)
     assert "host state" not in format_table(fit)  # no probes in the records
     fit.source["host_state"] = {"probe_us": 0.206, "probes": 300, "cut_us": None}
-    assert "host state: 1-byte probe 0.206 us (one state seen)" in format_table(fit)
-    fit.source["host_state"] = {"probe_us": 0.75, "probes": 300, "cut_us": 0.395}
-    assert "cut at 0.395 us; the points are the slower one's" in format_table(fit)
+    # An older model, without the probe's name and band: its probe was PRTT(1,0,1).
+    assert "host state: probe PRTT(1,0,1) 0.206 us; compare runs" in format_table(fit)
+    fit.source["host_state"] = {"probe_us": 2.3, "band_us": [2.06, 2.57], "points": 304,
+                                "in_band": 280, "probe": "PRTT(16,0,1)"}
+    assert ("host state: probe PRTT(16,0,1) 2.3 us (280 of 304 points measured in its band "
+            "2.06-2.57 us)") in format_table(fit)
 
 
 @pytest.mark.parametrize(

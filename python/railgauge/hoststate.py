@@ -1,9 +1,10 @@
 """The host's states (docs/fit.md, section 1): railgauge-bench prtt probes the host before
-every visit of a size with a few 1-byte round trips, and on the two-vCPU virtual machine
-of the benchmarks those probes take two values 3-4x apart for seconds to minutes at a
-time (where the hypervisor puts the two vCPUs). These functions mirror the tool's cut
-between the two states (prtt.c, rg__bench_state_cut), name the state a run's points
-describe, and compare the states of two runs, from the records alone.
+every visit of a size and after each pass of its kinds with a few PRTT(n,0,1), and on the
+two-vCPU virtual machine of the benchmarks those probes take two or three values 1.4-4x
+apart for seconds to minutes at a time (where the hypervisor puts the two vCPUs). These
+functions mirror the tool's choice of the run's reference state (prtt.c,
+rg__bench_state_band), name the state a run's points describe, and compare the states of
+two runs, from the records alone.
 """
 
 from __future__ import annotations
@@ -12,94 +13,71 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-#: The host's two states (railgauge-bench prtt, rg__bench_state_cut; docs/fit.md, section
-#: 1): the probes' best split on a log scale, each side at least STATE_MIN probes, is two
-#: states where the sides' medians are at least STATE_RATIO apart with at most the share
-#: STATE_VALLEY of the probes in the middle third between them.
-STATE_RATIO = 1.25
-STATE_VALLEY = 0.1
-STATE_MIN = 3
-#: A refined size whose every probe is this factor or more from the sweep's reference
-#: state was measured in another state (:func:`off_state_sizes`).
+#: The width of a state: railgauge-bench's reference state is the band from c / sqrt(GAP)
+#: to c sqrt(GAP) about a probe c (prtt.c, RG_BENCH_STATE_GAP); two runs whose states are
+#: less than STATE_GAP apart are in one state (:func:`same_state`), and a refined size
+#: whose every probe is STATE_GAP or more from the sweep's state was measured in another
+#: (:func:`off_state_sizes`).
 STATE_GAP = 1.25
 
 
-def state_cut(probes: list[float]) -> float:
-    """railgauge-bench's cut between two states of the host (prtt.c, rg__bench_state_cut):
-    the split of the sorted probes with the largest between-class variance of their
-    logarithms (Otsu's rule; each side STATE_MIN probes or more), where the sides' medians
-    a < b are at least STATE_RATIO apart and at most STATE_VALLEY of the probes lie strictly
-    between a (b/a)^(1/3) and b (a/b)^(1/3); the cut is sqrt(a b). 0.0 where the probes show
-    one state."""
-    xs = sorted(float(v) for v in probes if v > 0)
-    n = len(xs)
-    if n < 2 * STATE_MIN:
-        return 0.0
-    logs = [math.log(v) for v in xs]
-    total = sum(logs)
-    s1, best, k = 0.0, -1.0, 0
-    for i in range(1, n):
-        s1 += logs[i - 1]
-        if i < STATE_MIN or n - i < STATE_MIN:
-            continue
-        w = i / n
-        v = w * (1.0 - w) * ((total - s1) / (n - i) - s1 / i) ** 2
-        if v > best:
-            best, k = v, i
-    a, b = xs[(k - 1) // 2], xs[k + (n - k - 1) // 2]
-    if b < STATE_RATIO * a:
-        return 0.0
-    r = (b / a) ** (1.0 / 3.0)
-    valley = sum(a * r < v < b / r for v in xs)
-    if valley > STATE_VALLEY * n:
-        return 0.0
-    return math.sqrt(a * b)
-
-
-def _probes(rec: dict[str, Any]) -> list[float]:
-    vals = rec.get("pass_state_us")
+def _probes(rec: Mapping[str, Any], key: str = "pass_state_us") -> list[float]:
+    vals = rec.get(key)
     if not isinstance(vals, list):
         return []
-    return [float(v) for v in vals if isinstance(v, (int, float)) and v > 0]
+    return [float(v) if isinstance(v, (int, float)) and v > 0 else 0.0 for v in vals]
 
 
-def _probes_by_size(records: list[dict[str, Any]]) -> dict[int, list[float]]:
-    """Each size's probes of the host's state, one a visit: those of its record with the
-    most passes (the kinds of a size share a visit's probe)."""
-    out: dict[int, list[float]] = {}
-    for r in records:
-        s = r.get("s")
-        if r.get("type") in ("prtt", "orecv") and isinstance(s, int):
-            ps = _probes(r)
-            if len(ps) > len(out.get(s, [])):
-                out[s] = ps
-    return out
+def _pass_probes(rec: Mapping[str, Any]) -> list[tuple[float, float]]:
+    """(before, after) of each pass of a record (0.0 where a pass has no probe; older
+    files have no probe after a pass)."""
+    before = _probes(rec)
+    after = _probes(rec, "pass_state_after_us")
+    after += [0.0] * (len(before) - len(after))
+    return list(zip(before, after[: len(before)], strict=True))
+
+
+def _points(records: Iterable[Mapping[str, Any]]) -> list[list[tuple[float, float]]]:
+    return [_pass_probes(r) for r in records
+            if isinstance(r, Mapping) and r.get("type") in ("prtt", "orecv")]
+
+
+def _in(v: float, lo: float, hi: float) -> bool:
+    return v <= 0.0 or lo <= v <= hi
+
+
+def state_band(records: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """railgauge-bench's reference state of a run (prtt.c, rg__bench_state_band): of the
+    bands STATE_GAP wide about each probe p of the run (p / sqrt(STATE_GAP) ..
+    p sqrt(STATE_GAP)), the one in which the points (records) have the most passes with
+    both their probes, counting at most two a point; the fastest of equals. ``{"mid_us":
+    p, "band_us": [lo, hi], "points": n, "in_band": k}`` with k of the n points having such
+    a pass; None without probes."""
+    points = _points(records)
+    values = sorted({v for pt in points for pair in pt for v in pair if v > 0.0})
+    if not values:
+        return None
+    w = math.sqrt(STATE_GAP)
+    best, mid = 0, 0.0
+    for c in values:
+        lo, hi = c / w, c * w
+        score = sum(min(2, sum(_in(b, lo, hi) and _in(a, lo, hi) for b, a in pt))
+                    for pt in points)
+        if score > best:
+            best, mid = score, c
+    if best == 0:
+        return None
+    lo, hi = mid / w, mid * w
+    covered = sum(any(_in(b, lo, hi) and _in(a, lo, hi) for b, a in pt) for pt in points)
+    return {"mid_us": mid, "band_us": [lo, hi], "points": len(points), "in_band": covered}
 
 
 def reference_state_us(records: list[dict[str, Any]]) -> float | None:
     """The state of the host a run's points describe (railgauge-bench keeps each point's
-    passes from it, prtt.c: rg__bench_state_cut): the side of the probes' cut in which
-    more sizes have a probe (the faster on a tie); the median of that side's probes (of
-    all of them where they show one state). None for a run without probes."""
-    st = _state_of(_probes_by_size(records))
-    return None if st is None else st[0]
-
-
-def _state_of(by_size: Mapping[int, list[float]]) -> tuple[float, int, float] | None:
-    """(reference state, probes, cut) of each size's probes: see :func:`reference_state_us`
-    and :func:`state_cut`; None without probes."""
-    probes = sorted(v for ps in by_size.values() for v in ps)
-    if not probes:
-        return None
-    cut = state_cut(probes)
-    if cut == 0.0:
-        ref = probes
-    else:
-        fast = sum(any(v <= cut for v in ps) for ps in by_size.values())
-        slow = sum(any(v > cut for v in ps) for ps in by_size.values())
-        ref = ([v for v in probes if v <= cut] if fast >= slow
-               else [v for v in probes if v > cut])
-    return ref[len(ref) // 2], len(probes), cut
+    passes made in it): the probe at the middle of its band (:func:`state_band`). None for
+    a run without probes."""
+    band = state_band(records)
+    return None if band is None else float(band["mid_us"])
 
 
 def off_state_sizes(records: list[dict[str, Any]], ref_us: float) -> list[int]:
@@ -113,40 +91,44 @@ def off_state_sizes(records: list[dict[str, Any]], ref_us: float) -> list[int]:
     for r in records:
         s = r.get("s")
         if r.get("type") in ("prtt", "orecv") and isinstance(s, int):
-            probes_of.setdefault(s, []).extend(_probes(r))
+            probes_of.setdefault(s, []).extend(
+                v for pair in _pass_probes(r) for v in pair if v > 0.0)
     return sorted(s for s, ps in probes_of.items()
                   if ps and not any(same_state(v, ref_us) for v in ps))
 
 
-def host_state(records: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
+def probe_name(header: Mapping[str, Any] | None) -> str:
+    """What a run's probes of the host's state measured, from its header: PRTT(n,0,1) with
+    n its ``params.state_probe_n`` (railgauge-bench prtt since 2026-11-29), PRTT(1,0,1) in
+    older files. Runs whose probes measured different things cannot be compared by them."""
+    params = (header or {}).get("params")
+    n = params.get("state_probe_n") if isinstance(params, Mapping) else None
+    return f"PRTT({n if isinstance(n, int) and n >= 1 else 1},0,1)"
+
+
+def host_state(records: Iterable[Mapping[str, Any]],
+               probe: str = "PRTT(1,0,1)") -> dict[str, Any] | None:
     """The state of the host a run's points describe, for the model and ``railgauge
-    check``: ``{"probe_us": x, "probes": n, "cut_us": c}`` with x its
-    :func:`reference_state_us`, n the probes of its sizes and c the cut between its two
-    states (None where they show one); None for a run without probes (older files,
-    Netgauge's, a run in one pass)."""
-    st = _state_of(_probes_by_size([dict(r) for r in records if isinstance(r, Mapping)]))
-    if st is None:
+    check``: ``{"probe_us": x, "band_us": [lo, hi], "points": n, "in_band": k, "probe":
+    p}``: x the middle of its band (:func:`state_band`), k of the run's n points measured
+    in it, p what a probe measured (:func:`probe_name`); None for a run without probes
+    (older files, Netgauge's, a run in one pass)."""
+    band = state_band(records)
+    if band is None:
         return None
-    ref, n, cut = st
-    return {"probe_us": ref, "probes": n, "cut_us": cut if cut > 0.0 else None}
+    return {"probe_us": band["mid_us"], "band_us": band["band_us"], "points": band["points"],
+            "in_band": band["in_band"], "probe": probe}
 
 
-def kept_side(state: Mapping[str, Any] | None) -> str | None:
-    """Which of a run's two states its points describe, ``"faster"`` or ``"slower"``
-    (``state``: :func:`host_state`); None where the run showed one state or has none."""
-    cut = (state or {}).get("cut_us")
-    probe = (state or {}).get("probe_us")
-    if not isinstance(cut, int | float) or cut <= 0 or not isinstance(probe, int | float):
-        return None
-    return "faster" if probe <= cut else "slower"
-
-
-def points_host_state(points: Iterable[Any]) -> dict[str, Any] | None:
+def points_host_state(points: Iterable[Any],
+                      header: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
     """:func:`host_state` of a run's :class:`railgauge.measurements.PrttPoint` records (those
-    with probes)."""
+    with probes), with the run's ``header`` naming the probe (:func:`probe_name`)."""
     return host_state(
-        {"type": p.type, "s": p.s, "pass_state_us": list(p.pass_state_us)}
-        for p in points if getattr(p, "pass_state_us", None) is not None
+        ({"type": p.type, "s": p.s, "pass_state_us": list(p.pass_state_us),
+          "pass_state_after_us": list(getattr(p, "pass_state_after_us", None) or [])}
+         for p in points if getattr(p, "pass_state_us", None) is not None),
+        probe_name(header),
     )
 
 

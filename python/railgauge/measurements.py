@@ -128,6 +128,9 @@ class PrttPoint:
     #: The probe of the host's state before each pass (railgauge-bench prtt; 0 where a
     #: pass has none; None: one pass, older files). See :mod:`railgauge.hoststate`.
     pass_state_us: tuple[float, ...] | None = None
+    #: The probe just after each pass (0 where a pass has none; None: older files): a pass
+    #: whose two probes show different states straddled a change of the host's state.
+    pass_state_after_us: tuple[float, ...] | None = None
 
     @property
     def kind(self) -> PointKind:
@@ -198,6 +201,8 @@ class PrttPoint:
             rec["pass_iqm_us"] = list(self.pass_iqm_us)
         if self.pass_state_us is not None:
             rec["pass_state_us"] = list(self.pass_state_us)
+        if self.pass_state_after_us is not None:
+            rec["pass_state_after_us"] = list(self.pass_state_after_us)
         return rec
 
 
@@ -384,14 +389,17 @@ def _parse_prtt(rec: dict[str, Any], path: str, line: int) -> PrttPoint:
         raise MeasurementError(
             f"{where}: 'pass_iqm_us' must be a list of positive finite numbers, got {passes!r}"
         )
-    states = rec.get("pass_state_us")
-    if states is not None and (
-        not isinstance(states, list)
-        or not all(finite_number(v) and float(v) >= 0.0 for v in states)
-    ):
-        raise MeasurementError(
-            f"{where}: 'pass_state_us' must be a list of finite numbers >= 0, got {states!r}"
-        )
+    probe_lists: dict[str, tuple[float, ...] | None] = {}
+    for key in ("pass_state_us", "pass_state_after_us"):
+        states = rec.get(key)
+        if states is not None and (
+            not isinstance(states, list)
+            or not all(finite_number(v) and float(v) >= 0.0 for v in states)
+        ):
+            raise MeasurementError(
+                f"{where}: '{key}' must be a list of finite numbers >= 0, got {states!r}"
+            )
+        probe_lists[key] = None if states is None else tuple(float(v) for v in states)
 
     return PrttPoint(
         n=n,
@@ -407,7 +415,8 @@ def _parse_prtt(rec: dict[str, Any], path: str, line: int) -> PrttPoint:
         d_actual_us=d_actual,
         delay_excess_us=None if excess is None else float(excess),
         pass_iqm_us=None if passes is None else tuple(float(v) for v in passes),
-        pass_state_us=None if states is None else tuple(float(v) for v in states),
+        pass_state_us=probe_lists["pass_state_us"],
+        pass_state_after_us=probe_lists["pass_state_after_us"],
         **times,
     )
 

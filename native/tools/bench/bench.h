@@ -24,20 +24,16 @@
 #define RG_BENCH_MAX_PASSES 9
 /* prtt --confirm: the share of the run budget kept for the confirmation passes. */
 #define RG_BENCH_CONFIRM_SHARE 0.15
-/* prtt --passes: the host's state is probed before every visit of a size by
- * this many 1-byte round trips. The run's probes fall into two states where
- * their best split on a log scale (each side at least RG_BENCH_STATE_MIN
- * probes) has medians at least RG_BENCH_STATE_RATIO apart with at most the
- * share RG_BENCH_STATE_VALLEY of the probes between them (docs/fit.md,
- * section 1). */
+/* prtt --passes: the host's state is probed before every visit of a size and
+ * after each pass of its kinds by this many PRTT(n,0,1) (n 1-byte messages and
+ * the answer), fewer where 33 would take longer than RG_BENCH_STATE_PROBE_US
+ * microseconds, never fewer than RG_BENCH_STATE_MIN_REPS. */
 #define RG_BENCH_STATE_REPS 33
-#define RG_BENCH_STATE_RATIO 1.25
-#define RG_BENCH_STATE_VALLEY 0.1
-#define RG_BENCH_STATE_MIN 3
-/* A pass whose probe is this factor or more from the reference state's
- * median probe was made in yet another state (a third, rarer placement of
- * the vCPUs, or a disturbed probe) and is not kept with the reference
- * state's passes. */
+#define RG_BENCH_STATE_PROBE_US 2000.0
+#define RG_BENCH_STATE_MIN_REPS 9
+/* The run's reference state is a band of probes this factor wide (from
+ * c / sqrt(GAP) to c sqrt(GAP) about a probe c): the band in which the most
+ * points have a pass with both its probes (docs/fit.md, section 1). */
 #define RG_BENCH_STATE_GAP 1.25
 
 struct rg_json;
@@ -87,12 +83,10 @@ typedef struct rg_bench {
     size_t          samples_cap;
     uint64_t        start_ns;      /* CLOCK_MONOTONIC at the first point */
     /* prtt --passes: the last probe of the host's state (us; 0: none yet),
-     * the cut between the run's two states (0: one state so far), and the
-     * state a point's passes are kept from: +1 the faster (below the cut), -1
-     * the slower, 0 any (one state); the one in which more sizes have a pass;
-     * and that state's median probe (0: too few probes yet). */
-    double          state_us, state_cut_us, state_mid_us;
-    int             state_ref;
+     * and the run's reference state: the band [state_lo_us, state_hi_us]
+     * about state_mid_us in which a pass's probes must lie for the pass to be
+     * kept (0: no probes yet, every pass counts). */
+    double          state_us, state_lo_us, state_hi_us, state_mid_us;
     rg_err_t        err;
 } rg_bench_t;
 

@@ -56,8 +56,11 @@ typedef struct rg_bench_point {
     double      pass_iqm[RG_BENCH_MAX_PASSES];
     int         pass_kept[RG_BENCH_MAX_PASSES];
     /* The host's state when each pass was measured: the median of a few
-     * 1-byte round trips just before the size's visit (0: not probed). */
+     * PRTT(n,0,1) just before the pass (0: not probed), and just after
+     * it. A pass whose two probes differ straddled a change of the host's
+     * state: its samples are a mix of the two. */
     double      pass_state[RG_BENCH_MAX_PASSES];
+    double      pass_state_after[RG_BENCH_MAX_PASSES];
 } rg_bench_point_t;
 
 /* How long one point (or one pass of it) is measured. */
@@ -420,6 +423,8 @@ rg_status_t rg_bench_write_header(rg_bench_t *bench, size_t planned_points)
         rg_json_kv_double(&js, "pass_tol", bench->opts.pass_tol);
         rg_json_kv_uint(&js, "order_seed", bench->opts.order_seed);
         rg_json_kv_int(&js, "confirm", bench->opts.confirm);
+        /* What a probe of the host's state measures: PRTT(state_probe_n,0,1). */
+        rg_json_kv_int(&js, "state_probe_n", bench->opts.n);
     }
     rg_json_key(&js, "sizes");
     rg_json_array_begin(&js);
@@ -508,14 +513,20 @@ static rg_status_t rg__bench_write_point(rg_bench_t *bench, const rg_bench_point
                 rg_json_double(&js, pt->pass_state[j]);
             }
             rg_json_array_end(&js);
-            if (bench->state_ref != 0) {
-                /* The run's two states: passes kept from this one (docs/fit.md). */
-                rg_json_kv_string(&js, "state_ref", bench->state_ref > 0 ? "fast" : "slow");
-                rg_json_kv_double(&js, "state_cut_us", bench->state_cut_us);
+            rg_json_key(&js, "pass_state_after_us");
+            rg_json_array_begin(&js);
+            for (j = 0; j < pt->passes; j++) {
+                rg_json_double(&js, pt->pass_state_after[j]);
             }
+            rg_json_array_end(&js);
             if (bench->state_mid_us > 0) {
-                /* ... and only those within RG_BENCH_STATE_GAP of its median probe. */
+                /* The run's reference state: passes kept with both probes in it. */
                 rg_json_kv_double(&js, "state_mid_us", bench->state_mid_us);
+                rg_json_key(&js, "state_band_us");
+                rg_json_array_begin(&js);
+                rg_json_double(&js, bench->state_lo_us);
+                rg_json_double(&js, bench->state_hi_us);
+                rg_json_array_end(&js);
             }
         }
     }
@@ -740,7 +751,9 @@ static void rg__bench_shuffle(size_t *order, size_t n, uint64_t *state)
     }
 }
 
-/* Appends the samples of the pass just measured (bench->samples) to acc. */
+/* Appends the samples of the pass just measured (bench->samples) to acc, with
+ * the probe made before it (bench->state_us); rg__bench_probe_after adds the
+ * probe after it. */
 static rg_status_t rg__bench_acc_add(rg_bench_t *bench, rg_bench_acc_t *acc, size_t count)
 {
     rg_bench_point_t *pt = &acc->pt;
@@ -763,31 +776,38 @@ static rg_status_t rg__bench_acc_add(rg_bench_t *bench, rg_bench_acc_t *acc, siz
     acc->count += count;
     pt->pass_iqm[pt->passes] = pt->iqm;
     pt->pass_state[pt->passes] = bench->state_us;
+    pt->pass_state_after[pt->passes] = 0.0;
     pt->passes++;
     acc->pass_off[pt->passes] = acc->count;
     return RG_OK;
 }
 
-/* Whether pass j of a point was made in the run's reference state: on its side
- * of the cut between the run's two states (every pass where the probes show
- * one state), and within RG_BENCH_STATE_GAP of that state's median probe (a
- * third state: on the development host's two vCPUs, probes of 0.12-0.13 us
- * beside the fast state's 0.19-0.24 us, with PRTT(16,0,s) three times faster,
- * made the only pass kept of 5 of 41 sizes of a fast-state run, which then
- * sat a third below their neighbours). A pass without a probe counts. */
-static int rg__bench_in_ref(const rg_bench_t *bench, const rg_bench_point_t *pt, int j)
+/* Whether a probe shows the run's reference state: it lies in the band of
+ * the reference state (every probe while there is none). No probe (0) counts.
+ * The band is 1.25x wide, so that a pass in a state 1.25x or more from the
+ * reference never counts: over MPICH the host showed three states, PRTT(16,0,1)
+ * at 2.3, 3.2 and 6.5-7.5 us, with PRTT(16,0,s) 1.4x and 3x as long as in the
+ * fastest at every size; on the development host's two vCPUs over shm a rarer
+ * one, probes of 0.12-0.13 us beside 0.19-0.24 us, with PRTT(16,0,s) three
+ * times faster. */
+static int rg__bench_probe_in_ref(const rg_bench_t *bench, double st)
 {
-    double st  = pt->pass_state[j];
-    double mid = bench->state_mid_us;
-
-    if (st <= 0) {
+    if (st <= 0 || bench->state_mid_us <= 0) {
         return 1;
     }
-    if (bench->state_cut_us > 0 && bench->state_ref != 0 &&
-        (bench->state_ref > 0 ? st > bench->state_cut_us : st <= bench->state_cut_us)) {
-        return 0;
-    }
-    return !(mid > 0 && (st >= RG_BENCH_STATE_GAP * mid || st * RG_BENCH_STATE_GAP <= mid));
+    return st >= bench->state_lo_us && st <= bench->state_hi_us;
+}
+
+/* Whether pass j of a point was made in the run's reference state: its probes
+ * before and after it both show that state. A pass between a probe in one
+ * state and one in another straddled the change (the host's states alternate
+ * in streaks of 0.1 s to minutes): over MPICH, such passes of PRTT(16,0,s) sat
+ * 35% above the same size's passes in one state, were kept as the point, and
+ * made a step in the sweep that hid a real protocol change. */
+static int rg__bench_in_ref(const rg_bench_t *bench, const rg_bench_point_t *pt, int j)
+{
+    return rg__bench_probe_in_ref(bench, pt->pass_state[j]) &&
+           rg__bench_probe_in_ref(bench, pt->pass_state_after[j]);
 }
 
 /* The fastest pass of a point among those made in the reference state (all of
@@ -813,9 +833,8 @@ static double rg__bench_best_pass(const rg_bench_t *bench, const rg_bench_point_
 }
 
 /* Whether a point is confirmed: two of its passes made in the run's reference
- * state (docs/fit.md, section 1: the host's two states) within (1 + pass_tol)
- * of the fastest of them. Where the run shows one state, every pass counts: two
- * passes within pass_tol. A point not measured yet (the budget ran out) or with
+ * state (docs/fit.md, section 1: the host's states) within (1 + pass_tol) of
+ * the fastest of them. A point not measured yet (the budget ran out) or with
  * no room for another pass counts as confirmed: nothing more can be done. */
 static int rg__bench_acc_confirmed(const rg_bench_t *bench, const rg_bench_acc_t *acc)
 {
@@ -935,13 +954,17 @@ static void rg__bench_cap_budget(rg_bench_limits_t *vlim, double left, double st
     }
 }
 
-/* Probes the host's state before a size's visit: the median of a few
- * 1-byte round trips (PRTT(1,0,1)), into bench->state_us and the run's list
- * of probes. On the two-core virtual machine of the benchmarks the round trip
- * has two values 3-4x apart for seconds to minutes at a time (docs/fit.md,
- * section 1); the probe tells a pass made in the slow state from one made in
- * the fast, so that a point measured only in the slow state while the run has
- * seen the fast one is measured again. */
+/* Probes the host's state before a size's visit and after each pass of its
+ * kinds: the median of a few PRTT(n,0,1), n 1-byte messages and the answer,
+ * into bench->state_us and the run's list of probes. The train of n, not a
+ * single round trip: over MPICH a state of the host in which PRTT(16,0,s) took
+ * 1.4-1.6x as long at every size moved PRTT(1,0,1) by only 1.19x (0.41 against
+ * 0.49 us), inside the spread of one state, and PRTT(16,0,1) by 1.48x. On the
+ * two-core virtual machine of the benchmarks the probe takes two or three
+ * values 1.4-4x apart for seconds to minutes at a time (docs/fit.md, section
+ * 1); it tells a pass made in one state from one made in another, so that a
+ * point measured only in another state than the run's reference is measured
+ * again. */
 static rg_status_t rg__bench_probe_state(rg__bench_passes_t *ps)
 {
     rg_bench_t      *bench = ps->bench;
@@ -950,11 +973,18 @@ static rg_status_t rg__bench_probe_state(rg__bench_passes_t *ps)
     size_t           count = 0, reps = RG_BENCH_STATE_REPS;
     rg_status_t      st;
 
+    /* Five probes a visit: on a slow path they stay a small share of it. */
+    if (bench->state_us > 0 && (double)reps * bench->state_us > RG_BENCH_STATE_PROBE_US) {
+        reps = (size_t)(RG_BENCH_STATE_PROBE_US / bench->state_us);
+        if (reps < RG_BENCH_STATE_MIN_REPS) {
+            reps = RG_BENCH_STATE_MIN_REPS;
+        }
+    }
     if (reps > bench->samples_cap) {
         reps = bench->samples_cap;
     }
-    rg__bench_points_init(pts, 1, 1);
-    st = rg__bench_batch(bench, &pts[RG_BENCH_P1], reps, 1, &count);
+    rg__bench_points_init(pts, 1, bench->opts.n);
+    st = rg__bench_batch(bench, &pts[RG_BENCH_PN], reps, 1, &count);
     if (st != RG_OK) {
         return st;
     }
@@ -980,6 +1010,19 @@ static rg_status_t rg__bench_probe_state(rg__bench_passes_t *ps)
     return RG_OK;
 }
 
+/* Probes the host's state after a pass of a point (its samples already in its
+ * accumulator: the probe overwrites bench->samples), into the pass's record;
+ * the probe is the next pass's probe before, too. */
+static rg_status_t rg__bench_probe_after(rg__bench_passes_t *ps, rg_bench_point_t *pt)
+{
+    rg_status_t st = rg__bench_probe_state(ps);
+
+    if (st == RG_OK && pt->passes > 0) {
+        pt->pass_state_after[pt->passes - 1] = ps->bench->state_us;
+    }
+    return st;
+}
+
 static int rg__bench_cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -987,110 +1030,73 @@ static int rg__bench_cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* How many of the sizes measured so far have a pass (of any of their kinds)
- * made in the faster state (below bench->state_cut_us; *slow: in the slower). */
-static size_t rg__bench_covered(const rg__bench_passes_t *ps, size_t *slow)
+/* How near to confirmed the points are in the band [lo, hi]: each point counts
+ * its passes with both probes in the band, at most two. */
+static size_t rg__bench_in_band(const rg__bench_passes_t *ps, double lo, double hi)
 {
-    const double cut = ps->bench->state_cut_us;
-    size_t       i, fast = 0;
-    int          k, j, f, s;
+    size_t i, score = 0;
+    int    j, k;
 
-    *slow = 0;
-    for (i = 0; i < ps->ns; i++) {
-        const rg_bench_acc_t *a = &ps->acc[i * RG_BENCH_NKINDS];
+    for (i = 0; i < ps->ns * RG_BENCH_NKINDS; i++) {
+        const rg_bench_point_t *pt = &ps->acc[i].pt;
 
-        for (k = 0, f = 0, s = 0; k < RG_BENCH_NKINDS; k++) {
-            for (j = 0; j < a[k].pt.passes; j++) {
-                double st = a[k].pt.pass_state[j];
+        for (j = 0, k = 0; j < pt->passes && k < 2; j++) {
+            double b = pt->pass_state[j], a = pt->pass_state_after[j];
 
-                f |= st > 0 && st <= cut;
-                s |= st > cut;
-            }
+            k += (b <= 0 || (b >= lo && b <= hi)) && (a <= 0 || (a >= lo && a <= hi));
         }
-        fast += (size_t)f;
-        *slow += (size_t)s;
+        score += (size_t)k;
     }
-    return fast;
+    return score;
 }
 
-/* The cut between the run's two states (bench->state_cut_us; 0 where its
- * probes show one). Sorted on a log scale, the probes are split where the
- * two sides are farthest apart for their weight (Otsu's rule: the largest
- * between-class variance, each side RG_BENCH_STATE_MIN probes or more); that
- * is two states where the sides' medians a < b are at least
- * RG_BENCH_STATE_RATIO apart and at most RG_BENCH_STATE_VALLEY of the probes
- * lie in the middle third between them (on the log scale), and the cut is
- * sqrt(a b). A spread-out single state leaves probes in that middle; over
- * loopback TCP the two states were 9.4 and 13.4 us, 1.43x apart with 5 of
- * 295 probes between 10.6 and 11.9 us, where neighbouring probes were never
- * more than 1.08x apart. A few preempted probes far above one state make a
- * small second state, which the reference below leaves aside.
- * The reference state (bench->state_ref) is the one in which more of the
- * sizes measured so far have a pass (the faster on a tie): the confirmation
- * passes measure the others again in it, and a run made mostly in the slow
- * state describes that state, not a mix of it with the sizes that fell into
- * a fast moment. */
-static void rg__bench_state_cut(rg__bench_passes_t *ps)
+/* The run's reference state (bench->state_lo_us .. state_hi_us about
+ * state_mid_us): of the bands RG_BENCH_STATE_GAP wide about each probe of the
+ * run (from p / sqrt(GAP) to p sqrt(GAP)), the one in which the points have
+ * the most passes with both their probes, counting at most two a point (two
+ * confirm a point); the fastest of equals. Counting points with a pass would
+ * favour any state that held for one whole pass: over MPICH a run whose first
+ * pass was slow and whose others were mostly fast kept the slow pass alone at
+ * most sizes. The confirmation passes measure the other points again, and
+ * each point keeps its passes in the band. A run made mostly in a slow state so describes that state throughout,
+ * not a mix of it with the sizes that fell into a fast moment, and a run in
+ * three states keeps the one that most of its points saw (over MPICH, a run
+ * whose probes showed 2.3, 3.2 and 7 us kept 52 of 316 points in the fastest
+ * state by a cut between two states, and the 264 others from their fastest
+ * passes, in the other states). */
+static void rg__bench_state_band(rg__bench_passes_t *ps)
 {
-    double *x, s1 = 0, s2 = 0, best = -1, a, b, lo, hi, w, m0, m1, v;
-    size_t  i, n = ps->nprobes, k = 0, valley = 0, fast, slow;
+    const double w = sqrt(RG_BENCH_STATE_GAP);
+    double      *x;
+    size_t       i, n = ps->nprobes, best = 0, c;
 
-    ps->bench->state_cut_us = 0.0;
-    ps->bench->state_ref    = 0;
+    ps->bench->state_lo_us  = 0.0;
+    ps->bench->state_hi_us  = 0.0;
     ps->bench->state_mid_us = 0.0;
-    if (n < 2 * RG_BENCH_STATE_MIN) {
+    if (n == 0) {
         return;
     }
     x = malloc(n * sizeof(double));
     if (x == NULL) {
-        return;  /* without the cut the run is as it was before probes */
+        return;  /* without a band every pass counts, as before probes */
     }
     memcpy(x, ps->probes, n * sizeof(double));
     qsort(x, n, sizeof(double), rg__bench_cmp_double);
     for (i = 0; i < n; i++) {
-        s2 += log(x[i]);
-    }
-    for (i = 1; i < n; i++) {
-        s1 += log(x[i - 1]);
-        if (i < RG_BENCH_STATE_MIN || n - i < RG_BENCH_STATE_MIN) {
+        if (i > 0 && x[i] == x[i - 1]) {
             continue;
         }
-        w  = (double)i / (double)n;
-        m0 = s1 / (double)i;
-        m1 = (s2 - s1) / (double)(n - i);
-        v  = w * (1.0 - w) * (m1 - m0) * (m1 - m0);
-        if (v > best) {
-            best = v;
-            k    = i;
+        c = rg__bench_in_band(ps, x[i] / w, x[i] * w);
+        if (c > best) {
+            best                    = c;
+            ps->bench->state_mid_us = x[i];
         }
-    }
-    a = x[(k - 1) / 2];
-    b = x[k + (n - k - 1) / 2];
-    if (b >= RG_BENCH_STATE_RATIO * a) {
-        lo = a * cbrt(b / a);
-        hi = b / cbrt(b / a);
-        for (i = 0; i < n; i++) {
-            valley += x[i] > lo && x[i] < hi;
-        }
-        if ((double)valley <= RG_BENCH_STATE_VALLEY * (double)n) {
-            ps->bench->state_cut_us = sqrt(a * b);
-            fast = rg__bench_covered(ps, &slow);
-            ps->bench->state_ref = fast >= slow ? 1 : -1;
-        }
-    }
-    /* The reference state's median probe: of the probes on its side of the
-     * cut, or of all of them where they show one state. */
-    for (i = 0, k = 0; i < n && x[i] <= ps->bench->state_cut_us; i++) {
-        k++;  /* probes at or below the cut: the faster side */
-    }
-    if (ps->bench->state_ref > 0) {
-        ps->bench->state_mid_us = x[(k - 1) / 2];
-    } else if (ps->bench->state_ref < 0) {
-        ps->bench->state_mid_us = x[k + (n - k - 1) / 2];
-    } else {
-        ps->bench->state_mid_us = x[(n - 1) / 2];
     }
     free(x);
+    if (ps->bench->state_mid_us > 0) {
+        ps->bench->state_lo_us = ps->bench->state_mid_us / w;
+        ps->bench->state_hi_us = ps->bench->state_mid_us * w;
+    }
 }
 
 /* One planned pass over every size, in a shuffled order: RG_OK, or
@@ -1135,7 +1141,8 @@ static rg_status_t rg__bench_planned_pass(rg__bench_passes_t *ps, int pass)
                 a[RG_BENCH_PO].pt.d_rule = a[RG_BENCH_PD].pt.d_rule;
             }
             if (rg__bench_measure(bench, &a[k].pt, &vlim) != RG_OK ||
-                rg__bench_acc_add(bench, &a[k], a[k].pt.stats.count) != RG_OK) {
+                rg__bench_acc_add(bench, &a[k], a[k].pt.stats.count) != RG_OK ||
+                rg__bench_probe_after(ps, &a[k].pt) != RG_OK) {
                 return RG_ERR_IO;
             }
         }
@@ -1166,7 +1173,7 @@ static rg_status_t rg__bench_confirm_passes(rg__bench_passes_t *ps)
     int                    pass, k, need;
 
     for (pass = 0; pass < o->confirm; pass++) {
-        rg__bench_state_cut(ps);
+        rg__bench_state_band(ps);
         want = 0;
         for (i = 0; i < ps->ns * RG_BENCH_NKINDS; i++) {
             want += !rg__bench_acc_confirmed(bench, &ps->acc[i]);
@@ -1202,7 +1209,8 @@ static rg_status_t rg__bench_confirm_passes(rg__bench_passes_t *ps)
                 }
                 want--;
                 if (rg__bench_measure(bench, &a[k].pt, &vlim) != RG_OK ||
-                    rg__bench_acc_add(bench, &a[k], a[k].pt.stats.count) != RG_OK) {
+                    rg__bench_acc_add(bench, &a[k], a[k].pt.stats.count) != RG_OK ||
+                    rg__bench_probe_after(ps, &a[k].pt) != RG_OK) {
                     return RG_ERR_IO;
                 }
             }
@@ -1256,7 +1264,7 @@ static int rg__bench_drive_passes(rg_bench_t *bench)
         goto out;
     }
     /* Every point kept from the state that all of the run's probes show. */
-    rg__bench_state_cut(&ps);
+    rg__bench_state_band(&ps);
     for (i = 0; i < ps.ns * RG_BENCH_NKINDS; i++) {
         rg_bench_acc_t *a = &ps.acc[i];
 

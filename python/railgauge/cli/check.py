@@ -71,26 +71,33 @@ def _stored_accuracy(path: Path) -> dict[str, Any] | None:
     return acc
 
 
-def _model_state_us(model: LoggpFit) -> float | None:
-    """The host's state of the model's run (``source.host_state.probe_us``), if recorded."""
+def _model_state(model: LoggpFit) -> tuple[float, str] | None:
+    """The host's state of the model's run (``source.host_state``: ``probe_us`` and what the
+    probe measured, PRTT(1,0,1) in older models), if recorded."""
     st = model.source.get("host_state")
     v = st.get("probe_us") if isinstance(st, dict) else None
-    return float(v) if isinstance(v, int | float) and math.isfinite(v) and v > 0 else None
+    if not (isinstance(v, int | float) and math.isfinite(v) and v > 0):
+        return None
+    probe = st.get("probe") if isinstance(st, dict) else None
+    return float(v), probe if isinstance(probe, str) else "PRTT(1,0,1)"
 
 
 def _host_states(model: LoggpFit, meas: Measurements) -> dict[str, Any] | None:
     """The host's state of the model's run against that of the measurements (docs/fit.md,
-    section 1): both 1-byte probes, their ratio and whether they are one state; None where
-    either run has no probes."""
+    section 1): both probes, their ratio and whether they are one state (None where the
+    two runs' probes measured different things); None where either run has no probes."""
     from railgauge.hoststate import STATE_GAP, points_host_state, same_state
 
-    a = _model_state_us(model)
-    st = points_host_state(meas.records)
-    if a is None or st is None:
+    mine = _model_state(model)
+    st = points_host_state(meas.records, meas.header)
+    if mine is None or st is None:
         return None
+    a, probe = mine
     b = float(st["probe_us"])
+    comparable = probe == st["probe"]
     return {"model_probe_us": a, "measurements_probe_us": b, "ratio": b / a,
-            "same": same_state(a, b), "gap": STATE_GAP}
+            "probe": probe, "measurements_probe": st["probe"],
+            "same": same_state(a, b) if comparable else None, "gap": STATE_GAP}
 
 
 def check_document(model_path: Path, meas_path: Path) -> dict[str, Any]:
@@ -175,14 +182,24 @@ def _text(doc: dict[str, Any]) -> str:
         )
     hs = doc.get("host_state")
     if isinstance(hs, dict):
-        lines.append(
-            f"the host's state (railgauge-bench's 1-byte probe): {hs['model_probe_us']:.4g} us "
-            f"in the model's run, {hs['measurements_probe_us']:.4g} us in these "
-            f"measurements ({hs['ratio']:.2f}x): "
-            + ("one state" if hs["same"] else
-               f"another state of the host ({hs['gap']:g}x apart or more): what differs "
-               "between the runs is the host as much as the model")
-        )
+        probe = hs.get("probe", "PRTT(1,0,1)")
+        if hs["same"] is None:
+            lines.append(
+                f"the host's state: the model's run probed it by {probe} "
+                f"({hs['model_probe_us']:.4g} us), these measurements by "
+                f"{hs.get('measurements_probe')} ({hs['measurements_probe_us']:.4g} us): "
+                "not comparable (made by different versions of railgauge-bench)"
+            )
+        else:
+            lines.append(
+                f"the host's state (railgauge-bench's probe {probe}): "
+                f"{hs['model_probe_us']:.4g} us in the model's run, "
+                f"{hs['measurements_probe_us']:.4g} us in these measurements "
+                f"({hs['ratio']:.2f}x): "
+                + ("one state" if hs["same"] else
+                   f"another state of the host ({hs['gap']:g}x apart or more): what differs "
+                   "between the runs is the host as much as the model")
+            )
     noise_by = {d["from_bytes"]: d for d in nz["by_decade"]}
     rows = [["sizes", "points", "median", "p90", "max", "noise"]]
     for d in doc["by_decade"]:

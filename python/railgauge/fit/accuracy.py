@@ -41,7 +41,6 @@ from railgauge.fit.loggp import (
     prtt,
     range_index,
 )
-from railgauge.hoststate import kept_side
 from railgauge.measurements import Measurements, PrttPoint, triples
 
 __all__ = [
@@ -592,16 +591,16 @@ def host_state_note(states: Mapping[str, Any] | None,
     if states is None or states["share"] < HOST_STATE_SHARE:
         return None
     kept = "each point keeps its fastest passes"
-    which = kept_side(probe)
-    if probe is not None and which is not None:
-        kept = (f"each point keeps its passes made in the {which} of the run's two states "
-                f"(1-byte probe {probe['probe_us']:.3g} us; the states cut at "
-                f"{probe['cut_us']:.3g} us)")
+    band = probe.get("band_us") if probe is not None else None
+    if probe is not None and isinstance(band, list) and len(band) == 2:
+        kept = (f"each point keeps its passes made in the state most points were measured "
+                f"in ({probe.get('in_band')} of {probe.get('points')}: probe "
+                f"{probe.get('probe', 'PRTT(1,0,1)')} {band[0]:.3g}-{band[1]:.3g} us)")
     return (
         f"the host changed speed during this run: at {states['split']} of {states['points']} "
         f"points the passes differ by more than {HOST_STATE_RATIO:g}x (median "
         f"{states['median_split_ratio']:.2f}x, up to {states['max_ratio']:.2f}x); {kept}, "
-        "but a run made wholly in the slower state measures that state, so compare runs "
+        "but a run made wholly in another state measures that state, so compare runs "
         "made in the same one (railgauge check says whether two runs are; docs/fit.md, "
         "section 1)"
     )

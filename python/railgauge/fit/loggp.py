@@ -721,7 +721,7 @@ def _source_of(meas: Measurements, n_sizes: int) -> dict[str, Any]:
         "blocks": len(meas.headers),
         "sizes": n_sizes,
         "reader_warnings": list(meas.warnings),
-        "host_state": points_host_state(meas.records),
+        "host_state": points_host_state(meas.records, meas.header),
     }
 
 

@@ -17,7 +17,6 @@ from typing import Any
 
 from railgauge import __version__
 from railgauge.fit.loggp import LoggpFit, LoggpRange
-from railgauge.hoststate import kept_side
 from railgauge.measurements import Measurements, PrttPoint
 from railgauge.report.plots import format_bytes, plot_gap, plot_prtt, plot_residuals
 
@@ -188,14 +187,17 @@ def accuracy_lines(fit: LoggpFit) -> list[str]:
 
 def host_state_line(fit: LoggpFit) -> list[str]:
     """The host's state the model's points describe (``source.host_state``: railgauge-bench's
-    1-byte probes; docs/fit.md, section 1), as one line; none for files without probes."""
+    probes; docs/fit.md, section 1), as one line; none for files without probes."""
     st = (fit.source or {}).get("host_state")
     if not isinstance(st, dict) or not isinstance(st.get("probe_us"), int | float):
         return []
-    which = kept_side(st)
-    seen = (f"two states seen, cut at {st['cut_us']:.3g} us; the points are the {which} one's"
-            if which is not None else "one state seen")
-    return [f"host state: 1-byte probe {st['probe_us']:.3g} us ({seen}); compare runs made "
+    probe = st.get("probe") if isinstance(st.get("probe"), str) else "PRTT(1,0,1)"
+    band = st.get("band_us")
+    seen = ""
+    if isinstance(band, list) and len(band) == 2:
+        seen = (f" ({st.get('in_band')} of {st.get('points')} points measured in its band "
+                f"{band[0]:.3g}-{band[1]:.3g} us)")
+    return [f"host state: probe {probe} {st['probe_us']:.3g} us{seen}; compare runs made "
             "in one state (railgauge check says)"]
 
 
