@@ -227,9 +227,9 @@ class Run:
     meas: Measurements | None = None
     grid: list[int] = field(default_factory=list)
     resolution_us: float | None = None
-    #: The host's state the run's points describe: the median of railgauge-bench's probes
-    #: in its reference state (railgauge.hoststate.host_state), in µs, and what a probe
-    #: measured (PRTT(n,0,1); PRTT(1,0,1) before 2026-11-29).
+    #: The host's state the run's points describe: the middle of the band of railgauge-bench's
+    #: probes it kept its passes from (railgauge.hoststate.host_state), in µs, and what a
+    #: probe measured (PRTT(n,0,1); PRTT(1,0,1) before 2026-11-29).
     state_us: float | None = None
     state_probe: str | None = None
 
@@ -1137,13 +1137,13 @@ def section_md(summaries: dict[str, Summary], default_runs: list[Run], n_rounds:
         "- **Host state**: railgauge-bench probes the host before every visit of a size "
         "and after each pass of its kinds (a few PRTT(16,0,1), 16 messages of 1 byte and "
         "the answer; PRTT(1,0,1) before 2026-11-29) and keeps each point's passes from one "
-        "state of the "
-        "host (docs/fit.md, section 1); a run's state is the median of its probes in that "
-        "state (`railgauge.hoststate.reference_state_us`). On this two-vCPU virtual machine it "
-        "takes two values per transport for whole runs (over shm about 0.2 and 0.75 µs; "
-        "rarely a third, faster one for a few visits, about 0.13 µs over shm): where the "
-        "hypervisor puts the two vCPUs, which the guest cannot choose. The targets "
-        "are judged over all runs; below each table the same targets over the runs made in "
+        "state of the host (docs/fit.md, section 1); a run's state is the middle of the "
+        "band of probes it kept its passes from (`railgauge.hoststate.reference_state_us`). "
+        "On this two-vCPU virtual machine it takes two or three values per transport for "
+        "whole runs or parts of them (by PRTT(16,0,1) over shm about 1.0 and 4 µs, over "
+        "MPICH 2.3, 3.2 and 7 µs): where the hypervisor puts the two vCPUs, which the guest "
+        "cannot choose. The targets are judged over all runs; below each table the same "
+        "targets over the runs made in "
         f"the fast state (state within {STATE_GAP}x of the fastest run's), each predicting "
         "the next such run, show how much of the miss is the host changing between runs.",
         "",

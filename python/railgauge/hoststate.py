@@ -19,6 +19,8 @@ from typing import Any
 #: whose every probe is STATE_GAP or more from the sweep's state was measured in another
 #: (:func:`off_state_sizes`).
 STATE_GAP = 1.25
+#: What the probes of files made before 2026-11-29 measured (their headers do not say).
+LEGACY_PROBE = "PRTT(1,0,1)"
 
 
 def _probes(rec: Mapping[str, Any], key: str = "pass_state_us") -> list[float]:
@@ -42,8 +44,10 @@ def _points(records: Iterable[Mapping[str, Any]]) -> list[list[tuple[float, floa
             if isinstance(r, Mapping) and r.get("type") in ("prtt", "orecv")]
 
 
-def _in(v: float, lo: float, hi: float) -> bool:
-    return v <= 0.0 or lo <= v <= hi
+def _pass_in(pair: tuple[float, float], lo: float, hi: float) -> bool:
+    """Whether a pass's probes before and after it both lie in [lo, hi] (no probe, 0.0,
+    counts; prtt.c, rg__bench_pass_in)."""
+    return all(v <= 0.0 or lo <= v <= hi for v in pair)
 
 
 def state_band(records: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
@@ -61,14 +65,13 @@ def state_band(records: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
     best, mid = 0, 0.0
     for c in values:
         lo, hi = c / w, c * w
-        score = sum(min(2, sum(_in(b, lo, hi) and _in(a, lo, hi) for b, a in pt))
-                    for pt in points)
+        score = sum(min(2, sum(_pass_in(pair, lo, hi) for pair in pt)) for pt in points)
         if score > best:
             best, mid = score, c
     if best == 0:
         return None
     lo, hi = mid / w, mid * w
-    covered = sum(any(_in(b, lo, hi) and _in(a, lo, hi) for b, a in pt) for pt in points)
+    covered = sum(any(_pass_in(pair, lo, hi) for pair in pt) for pt in points)
     return {"mid_us": mid, "band_us": [lo, hi], "points": len(points), "in_band": covered}
 
 
@@ -103,11 +106,11 @@ def probe_name(header: Mapping[str, Any] | None) -> str:
     older files. Runs whose probes measured different things cannot be compared by them."""
     params = (header or {}).get("params")
     n = params.get("state_probe_n") if isinstance(params, Mapping) else None
-    return f"PRTT({n if isinstance(n, int) and n >= 1 else 1},0,1)"
+    return f"PRTT({n},0,1)" if isinstance(n, int) and n >= 1 else LEGACY_PROBE
 
 
 def host_state(records: Iterable[Mapping[str, Any]],
-               probe: str = "PRTT(1,0,1)") -> dict[str, Any] | None:
+               probe: str = LEGACY_PROBE) -> dict[str, Any] | None:
     """The state of the host a run's points describe, for the model and ``railgauge
     check``: ``{"probe_us": x, "band_us": [lo, hi], "points": n, "in_band": k, "probe":
     p}``: x the middle of its band (:func:`state_band`), k of the run's n points measured

@@ -782,32 +782,31 @@ static rg_status_t rg__bench_acc_add(rg_bench_t *bench, rg_bench_acc_t *acc, siz
     return RG_OK;
 }
 
-/* Whether a probe shows the run's reference state: it lies in the band of
- * the reference state (every probe while there is none). No probe (0) counts.
- * The band is 1.25x wide, so that a pass in a state 1.25x or more from the
- * reference never counts: over MPICH the host showed three states, PRTT(16,0,1)
- * at 2.3, 3.2 and 6.5-7.5 us, with PRTT(16,0,s) 1.4x and 3x as long as in the
- * fastest at every size; on the development host's two vCPUs over shm a rarer
- * one, probes of 0.12-0.13 us beside 0.19-0.24 us, with PRTT(16,0,s) three
- * times faster. */
-static int rg__bench_probe_in_ref(const rg_bench_t *bench, double st)
+/* Whether pass j of a point was made in the band [lo, hi] of probes: its
+ * probes before and after it both lie in it (no probe, 0, counts). A pass
+ * between a probe in one state and one in another straddled the change (the
+ * host's states alternate in streaks of 0.1 s to minutes): over MPICH, such
+ * passes of PRTT(16,0,s) sat 35% above the same size's passes in one state,
+ * were kept as the point, and made a step in the sweep that hid a real
+ * protocol change. */
+static int rg__bench_pass_in(const rg_bench_point_t *pt, int j, double lo, double hi)
 {
-    if (st <= 0 || bench->state_mid_us <= 0) {
-        return 1;
-    }
-    return st >= bench->state_lo_us && st <= bench->state_hi_us;
+    double b = pt->pass_state[j], a = pt->pass_state_after[j];
+
+    return (b <= 0 || (b >= lo && b <= hi)) && (a <= 0 || (a >= lo && a <= hi));
 }
 
-/* Whether pass j of a point was made in the run's reference state: its probes
- * before and after it both show that state. A pass between a probe in one
- * state and one in another straddled the change (the host's states alternate
- * in streaks of 0.1 s to minutes): over MPICH, such passes of PRTT(16,0,s) sat
- * 35% above the same size's passes in one state, were kept as the point, and
- * made a step in the sweep that hid a real protocol change. */
+/* Whether pass j of a point was made in the run's reference state: in its
+ * band (every pass while there is none). The band is 1.25x wide, so that a
+ * pass in a state 1.25x or more from the reference never counts: over MPICH
+ * the host showed three states, PRTT(16,0,1) at 2.3, 3.2 and 6.5-7.5 us, with
+ * PRTT(16,0,s) 1.4x and 3x as long as in the fastest at every size; on the
+ * development host's two vCPUs over shm a rarer one, probes of 0.12-0.13 us
+ * beside 0.19-0.24 us, with PRTT(16,0,s) three times faster. */
 static int rg__bench_in_ref(const rg_bench_t *bench, const rg_bench_point_t *pt, int j)
 {
-    return rg__bench_probe_in_ref(bench, pt->pass_state[j]) &&
-           rg__bench_probe_in_ref(bench, pt->pass_state_after[j]);
+    return bench->state_mid_us <= 0 ||
+           rg__bench_pass_in(pt, j, bench->state_lo_us, bench->state_hi_us);
 }
 
 /* The fastest pass of a point among those made in the reference state (all of
@@ -1041,9 +1040,7 @@ static size_t rg__bench_in_band(const rg__bench_passes_t *ps, double lo, double 
         const rg_bench_point_t *pt = &ps->acc[i].pt;
 
         for (j = 0, k = 0; j < pt->passes && k < 2; j++) {
-            double b = pt->pass_state[j], a = pt->pass_state_after[j];
-
-            k += (b <= 0 || (b >= lo && b <= hi)) && (a <= 0 || (a >= lo && a <= hi));
+            k += rg__bench_pass_in(pt, j, lo, hi);
         }
         score += (size_t)k;
     }
@@ -1058,9 +1055,10 @@ static size_t rg__bench_in_band(const rg__bench_passes_t *ps, double lo, double 
  * favour any state that held for one whole pass: over MPICH a run whose first
  * pass was slow and whose others were mostly fast kept the slow pass alone at
  * most sizes. The confirmation passes measure the other points again, and
- * each point keeps its passes in the band. A run made mostly in a slow state so describes that state throughout,
- * not a mix of it with the sizes that fell into a fast moment, and a run in
- * three states keeps the one that most of its points saw (over MPICH, a run
+ * each point keeps its passes in the band. A run made mostly in a slow state
+ * so describes that state throughout, not a mix of it with the sizes that
+ * fell into a fast moment, and a run in three states keeps the one that most
+ * of its points saw (over MPICH, a run
  * whose probes showed 2.3, 3.2 and 7 us kept 52 of 316 points in the fastest
  * state by a cut between two states, and the 264 others from their fastest
  * passes, in the other states). */

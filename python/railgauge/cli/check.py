@@ -74,12 +74,15 @@ def _stored_accuracy(path: Path) -> dict[str, Any] | None:
 def _model_state(model: LoggpFit) -> tuple[float, str] | None:
     """The host's state of the model's run (``source.host_state``: ``probe_us`` and what the
     probe measured, PRTT(1,0,1) in older models), if recorded."""
+    from railgauge.hoststate import LEGACY_PROBE
+
     st = model.source.get("host_state")
-    v = st.get("probe_us") if isinstance(st, dict) else None
+    if not isinstance(st, dict):
+        return None
+    v, probe = st.get("probe_us"), st.get("probe")
     if not (isinstance(v, int | float) and math.isfinite(v) and v > 0):
         return None
-    probe = st.get("probe") if isinstance(st, dict) else None
-    return float(v), probe if isinstance(probe, str) else "PRTT(1,0,1)"
+    return float(v), probe if isinstance(probe, str) else LEGACY_PROBE
 
 
 def _host_states(model: LoggpFit, meas: Measurements) -> dict[str, Any] | None:
@@ -182,7 +185,7 @@ def _text(doc: dict[str, Any]) -> str:
         )
     hs = doc.get("host_state")
     if isinstance(hs, dict):
-        probe = hs.get("probe", "PRTT(1,0,1)")
+        probe = hs["probe"]
         if hs["same"] is None:
             lines.append(
                 f"the host's state: the model's run probed it by {probe} "

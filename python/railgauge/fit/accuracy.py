@@ -41,6 +41,7 @@ from railgauge.fit.loggp import (
     prtt,
     range_index,
 )
+from railgauge.hoststate import LEGACY_PROBE
 from railgauge.measurements import Measurements, PrttPoint, triples
 
 __all__ = [
@@ -595,7 +596,7 @@ def host_state_note(states: Mapping[str, Any] | None,
     if probe is not None and isinstance(band, list) and len(band) == 2:
         kept = (f"each point keeps its passes made in the state most points were measured "
                 f"in ({probe.get('in_band')} of {probe.get('points')}: probe "
-                f"{probe.get('probe', 'PRTT(1,0,1)')} {band[0]:.3g}-{band[1]:.3g} us)")
+                f"{probe.get('probe', LEGACY_PROBE)} {band[0]:.3g}-{band[1]:.3g} us)")
     return (
         f"the host changed speed during this run: at {states['split']} of {states['points']} "
         f"points the passes differ by more than {HOST_STATE_RATIO:g}x (median "

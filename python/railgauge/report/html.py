@@ -17,6 +17,7 @@ from typing import Any
 
 from railgauge import __version__
 from railgauge.fit.loggp import LoggpFit, LoggpRange
+from railgauge.hoststate import LEGACY_PROBE
 from railgauge.measurements import Measurements, PrttPoint
 from railgauge.report.plots import format_bytes, plot_gap, plot_prtt, plot_residuals
 
@@ -191,7 +192,7 @@ def host_state_line(fit: LoggpFit) -> list[str]:
     st = (fit.source or {}).get("host_state")
     if not isinstance(st, dict) or not isinstance(st.get("probe_us"), int | float):
         return []
-    probe = st.get("probe") if isinstance(st.get("probe"), str) else "PRTT(1,0,1)"
+    probe = st.get("probe") if isinstance(st.get("probe"), str) else LEGACY_PROBE
     band = st.get("band_us")
     seen = ""
     if isinstance(band, list) and len(band) == 2:
