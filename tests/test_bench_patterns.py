@@ -313,8 +313,37 @@ def test_prtt_confirmation_passes(native_tool: Callable[[str], str], tmp_path: P
 
 
 @pytest.mark.native
+def test_prtt_given_reference_state(native_tool: Callable[[str], str], tmp_path: Path) -> None:
+    """--state-ref: the run keeps the reference state it is given (a refinement keeps its
+    sweep's), not the one its probes choose. Given a state far above every probe, no pass
+    is in it: the confirmation passes measure every point again, and every record says
+    in_state false; given the state the run chooses by itself, every record is in it."""
+    recs = _prtt_small(native_tool, tmp_path, "--passes", "2", "--confirm", "1",
+                       "--state-ref", "1e6")
+    assert recs[0]["params"]["state_ref_us"] == 1e6
+    points = [r for r in recs if r["type"] in ("prtt", "orecv")]
+    assert len(points) == 12
+    for r in points:
+        assert r["state_mid_us"] == 1e6
+        assert r["state_band_us"] == pytest.approx([1e6 / 1.25**0.5, 1e6 * 1.25**0.5])
+        assert r["in_state"] is False and r["passes"] == 3
+        # No pass in the state: the fastest passes of all are kept, as without a state.
+        assert r["passes_kept"] == len(_kept_passes({**r, "state_band_us": None}, 0.1))
+    own = _prtt_small(native_tool, tmp_path, "--passes", "2")
+    own_points = [r for r in own if r["type"] in ("prtt", "orecv")]
+    assert "state_ref_us" not in own[0]["params"]
+    assert sum(r["in_state"] for r in own_points) >= 10  # a state change may miss two
+    mid = own_points[0]["state_mid_us"]
+    given = _prtt_small(native_tool, tmp_path, "--passes", "2", "--state-ref", f"{mid!r}")
+    assert all(r["state_mid_us"] == mid for r in given if r["type"] in ("prtt", "orecv"))
+
+
+@pytest.mark.native
 @pytest.mark.parametrize(("args", "says"), [
     (("pingpong", "--passes", "2"), "options of the prtt pattern"),
+    (("pingpong", "--state-ref", "2"), "options of the prtt pattern"),
+    (("prtt", "--state-ref", "2"), "--state-ref needs --passes 2 or more"),
+    (("prtt", "--passes", "2", "--state-ref", "0"), "--state-ref must be microseconds"),
     (("prtt", "--confirm", "1"), "--confirm needs --passes 2 or more"),
     (("prtt", "--passes", "8", "--confirm", "2"), "at most 9 passes in all"),
     (("prtt", "--passes", "2", "--confirm", "9"), "--confirm must be an integer 0..8"),

@@ -23,25 +23,35 @@ from railgauge.hoststate import (
 from railgauge.measure import MeasurePlan, measure_prtt
 
 
-def _lines(sizes: list[int], probe: float) -> list[str]:
+def _lines(sizes: list[int], probe: float, in_state: bool | str | None = None) -> list[str]:
     out = [json.dumps({"type": "header", "pattern": "prtt", "params": {"sizes": sizes}})]
     for s in sizes:
         for rtype, n in (("prtt", 1), ("prtt", 16), ("orecv", 16)):
-            out.append(json.dumps({"type": rtype, "n": n, "s": s, "d_us": 0.0,
-                                   "median_us": probe * 10, "passes": 2,
-                                   "pass_state_us": [probe, probe * 1.05]}))
+            rec = {"type": rtype, "n": n, "s": s, "d_us": 0.0, "median_us": probe * 10,
+                   "passes": 2, "pass_state_us": [probe, probe * 1.05]}
+            if in_state is not None:  # the tool's verdict of a run given --state-ref
+                # "first": only the orecv record of the first size is off
+                rec["in_state"] = (in_state is True or (
+                    in_state == "first" and not (rtype == "orecv" and s == sizes[0])))
+            out.append(json.dumps(rec))
     out.append(json.dumps({"type": "footer", "points": 3 * len(sizes), "status": "ok"}))
     return out
 
 
-def _fake(monkeypatch: pytest.MonkeyPatch, states: list[float]) -> list[list[int]]:
+def _fake(monkeypatch: pytest.MonkeyPatch, states: list[float],
+          verdicts: list[bool | str | None] | None = None) -> list[list[int]]:
     """run_prtt writing every size in the next state of ``states`` (probe in us): the
-    sweep first, then each refinement attempt. Returns the sizes of each call."""
+    sweep first, then each refinement attempt, with the next of ``verdicts`` as the
+    records' in_state (None: no such key, an older tool). Returns the sizes of each
+    call."""
     calls: list[list[int]] = []
 
-    def run_prtt(plan: Any, sizes: list[int], out: Path, **_: Any) -> Any:
+    def run_prtt(plan: Any, sizes: list[int], out: Path, **kw: Any) -> Any:
+        # The refinement is given the sweep's state (--state-ref); the sweep chooses.
+        assert kw.get("state_ref_us") == (pytest.approx(states[0]) if calls else None)
         calls.append(list(sizes))
-        out.write_text("\n".join(_lines(sizes, states[len(calls) - 1])) + "\n",
+        verdict = verdicts[len(calls) - 1] if verdicts else None
+        out.write_text("\n".join(_lines(sizes, states[len(calls) - 1], verdict)) + "\n",
                        encoding="utf-8")
         return SimpleNamespace(returncode=0, failure=None)
 
@@ -106,6 +116,12 @@ def test_state_band_and_reference_state() -> None:
     assert off_state_sizes(straddled[:1], 0.21) == [] and off_state_sizes(
         [{"type": "prtt", "s": 1, "pass_state_us": [0.7], "pass_state_after_us": [0.71]}],
         0.21) == [1]
+    # Records of a run given the sweep's state (--state-ref) say whether they are in it.
+    flagged = [{"type": "prtt", "s": 7, "pass_state_us": [0.2], "in_state": True},
+               {"type": "prtt", "s": 7, "pass_state_us": [0.2], "in_state": False},
+               {"type": "orecv", "s": 8, "pass_state_us": [0.7], "in_state": True},
+               {"type": "prtt", "s": 9, "pass_state_us": [0.7]}]
+    assert off_state_sizes(flagged, 0.2) == [7, 9]
     # The run's state as the model keeps it, and two runs compared.
     assert host_state(recs) == {"probe_us": pytest.approx(0.19), "points": 4, "in_band": 4,
                                 "band_us": pytest.approx(band["band_us"]),
@@ -149,3 +165,20 @@ def test_refinement_still_off_is_left_out(monkeypatch: pytest.MonkeyPatch, tmp_p
     assert res.refined_sizes == [] and res.refine_dropped == calls[1]
     assert not set(calls[1]) & _sizes_in(tmp_path / "m.jsonl")
     assert _sizes_in(tmp_path / "m.jsonl") == {256, 512, 1024, 2048, 4096}
+
+
+def test_refinement_judged_by_the_tools_verdict(monkeypatch: pytest.MonkeyPatch,
+                                                tmp_path: Path) -> None:
+    """Given the sweep's state, the tool says of each record whether a pass of it was made
+    in that state (in_state). A size one of whose records says false is measured again,
+    whatever its probes: over loopback TCP the states were only 1.27x apart, the probes of
+    a refinement in the slow one less than 1.25x from the sweep's state, its PRTT(16,0,s)
+    1.3x the sweep's."""
+    calls = _fake(monkeypatch, [0.2, 0.22, 0.2, 0.2], [None, False, True])
+    res = measure_prtt(PLAN, tmp_path / "m.jsonl", fit_boundaries=lambda _: [(512, 1024)])
+    assert len(calls) == 3 and calls[2] == calls[1] and res.refine_dropped == []
+    calls = _fake(monkeypatch, [0.2, 0.2, 0.2], [None, "first", False])
+    res = measure_prtt(PLAN, tmp_path / "n.jsonl", fit_boundaries=lambda _: [(512, 1024)])
+    # Only the size with an off record (the first's orecv) is measured again, and left out.
+    assert len(calls[1]) >= 2 and calls[2] == calls[1][:1]
+    assert res.refine_dropped == calls[1][:1] and res.refined_sizes == calls[1][1:]

@@ -84,20 +84,30 @@ def reference_state_us(records: list[dict[str, Any]]) -> float | None:
 
 
 def off_state_sizes(records: list[dict[str, Any]], ref_us: float) -> list[int]:
-    """Sizes of a refinement run none of whose passes was made in the state of the sweep
-    it refines (ref_us, :func:`reference_state_us` of the sweep): every probe of the size's
-    records at least STATE_GAP from ref_us, slower or faster. Measured in another state,
-    such a size is not comparable with its neighbours: on the two-core development host
-    two refinement sizes measured 1.47x slower than the sizes around them formed a
-    protocol range of their own."""
+    """Sizes of a refinement run not measured in the state of the sweep it refines
+    (ref_us, :func:`reference_state_us` of the sweep). Measured in another state, such a
+    size is not comparable with its neighbours: on the two-core development host two
+    refinement sizes measured 1.47x slower than the sizes around them formed a protocol
+    range of their own. A record of a run given that state (``--state-ref``) says
+    whether any of its passes was made in it (``in_state``); a size is off when one of its
+    records says false. Older records: when every probe of the size's records is at
+    least STATE_GAP from ref_us, slower or faster."""
     probes_of: dict[int, list[float]] = {}
+    off: set[int] = set()
     for r in records:
         s = r.get("s")
-        if r.get("type") in ("prtt", "orecv") and isinstance(s, int):
-            probes_of.setdefault(s, []).extend(
-                v for pair in _pass_probes(r) for v in pair if v > 0.0)
-    return sorted(s for s, ps in probes_of.items()
-                  if ps and not any(same_state(v, ref_us) for v in ps))
+        if r.get("type") not in ("prtt", "orecv") or not isinstance(s, int):
+            continue
+        flag = r.get("in_state")
+        if isinstance(flag, bool):
+            if not flag:
+                off.add(s)
+            continue
+        probes_of.setdefault(s, []).extend(
+            v for pair in _pass_probes(r) for v in pair if v > 0.0)
+    off.update(s for s, ps in probes_of.items()
+               if ps and not any(same_state(v, ref_us) for v in ps))
+    return sorted(off)
 
 
 def probe_name(header: Mapping[str, Any] | None) -> str:

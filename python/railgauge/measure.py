@@ -241,8 +241,10 @@ def _count_points(path: Path) -> tuple[int, int]:
 
 def run_prtt(plan: MeasurePlan, sizes: list[int], out: Path, *, budget_s: float,
              progress: ProgressCb | None = None, done_before: int = 0,
-             total: int = 0) -> LaunchResult | MpiResult:
-    """One run of ``railgauge-bench prtt`` over the given sizes into out."""
+             total: int = 0, state_ref_us: float | None = None) -> LaunchResult | MpiResult:
+    """One run of ``railgauge-bench prtt`` over the given sizes into out; with
+    ``state_ref_us`` (a sweep's reference state, runs in passes) the run keeps its passes
+    made in that state of the host instead of choosing its own (``--state-ref``)."""
     bench = find_tool("railgauge-bench")
     argv = [bench, "prtt", "--transport", plan.transport, "--out", str(out),
             "--sizes", ",".join(str(s) for s in sizes), "--n", str(plan.n),
@@ -254,6 +256,8 @@ def run_prtt(plan: MeasurePlan, sizes: list[int], out: Path, *, budget_s: float,
         confirm = min(plan.confirm, 9 - plan.passes)  # the tool's limit: 9 passes in all
         if confirm > 0:
             argv += ["--confirm", str(confirm)]
+        if state_ref_us is not None and state_ref_us > 0:
+            argv += ["--state-ref", f"{state_ref_us:.6g}"]
 
     def poll() -> None:
         if progress is not None:
@@ -358,14 +362,16 @@ def measure_prtt(plan: MeasurePlan, out: Path, *, progress: ProgressCb | None = 
         ref_us = reference_state_us(
             list(_records(out, out.read_text(encoding="utf-8")).values()))
         todo = list(refined)
-        # A refinement made in another state of the host than the sweep is measured
-        # again once, in half the time left; what is still off is left out.
+        # The refinement keeps its passes made in the sweep's state (--state-ref); a
+        # size none of whose passes was (the host in another state throughout) is
+        # measured again once, in half the time left; what is still off is left out.
         for attempt in range(2):
             if not todo:
                 break
             total = points + 3 * len(todo)
             res = run_prtt(plan, todo, part, budget_s=left if attempt == 0 else left / 2,
-                           progress=progress, done_before=points, total=total)
+                           progress=progress, done_before=points, total=total,
+                           state_ref_us=ref_us)
             if res.returncode != 0:
                 part.unlink(missing_ok=True)
                 raise MeasureError(f"the PRTT refinement run failed: {res.failure}")

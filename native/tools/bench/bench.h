@@ -58,6 +58,8 @@ typedef struct rg_bench_opts {
     double      pass_tol;       /* prtt: a pass slower than the fastest by more is left out */
     unsigned    order_seed;     /* prtt: seed of the size order of passes after the first */
     int         confirm;        /* prtt: extra passes at most for unconfirmed points */
+    double      state_ref_us;   /* prtt: the reference state given by --state-ref (the
+                                 * middle of its band, us; 0: chosen from the probes) */
     int         force_monotonic;
     int         sizes_given;    /* the sizes came from an option */
     int         target_given;   /* --target-rel was given */

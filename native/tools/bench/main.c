@@ -71,6 +71,10 @@ static void rg__bench_usage(FILE *f)
         "  --confirm K        prtt with --passes: up to K more passes over the points whose\n"
         "                     fastest pass no other pass confirms within --pass-tol,\n"
         "                     in the last 15%% of --budget (default 0; passes + K <= 9)\n"
+        "  --state-ref US     prtt with --passes: the run's reference state is given, the\n"
+        "                     band 1.25x wide about this PRTT(n,0,1) probe (the state_mid_us\n"
+        "                     of another run: a refinement keeps the state of its sweep),\n"
+        "                     not chosen from this run's probes\n"
         "  --max-p P          onen: peers up to P (default: ranks - 1)\n"
         "  --modes LIST       onen: of single, list, inject, rma (default: all that the\n"
         "                     transport has; the others are reported as unsupported)\n"
@@ -223,6 +227,8 @@ static const rg_bench_optdef_t rg__bench_optdefs[] = {
               passes_given),
     RG_BOPT_G("order-seed", UINT, RG__CLI, o.order_seed, 0, 4294967295.0,
               "an integer 0..4294967295", passes_given),
+    RG_BOPT_G("state-ref", DOUBLE, RG__CLI, o.state_ref_us, 1e-3, 1e9,
+              "microseconds in [0.001, 1e9]", passes_given),
 };
 
 /* What holds only once every option is read: options of another pattern,
@@ -235,8 +241,13 @@ static int rg__bench_finish_args(rg__bench_cli_t *cli, rg_bench_opts_t *opts)
         return rg_bench_usage_error("--min-reps is above --max-reps%s", "");
     }
     if (cli->passes_given && strcmp(opts->pattern, "prtt") != 0) {
-        return rg_bench_usage_error("--passes, --pass-tol, --order-seed and --confirm are "
-                                     "options of the prtt pattern, not of %s", opts->pattern);
+        return rg_bench_usage_error("--passes, --pass-tol, --order-seed, --confirm and "
+                                     "--state-ref are options of the prtt pattern, not of %s",
+                                     opts->pattern);
+    }
+    if (opts->state_ref_us > 0 && opts->passes < 2) {
+        return rg_bench_usage_error("--state-ref needs --passes 2 or more (the host's state "
+                                     "is probed between passes)%s", "");
     }
     if (opts->confirm > 0 && opts->passes < 2) {
         return rg_bench_usage_error("--confirm needs --passes 2 or more (a pass confirms "

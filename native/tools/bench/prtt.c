@@ -61,6 +61,10 @@ typedef struct rg_bench_point {
      * state: its samples are a mix of the two. */
     double      pass_state[RG_BENCH_MAX_PASSES];
     double      pass_state_after[RG_BENCH_MAX_PASSES];
+    /* Whether a kept pass was made in the run's reference state (1 also
+     * without a reference state); 0: none was, the point kept its fastest
+     * passes from another state. */
+    int         in_state;
 } rg_bench_point_t;
 
 /* How long one point (or one pass of it) is measured. */
@@ -425,6 +429,10 @@ rg_status_t rg_bench_write_header(rg_bench_t *bench, size_t planned_points)
         rg_json_kv_int(&js, "confirm", bench->opts.confirm);
         /* What a probe of the host's state measures: PRTT(state_probe_n,0,1). */
         rg_json_kv_int(&js, "state_probe_n", bench->opts.n);
+        if (bench->opts.state_ref_us > 0) {
+            /* The reference state given (--state-ref), not chosen by the run. */
+            rg_json_kv_double(&js, "state_ref_us", bench->opts.state_ref_us);
+        }
     }
     rg_json_key(&js, "sizes");
     rg_json_array_begin(&js);
@@ -527,6 +535,8 @@ static rg_status_t rg__bench_write_point(rg_bench_t *bench, const rg_bench_point
                 rg_json_double(&js, bench->state_lo_us);
                 rg_json_double(&js, bench->state_hi_us);
                 rg_json_array_end(&js);
+                /* false: no pass of the point was made in that state. */
+                rg_json_kv_bool(&js, "in_state", pt->in_state);
             }
         }
     }
@@ -867,6 +877,7 @@ static rg_status_t rg__bench_acc_finish(rg_bench_t *bench, rg_bench_acc_t *acc)
     int               j, any_ref;
 
     best = rg__bench_best_pass(bench, pt, &any_ref);
+    pt->in_state    = any_ref;
     pt->passes_kept = 0;
     for (j = 0; j < pt->passes; j++) {
         pt->pass_kept[j] = (!any_ref || rg__bench_in_ref(bench, pt, j)) &&
@@ -1047,8 +1058,7 @@ static size_t rg__bench_in_band(const rg__bench_passes_t *ps, double lo, double 
     return score;
 }
 
-/* The run's reference state (bench->state_lo_us .. state_hi_us about
- * state_mid_us): of the bands RG_BENCH_STATE_GAP wide about each probe of the
+/* The run's reference state as its probes choose it: of the bands RG_BENCH_STATE_GAP wide about each probe of the
  * run (from p / sqrt(GAP) to p sqrt(GAP)), the one in which the points have
  * the most passes with both their probes, counting at most two a point (two
  * confirm a point); the fastest of equals. Counting points with a pass would
@@ -1061,22 +1071,16 @@ static size_t rg__bench_in_band(const rg__bench_passes_t *ps, double lo, double 
  * of its points saw (over MPICH, a run
  * whose probes showed 2.3, 3.2 and 7 us kept 52 of 316 points in the fastest
  * state by a cut between two states, and the 264 others from their fastest
- * passes, in the other states). */
-static void rg__bench_state_band(rg__bench_passes_t *ps)
+ * passes, in the other states). Returns the middle of that band; 0 without
+ * probes or memory (then every pass counts, as before probes). */
+static double rg__bench_choose_band(const rg__bench_passes_t *ps)
 {
     const double w = sqrt(RG_BENCH_STATE_GAP);
-    double      *x;
+    double      *x, mid = 0.0;
     size_t       i, n = ps->nprobes, best = 0, c;
 
-    ps->bench->state_lo_us  = 0.0;
-    ps->bench->state_hi_us  = 0.0;
-    ps->bench->state_mid_us = 0.0;
-    if (n == 0) {
-        return;
-    }
-    x = malloc(n * sizeof(double));
-    if (x == NULL) {
-        return;  /* without a band every pass counts, as before probes */
+    if (n == 0 || (x = malloc(n * sizeof(double))) == NULL) {
+        return 0.0;
     }
     memcpy(x, ps->probes, n * sizeof(double));
     qsort(x, n, sizeof(double), rg__bench_cmp_double);
@@ -1086,15 +1090,33 @@ static void rg__bench_state_band(rg__bench_passes_t *ps)
         }
         c = rg__bench_in_band(ps, x[i] / w, x[i] * w);
         if (c > best) {
-            best                    = c;
-            ps->bench->state_mid_us = x[i];
+            best = c;
+            mid  = x[i];
         }
     }
     free(x);
-    if (ps->bench->state_mid_us > 0) {
-        ps->bench->state_lo_us = ps->bench->state_mid_us / w;
-        ps->bench->state_hi_us = ps->bench->state_mid_us * w;
+    return mid;
+}
+
+/* Sets the run's reference state: given by --state-ref, or chosen. Given, a
+ * refinement keeps the state of the sweep it refines. Chosen by its own
+ * probes, a refinement made while the host was in another state chose that
+ * one: over loopback TCP three sizes between 512 and 609 B measured 1.3x the
+ * sweep's PRTT(16,0,s) (their probes 92-98 us against the sweep's 82) and
+ * formed a protocol range of their own. Given, such passes lie out of the
+ * band, the confirmation passes measure them again, and a point none of whose
+ * passes came back into it says in_state: false. */
+static void rg__bench_state_band(rg__bench_passes_t *ps)
+{
+    const double w   = sqrt(RG_BENCH_STATE_GAP);
+    double       mid = ps->bench->opts.state_ref_us;
+
+    if (mid <= 0) {
+        mid = rg__bench_choose_band(ps);
     }
+    ps->bench->state_mid_us = mid;
+    ps->bench->state_lo_us  = mid > 0 ? mid / w : 0.0;
+    ps->bench->state_hi_us  = mid > 0 ? mid * w : 0.0;
 }
 
 /* One planned pass over every size, in a shuffled order: RG_OK, or
