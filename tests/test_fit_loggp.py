@@ -40,6 +40,7 @@ from railgauge.fit.loggp import (
     range_index,
 )
 from railgauge.fit.segment import line_sse, segment_starts_batch
+from railgauge.fit.series import spike_scatter
 from railgauge.measurements import PrttPoint
 from railgauge.synth import PAPER_TABLE, o_r_true, prtt_true, sweep_sizes, synth_prtt
 
@@ -268,6 +269,67 @@ def test_support_window_is_one_planned_step() -> None:
     # Two breaks one planned step apart share no redraw break.
     two = support_columns(grid, [3, 5], grid)
     assert not set(two[0]) & set(two[1]) and 4 in two[0] + two[1]
+
+
+def test_spike_scatter_marks_isolated_spikes_only() -> None:
+    """A value above (or below) both neighbours by more than 3 tolerances is a spike with
+    its deviation as uncertainty; a step between ranges, the ends and a smooth curve are
+    not."""
+    sizes = np.array([1, 2, 4, 8, 16, 32, 64])
+    flat = np.full(7, 10.0)
+    assert not spike_scatter(sizes, flat, 0.03).any()
+    up = flat.copy()
+    up[3] = 14.0
+    sc = spike_scatter(sizes, up, 0.03)
+    assert sc[3] == pytest.approx(0.4) and np.count_nonzero(sc) == 1
+    down = flat.copy()
+    down[2] = 7.0  # below both neighbours: ln(10/7) above them
+    assert spike_scatter(sizes, down, 0.03)[2] == pytest.approx(10.0 / 7.0 - 1.0)
+    # Within 3 tolerances: no spike; a looser tolerance hides a larger one.
+    assert not spike_scatter(sizes, np.where(np.arange(7) == 3, 10.8, 10.0), 0.03).any()
+    assert not spike_scatter(sizes, up, 0.15).any()
+    step = np.array([10.0, 10.0, 10.0, 20.0, 20.0, 20.0, 20.0])
+    assert not spike_scatter(sizes, step, 0.03).any()
+    ends = flat.copy()
+    ends[0], ends[-1] = 20.0, 5.0
+    assert not spike_scatter(sizes, ends, 0.03).any()
+    assert not spike_scatter(sizes, 3.0 * sizes.astype(float) ** 0.5, 0.03).any()
+    nan = up.copy()
+    nan[1] = np.nan  # left out: the spike's neighbours are the values around it
+    assert spike_scatter(sizes, nan, 0.03)[3] == pytest.approx(0.4)
+
+
+def _spiked(meas: Any, s: int, kind: tuple[str, int], factor: float) -> Any:
+    """meas with the median (and CI) of one record, (type, n) at size s, times factor."""
+    recs = []
+    for r in meas.records:
+        if r.s == s and (r.type, r.n) == kind and not (r.type == "prtt" and r.d_us > 0):
+            ci = r.ci95_median_us
+            r = dataclasses.replace(r, median_us=r.median_us * factor,
+                                    iqm_us=None if r.iqm_us is None else r.iqm_us * factor,
+                                    ci95_median_us=None if ci is None else
+                                    (ci[0] * factor, ci[1] * factor))
+        recs.append(r)
+    return dataclasses.replace(meas, records=recs)
+
+
+def test_isolated_spikes_make_no_protocol_range() -> None:
+    """One value far from both its neighbours (measured over loopback TCP: a receive
+    overhead 1.4x its neighbours at 4 B, a PRTT(16,0,s) 1.2x at 45 B, beside neighbours
+    within 2%) is no protocol change: it weighs as one uncertainty (spike_scatter) and
+    makes no range of its own next to it."""
+    sizes = sweep_sizes(1 << 20, per_octave=4)
+    inner = [s for s in sizes if 8 < s < 1 << 19]
+    for seed in range(6):
+        rng = np.random.default_rng(seed)
+        meas = synth_prtt(TCP, sizes, noise=0.01, seed=seed)
+        # At 4 B, the fourth size, the spike alone made a range 1 .. 4 B in every seed
+        # before spike_scatter (a line through three values and the spike).
+        meas = _spiked(meas, 4, ("orecv", 16), 1.4)
+        b = int(rng.choice(inner))
+        meas = _spiked(meas, b, ("prtt", 16), 1.2)
+        fit = fit_loggp(meas, n_boot=0, seed=seed)
+        assert len(fit.ranges) == 1, (seed, b, [r.from_bytes for r in fit.ranges])
 
 
 def test_rel_tol_sets_what_counts_as_a_change() -> None:

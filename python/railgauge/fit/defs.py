@@ -81,9 +81,9 @@ SUPPORT_RULE = (
     "less than one planned step from s_(p-1) .. s_p (positions interpolated on a log scale) "
     "where the refinement added sizes around a change; a redraw draws every raw value "
     "(PRTT(1,0,s), PRTT(n,0,s), PRTT(n,d,s), measured o_r(s)) from N(m, u^2), u its floored "
-    "uncertainty max(sigma_CI, max(rel_tol, local scatter) m), recomputes the derived series "
-    "and adds N(0, sigma^2 - sigma_prop^2) to each series of the criterion where the absolute "
-    "floor raised its normaliser sigma (seeded: [seed, 0x5E6]). Breaks with support >= "
+    "uncertainty max(sigma_CI, max(rel_tol, local scatter, spike) m), recomputes the derived "
+    "series and adds N(0, sigma^2 - sigma_prop^2) to each series of the criterion where the "
+    "absolute floor raised its normaliser sigma (seeded: [seed, 0x5E6]). Breaks with support >= "
     "min_support are protocol changes; the others are bends: the ranges on either side are "
     "merged and fitted as one"
 )

@@ -195,6 +195,39 @@ def local_scatter(sizes: ArrayLike, y: ArrayLike, *, half_window: int = 4) -> Fl
     return out
 
 
+#: A raw value differing from both its neighbours in the same direction by more than
+#: SPIKE_K times its floored relative uncertainty is an isolated spike (:func:`spike_scatter`).
+SPIKE_K = 3.0
+
+
+def spike_scatter(sizes: ArrayLike, y: ArrayLike, tol: ArrayLike) -> FloatArray:
+    """The relative uncertainty of each isolated spike of a raw series, 0 elsewhere.
+
+    A value y_i is a spike when it lies above both its neighbours or below both, by more
+    than SPIKE_K tol_i each in ln y (tol_i its relative floor, max(rel_tol, local scatter)):
+    ``a = ln y_i - ln y_{i-1}``, ``b = ln y_i - ln y_{i+1}`` of one sign and
+    ``min(|a|, |b|) > SPIKE_K tol_i``. Its uncertainty is then ``exp(min(|a|, |b|)) - 1``:
+    the deviation itself, so that it weighs in the criterion and the fits like a value one
+    uncertainty from its neighbours, not like the ten or more of a measurement the local
+    scatter (a median over nine sizes) does not see. A step between two protocol ranges is
+    not a spike: the value next to it agrees with its neighbour on its own side. The end
+    values and values that are not finite and positive are never spikes.
+    """
+    y_arr = np.asarray(y, dtype=np.float64)
+    t_arr = np.broadcast_to(np.asarray(tol, dtype=np.float64), y_arr.shape)
+    out = np.zeros(y_arr.size)
+    use = np.flatnonzero(np.isfinite(y_arr) & (y_arr > 0.0))
+    if use.size < 3:
+        return out
+    ly = np.log(y_arr[use])
+    a = ly[1:-1] - ly[:-2]
+    b = ly[1:-1] - ly[2:]
+    dev = np.minimum(np.abs(a), np.abs(b))
+    spike = (np.sign(a) == np.sign(b)) & (dev > SPIKE_K * np.log1p(t_arr[use[1:-1]]))
+    out[use[1:-1]] = np.where(spike, np.expm1(dev), 0.0)
+    return out
+
+
 def derive_series(
     tr: Triples,
     *,
@@ -223,6 +256,12 @@ def derive_series(
         for k, v in raw.items()
     }
     tol = {k: np.maximum(rel_tol, sc) for k, sc in scatter.items()}
+    if local_scatter_floor:
+        # An isolated spike weighs as one uncertainty from its neighbours (spike_scatter).
+        for k, v in raw.items():
+            spikes = spike_scatter(tr.sizes, v, tol[k])
+            scatter[k] = np.maximum(scatter[k], spikes)
+            tol[k] = np.maximum(tol[k], spikes)
     raw_sigma = {
         "p1": np.maximum(tr.p1_sigma, tol["p1"] * np.abs(tr.p1)),
         "pn": np.maximum(tr.pn_sigma, tol["pn"] * np.abs(tr.pn)),
