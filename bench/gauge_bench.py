@@ -288,17 +288,31 @@ def load_run(run: Run, model_path: Path | None = None) -> Run:
 
 
 def fast_state_runs(runs: list[Run]) -> list[Run]:
-    """The runs made in the host's fast state: those whose state (Run.state_us) is within
-    STATE_GAP of the fastest run's of the same entry, among the runs whose probes measured
-    what most runs' did (Run.state_probe). Runs without probes are left out."""
+    """The runs made in the host's fast state, among the runs whose probes measured what
+    most runs' did (Run.state_probe): from the fastest run's state (Run.state_us) up, each
+    next run whose state is less than sqrt(STATE_GAP) above the one before it, while
+    within STATE_GAP of the fastest. A state is a band STATE_GAP wide about a probe (the
+    tool's reference state), so a step of half its width (in ratio) between two runs is a
+    gap between states: over ofi:tcp, runs at 127-128 us and at 145-159 us by PRTT(16,0,1)
+    were within 1.25x of each other but measured large messages up to 4x apart, while the
+    runs of one state step by less than 1.05x. Runs without probes are left out."""
     probes = [r.state_probe for r in runs if r.state_us is not None]
     if not probes:
         return []
     probe = max(sorted(set(probes)), key=probes.count)
-    levels = [r.state_us for r in runs if r.state_us is not None and r.state_probe == probe]
-    lo = min(levels)
-    return [r for r in runs if r.state_us is not None and r.state_probe == probe
-            and r.state_us <= STATE_GAP * lo]
+    cand = sorted((r for r in runs if r.state_us is not None and r.state_probe == probe),
+                  key=lambda r: float(r.state_us or 0.0))
+    step = math.sqrt(STATE_GAP)
+    lo = float(cand[0].state_us or 0.0)
+    keep = {id(cand[0])}
+    prev = lo
+    for r in cand[1:]:
+        v = float(r.state_us or 0.0)
+        if v >= prev * step or v > STATE_GAP * lo:
+            break
+        keep.add(id(r))
+        prev = v
+    return [r for r in runs if id(r) in keep]
 
 
 def runs_from_index(raw: Path, index: dict[str, Any],
@@ -1144,7 +1158,9 @@ def section_md(summaries: dict[str, Summary], default_runs: list[Run], n_rounds:
         "MPICH 2.3, 3.2 and 7 µs): where the hypervisor puts the two vCPUs, which the guest "
         "cannot choose. The targets are judged over all runs; below each table the same "
         "targets over the runs made in "
-        f"the fast state (state within {STATE_GAP}x of the fastest run's), each predicting "
+        "the fast state (from the fastest run's state up, each next run's less than "
+        f"{math.sqrt(STATE_GAP):.3g}x above the one before, within {STATE_GAP}x of the "
+        "fastest: a step of half a state's width is a gap between states), each predicting "
         "the next such run, show how much of the miss is the host changing between runs.",
         "",
     ]
