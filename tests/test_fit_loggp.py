@@ -31,6 +31,7 @@ from railgauge.fit import (
     prtt,
     segment,
 )
+from railgauge.fit.lines import _LineFit
 from railgauge.fit.loggp import (
     _design,
     _nnls_lines,
@@ -39,6 +40,7 @@ from railgauge.fit.loggp import (
     overhead,
     range_index,
 )
+from railgauge.fit.rangefit import _complete_bounds
 from railgauge.fit.segment import line_sse, segment_starts_batch
 from railgauge.fit.series import spike_scatter
 from railgauge.measurements import PrttPoint
@@ -424,6 +426,32 @@ def test_falling_latency_slope_is_bounded_with_the_overlap_reason() -> None:
     assert not [w for w in rng.warnings if "G_lat" in w], rng.warnings
     note = _held_for_overlap(rng, "Glat_us_per_byte", "the latency slope G_lat constrained")
     assert "G_lat is held at 0 with a reason" in note
+
+
+def test_complete_bounds_first_range_latency_slope_and_o() -> None:
+    """The first range's own G_lat significantly below 0 with o_r measured is the overlap
+    (measured over shm, 2026-11-29: one range 1 B .. 1 MiB, G_lat 4.9 standard errors
+    below 0, held at 0 without a word); without o_r measured it stays without a reason. O at
+    0 with both its parts at 0 has an entry pointing to theirs, also where their reason is
+    the range's warnings (None)."""
+    flat = _LineFit(a=1.0, b=0.0, a_free=1.0, b_free=-3.8e-5, a_se=0.1, b_se=7.7e-6,
+                    chi2_red=1.0, a_se_obs=0.1, b_se_obs=7.7e-6)
+    fine = _LineFit(a=1.0, b=1e-3, a_free=1.0, b_free=1e-3, a_se=0.1, b_se=1e-4,
+                    chi2_red=1.0, a_se_obs=0.1, b_se_obs=1e-4)
+    values = {"Glat_us_per_byte": 0.0, "O_us_per_byte": 0.0, "O_s_us_per_byte": 0.0,
+              "O_r_us_per_byte": 0.0, "g_us": 1.0}
+    lines = {"Glat_us_per_byte": (flat, False), "O_s_us_per_byte": (flat, False),
+             "O_r_us_per_byte": (flat, False), "g_us": (fine, True)}
+    for measured in (True, False):
+        bounds: list[dict[str, Any]] = []
+        _complete_bounds(bounds, values, 0, lines, o_r_measured=measured)
+        by = {b["parameter"]: b for b in bounds}
+        assert set(by) == {"Glat_us_per_byte", "O_s_us_per_byte", "O_r_us_per_byte",
+                           "O_us_per_byte"}
+        glat = by["Glat_us_per_byte"]["reason"]
+        assert (glat is not None and "overlaps" in glat) if measured else glat is None
+        assert by["O_s_us_per_byte"]["reason"] is None  # the range's warnings say why
+        assert "the range's warnings" in by["O_us_per_byte"]["reason"]
 
 
 def test_negative_gap_far_from_s1_says_why() -> None:

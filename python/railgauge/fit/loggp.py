@@ -516,7 +516,7 @@ def _fit_core(
             "g_us": (f_g, True), "G_us_per_byte": (f_g, False),
             "O_s_us_per_byte": (f_os, False), "O_r_us_per_byte": (f_or, False),
             "Glat_us_per_byte": (f_l, False),
-        })
+        }, o_r_measured=not paper)
         chi2 = {"G_all": f_g.chi2_red, "o_s": f_os.chi2_red}
         if not paper:
             chi2["o_r"] = f_or.chi2_red

@@ -157,13 +157,18 @@ def _complete_bounds(
     values: dict[str, float],
     r: int,
     lines: dict[str, tuple[_LineFit, bool]],
+    *,
+    o_r_measured: bool = False,
 ) -> None:
     """Adds to ``bounds`` every parameter of ``values`` held at 0 that has no entry yet,
     with its reason: an estimate consistent with 0 is physically near 0; O_s and O_r at 0
     are plain LogGP (it has no per-byte overhead); a slope of a later range (O_s, O_r,
-    G_lat) enters neither L, o, g nor G, and falls where sending and receiving overlap.
-    A parameter without a reason gets an entry whose reason is None: the range's warnings
-    say why it is a problem."""
+    G_lat) enters neither L, o, g nor G, and falls where sending and receiving overlap;
+    G_lat of the first range falling with o_r measured is that overlap too (the
+    network-wide check's reason, GLAT_OVERLAP_REASON, over the whole range). A parameter
+    without a reason gets an entry whose reason is None: the range's warnings say why it
+    is a problem. O = (O_s + O_r)/2 at 0 with both its parts at 0 gets an entry that
+    points to theirs."""
     have = {b["parameter"] for b in bounds}
     for key, (lf, intercept) in lines.items():
         if key in have or key not in values or values[key] > 0.0 or not _at_bound(lf, intercept):
@@ -175,6 +180,10 @@ def _complete_bounds(
                       f"1.96 standard errors ({se:.2g}) of 0")
         elif key in ("O_s_us_per_byte", "O_r_us_per_byte") and r == 0:
             reason = None
+        elif key == "Glat_us_per_byte" and r == 0 and o_r_measured:
+            # Measured over shm (2026-11-29), one range 1 B .. 1 MiB: G_lat -3.8e-5 us/B,
+            # 4.9 standard errors below 0, held at 0 without a word.
+            reason = GLAT_OVERLAP_REASON.strip("; ")
         elif key in ("O_s_us_per_byte", "O_r_us_per_byte", "Glat_us_per_byte") and r > 0:
             reason = ("a slope of this range only, which enters neither L, o, g nor G: it "
                       "falls with size where sending and receiving overlap (a transfer "
@@ -184,14 +193,19 @@ def _complete_bounds(
         if reason is None:
             bounds[-1]["reason"] = None
     entries = {b["parameter"]: b for b in bounds}
+    parts = ("O_s_us_per_byte", "O_r_us_per_byte")
     if (
         values.get("O_us_per_byte", 1.0) <= 0.0
         and "O_us_per_byte" not in entries
-        and all(entries.get(k, {}).get("reason") for k in ("O_s_us_per_byte", "O_r_us_per_byte"))
+        and all(k in entries for k in parts)
     ):
+        # With a part's reason None (a warning of the range names it), O's entry says so:
+        # O is at 0 because its parts are, and the range is not reliable for them.
+        said = all(entries[k].get("reason") for k in parts)
         bounds.append({"parameter": "O_us_per_byte", "value": 0.0, "unconstrained": None,
                        "standard_error": None,
-                       "reason": "(O_s + O_r)/2 with both at 0 (see their entries)"})
+                       "reason": "(O_s + O_r)/2 with both at 0 (see their entries"
+                                 + (")" if said else " and the range's warnings)")})
 
 
 def _overlap_significant(ds: DerivedSeries, idx: npt.NDArray[np.int64],
