@@ -76,6 +76,7 @@ from harness import (
     REPO,
     BenchError,
     Tools,
+    _git_commit,
     _on_sigterm,
     emit_section,
     facts_md,
@@ -1339,6 +1340,11 @@ def main(argv: list[str] | None = None) -> int:
             facts = mf | {"date": f"analysed {mf['date']} (measurement date unknown)"}
         measured_by = "\n".join(dict.fromkeys(
             str(i["command"]) for _, i in kept if i.get("command")))
+        if args.refit:
+            # The models are this checkout's fit of the kept measurements, not the ones
+            # the measuring commit wrote.
+            refit_commit = _git_commit()
+            command += f"  # models fitted at commit {refit_commit}" if refit_commit else ""
         command = (f"{measured_by}\n# analysed with:\n{command}" if measured_by
                    else command)
         transports = args.transports or list(index.get("transports") or [])
