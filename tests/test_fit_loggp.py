@@ -334,6 +334,44 @@ def test_isolated_spikes_make_no_protocol_range() -> None:
         assert len(fit.ranges) == 1, (seed, b, [r.from_bytes for r in fit.ranges])
 
 
+def test_sizes_measured_in_another_state_are_left_out() -> None:
+    """Records that say in_state false (railgauge-bench kept their fastest passes, all made
+    in another state of the host) are left out of the fit, size by size, and the message
+    and source say which: three neighbouring sizes 1.4x slower (a slower state for a few
+    seconds) make a range of their own when fitted, none when left out."""
+    sizes = sweep_sizes(1 << 20, per_octave=3)
+    meas = synth_prtt(TCP, sizes, noise=0.01, seed=2)
+    slow = set(sizes[20:23])
+
+    def marked(flag: bool | None) -> Any:
+        recs = []
+        for r in meas.records:
+            if r.s in slow:
+                ci = r.ci95_median_us
+                r = dataclasses.replace(
+                    r, median_us=r.median_us * 1.4,
+                    iqm_us=None if r.iqm_us is None else r.iqm_us * 1.4,
+                    ci95_median_us=None if ci is None else (ci[0] * 1.4, ci[1] * 1.4),
+                    in_state=flag)
+            recs.append(r)
+        return dataclasses.replace(meas, records=recs)
+
+    mixed = fit_loggp(marked(None), n_boot=0)
+    assert len(mixed.ranges) > 1 and mixed.source["off_state_sizes"] == []
+    fit = fit_loggp(marked(False), n_boot=0, accuracy=True)
+    assert len(fit.ranges) == 1 and fit.source["off_state_sizes"] == sorted(slow)
+    assert "3 size(s) left out, measured only in another state" in fit.message
+    assert fit.source["sizes"] == len(sizes) - 3
+    assert fit.accuracy is not None and fit.accuracy["held_out"]["points"] == 3 * (len(sizes) - 3)
+    # Never down to fewer than two sizes: then nothing is left out.
+    two = dataclasses.replace(meas, records=[
+        dataclasses.replace(r, in_state=r.s != 1) for r in meas.records if r.s in (1, 2, 4)])
+    assert fit_loggp(two, n_boot=0).source["off_state_sizes"] == [1]
+    one_left = dataclasses.replace(two, records=[
+        dataclasses.replace(r, in_state=r.s == 1) for r in two.records])
+    assert fit_loggp(one_left, n_boot=0).source["off_state_sizes"] == []
+
+
 def test_rel_tol_sets_what_counts_as_a_change() -> None:
     """5% systematic scatter exceeds the default 3% tolerance but not rel_tol=0.05 (without
     the local-scatter floor, for the criterion alone); the local-scatter floor absorbs it by

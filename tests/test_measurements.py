@@ -323,6 +323,7 @@ def test_triples_without_orecv_are_nan() -> None:
         (point(16, 10.0, 8, 100.0, d_actual_us=-1.0), "'d_actual_us' is negative"),
         (point(16, 10.0, 8, 100.0, d_actual_us="x"), "'d_actual_us' must be a finite"),
         (orecv(8, 0.05, d_actual_us=-1.0), "'d_actual_us' is negative"),
+        (point(1, 0.0, 8, 10.0, in_state="yes"), "'in_state' must be true or false"),
     ],
 )
 def test_orecv_and_d_actual_errors(tmp_path: Path, record: dict[str, Any], needle: str) -> None:
@@ -440,3 +441,13 @@ def test_pass_means_read_kept_and_judged(tmp_path: Path) -> None:
         rec = {**triple(8)[0], "pass_state_us": bad}
         with pytest.raises(MeasurementError, match="pass_state_us"):
             read_measurements(write(tmp_path / "b.jsonl", [HEADER, rec]))
+
+
+def test_in_state_is_read_and_written(tmp_path: Path) -> None:
+    """railgauge-bench's in_state (a pass of the point made in the run's reference state of
+    the host) is kept, and written back; records without it have None."""
+    path = write(tmp_path / "s.jsonl", [HEADER, point(1, 0.0, 8, 10.0, in_state=False),
+                                        point(16, 0.0, 8, 100.0)])
+    recs = read_measurements(path).records
+    assert [r.in_state for r in recs] == [False, None]
+    assert recs[0].to_record()["in_state"] is False and "in_state" not in recs[1].to_record()

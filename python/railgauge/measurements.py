@@ -131,6 +131,10 @@ class PrttPoint:
     #: The probe just after each pass (0 where a pass has none; None: older files): a pass
     #: whose two probes show different states straddled a change of the host's state.
     pass_state_after_us: tuple[float, ...] | None = None
+    #: Whether a pass of the point was made in the run's reference state of the host
+    #: (railgauge-bench prtt's ``in_state``; None: older files, one pass). False: the point
+    #: kept its fastest passes, all made in another state.
+    in_state: bool | None = None
 
     @property
     def kind(self) -> PointKind:
@@ -203,6 +207,8 @@ class PrttPoint:
             rec["pass_state_us"] = list(self.pass_state_us)
         if self.pass_state_after_us is not None:
             rec["pass_state_after_us"] = list(self.pass_state_after_us)
+        if self.in_state is not None:
+            rec["in_state"] = self.in_state
         return rec
 
 
@@ -400,6 +406,9 @@ def _parse_prtt(rec: dict[str, Any], path: str, line: int) -> PrttPoint:
                 f"{where}: '{key}' must be a list of finite numbers >= 0, got {states!r}"
             )
         probe_lists[key] = None if states is None else tuple(float(v) for v in states)
+    in_state = rec.get("in_state")
+    if in_state is not None and not isinstance(in_state, bool):
+        raise MeasurementError(f"{where}: 'in_state' must be true or false, got {in_state!r}")
 
     return PrttPoint(
         n=n,
@@ -417,6 +426,7 @@ def _parse_prtt(rec: dict[str, Any], path: str, line: int) -> PrttPoint:
         pass_iqm_us=None if passes is None else tuple(float(v) for v in passes),
         pass_state_us=probe_lists["pass_state_us"],
         pass_state_after_us=probe_lists["pass_state_after_us"],
+        in_state=in_state,
         **times,
     )
 
