@@ -1058,8 +1058,9 @@ static size_t rg__bench_in_band(const rg__bench_passes_t *ps, double lo, double 
     return score;
 }
 
-/* The run's reference state as its probes choose it: of the bands RG_BENCH_STATE_GAP wide about each probe of the
- * run (from p / sqrt(GAP) to p sqrt(GAP)), the one in which the points have
+/* The run's reference state as its probes choose it: of the bands
+ * RG_BENCH_STATE_GAP wide about each probe of the run (from p / sqrt(GAP) to
+ * p sqrt(GAP)), the one in which the points have
  * the most passes with both their probes, counting at most two a point (two
  * confirm a point); the fastest of equals. Counting points with a pass would
  * favour any state that held for one whole pass: over MPICH a run whose first
