@@ -729,11 +729,12 @@ def _source_of(meas: Measurements, n_sizes: int) -> dict[str, Any]:
 def off_state_sizes(meas: Measurements) -> list[int]:
     """Sizes a record of which says it was measured only in another state of the host than
     the run's reference state (``in_state`` false: railgauge-bench kept its fastest passes,
-    none in the reference band). The fit leaves them out: in the runs of 2026-11-29 such
-    sizes (up to 51 records of 328 where the host changed state often) sat up to 1.3x off
-    their neighbours; refitting those runs without them, every range was reliable in 8 of
-    10 Open MPI runs against 5 and 5 of 10 tcp runs against 4. None are left out where
-    that would leave fewer than two sizes."""
+    none in the reference band). The fit leaves them out: in the runs of 2026-11-29 (up to
+    51 such records of 328 where the host changed state often) a tenth of them lay more
+    than 1.2x above the interpolation of their neighbours and a tenth below 0.6x of it;
+    refitting those runs without them, every range was reliable in 8 of 10 Open MPI runs
+    against 5 and 5 of 10 tcp runs against 4. None are left out where that would leave
+    fewer than two sizes."""
     off = sorted({r.s for r in meas.records if r.in_state is False})
     left = {r.s for r in meas.records} - set(off)
     return off if len(left) >= 2 else []
