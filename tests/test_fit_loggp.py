@@ -279,26 +279,26 @@ def test_spike_scatter_marks_isolated_spikes_only() -> None:
     not."""
     sizes = np.array([1, 2, 4, 8, 16, 32, 64])
     flat = np.full(7, 10.0)
-    assert not spike_scatter(sizes, flat, 0.03).any()
+    assert not spike_scatter(flat, 0.03).any()
     up = flat.copy()
     up[3] = 14.0
-    sc = spike_scatter(sizes, up, 0.03)
+    sc = spike_scatter(up, 0.03)
     assert sc[3] == pytest.approx(0.4) and np.count_nonzero(sc) == 1
     down = flat.copy()
     down[2] = 7.0  # below both neighbours: ln(10/7) above them
-    assert spike_scatter(sizes, down, 0.03)[2] == pytest.approx(10.0 / 7.0 - 1.0)
+    assert spike_scatter(down, 0.03)[2] == pytest.approx(10.0 / 7.0 - 1.0)
     # Within 3 tolerances: no spike; a looser tolerance hides a larger one.
-    assert not spike_scatter(sizes, np.where(np.arange(7) == 3, 10.8, 10.0), 0.03).any()
-    assert not spike_scatter(sizes, up, 0.15).any()
+    assert not spike_scatter(np.where(np.arange(7) == 3, 10.8, 10.0), 0.03).any()
+    assert not spike_scatter(up, 0.15).any()
     step = np.array([10.0, 10.0, 10.0, 20.0, 20.0, 20.0, 20.0])
-    assert not spike_scatter(sizes, step, 0.03).any()
+    assert not spike_scatter(step, 0.03).any()
     ends = flat.copy()
     ends[0], ends[-1] = 20.0, 5.0
-    assert not spike_scatter(sizes, ends, 0.03).any()
-    assert not spike_scatter(sizes, 3.0 * sizes.astype(float) ** 0.5, 0.03).any()
+    assert not spike_scatter(ends, 0.03).any()
+    assert not spike_scatter(3.0 * sizes.astype(float) ** 0.5, 0.03).any()
     nan = up.copy()
     nan[1] = np.nan  # left out: the spike's neighbours are the values around it
-    assert spike_scatter(sizes, nan, 0.03)[3] == pytest.approx(0.4)
+    assert spike_scatter(nan, 0.03)[3] == pytest.approx(0.4)
 
 
 def _spiked(meas: Any, s: int, kind: tuple[str, int], factor: float) -> Any:

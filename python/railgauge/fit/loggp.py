@@ -726,15 +726,16 @@ def _source_of(meas: Measurements, n_sizes: int) -> dict[str, Any]:
     }
 
 
-def off_state_sizes(meas: Measurements) -> list[int]:
-    """Sizes a record of which says it was measured only in another state of the host than
-    the run's reference state (``in_state`` false: railgauge-bench kept its fastest passes,
-    none in the reference band). The fit leaves them out: in the runs of 2026-11-29 (up to
-    51 such records of 328 where the host changed state often) a tenth of them lay more
-    than 1.2x above the interpolation of their neighbours and a tenth below 0.6x of it;
-    refitting those runs without them, every range was reliable in 8 of 10 Open MPI runs
-    against 5 and 5 of 10 tcp runs against 4. None are left out where that would leave
-    fewer than two sizes."""
+def out_of_state_sizes(meas: Measurements) -> list[int]:
+    """Sizes a record of which says it was measured only in another state of the host than the
+    run's reference state (``in_state`` false: railgauge-bench kept its fastest passes, none in
+    the reference band; the refinement's own test of its sizes against the sweep's state is
+    :func:`railgauge.hoststate.off_state_sizes`). The fit leaves them out: in the runs of
+    2026-11-29 (up to 51 such records of 328 where the host changed state often) a tenth of
+    them lay more than 1.2x above the interpolation of their neighbours and a tenth below 0.6x
+    of it; refitting those runs without them, every range was reliable in 8 of 10 Open MPI runs
+    against 5 and 5 of 10 tcp runs against 4. None are left out where that would leave fewer
+    than two sizes."""
     off = sorted({r.s for r in meas.records if r.in_state is False})
     left = {r.s for r in meas.records} - set(off)
     return off if len(left) >= 2 else []
@@ -810,11 +811,11 @@ def fit_loggp(
         ``success`` is False (with a ``message``) when fewer than two sizes have all three
         patterns. Bad arguments raise ``ValueError`` naming the argument.
     """
-    off_state = off_state_sizes(meas)
+    off_state = out_of_state_sizes(meas)
     full = meas
     if off_state:
-        meas = dataclasses.replace(
-            meas, records=[r for r in meas.records if r.s not in set(off_state)])
+        drop = set(off_state)
+        meas = dataclasses.replace(meas, records=[r for r in meas.records if r.s not in drop])
     tr = triples(meas)
     options: dict[str, Any] = {
         "rel_tol": rel_tol,

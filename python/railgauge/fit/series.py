@@ -200,8 +200,9 @@ def local_scatter(sizes: ArrayLike, y: ArrayLike, *, half_window: int = 4) -> Fl
 SPIKE_K = 3.0
 
 
-def spike_scatter(sizes: ArrayLike, y: ArrayLike, tol: ArrayLike) -> FloatArray:
-    """The relative uncertainty of each isolated spike of a raw series, 0 elsewhere.
+def spike_scatter(y: ArrayLike, tol: ArrayLike) -> FloatArray:
+    """The relative uncertainty of each isolated spike of a raw series (values in the order
+    of their sizes), 0 elsewhere.
 
     A value y_i is a spike when it lies above both its neighbours or below both, by more
     than SPIKE_K tol_i each in ln y (tol_i its relative floor, max(rel_tol, local scatter)):
@@ -259,7 +260,7 @@ def derive_series(
     if local_scatter_floor:
         # An isolated spike weighs as one uncertainty from its neighbours (spike_scatter).
         for k, v in raw.items():
-            spikes = spike_scatter(tr.sizes, v, tol[k])
+            spikes = spike_scatter(v, tol[k])
             scatter[k] = np.maximum(scatter[k], spikes)
             tol[k] = np.maximum(tol[k], spikes)
     raw_sigma = {
