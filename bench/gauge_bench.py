@@ -916,10 +916,16 @@ class BlindRun:
     invented: list[int] | None = None
     #: a change of the default runs of the window lies near T too (found proves less)
     near_default: bool = False
-    #: the invented changes that every other moved run with the same T shows too: a
-    #: protocol change the move revealed (another threshold that only matters once the
-    #: moved one lies above it), not one made up by noise
+    #: the invented changes that every other moved run with the same T shows too, as a
+    #: change or as a bend (a break its fit saw there but merged for too little
+    #: support): a protocol change the move revealed (another threshold that only
+    #: matters once the moved one lies above it), not one made up by noise
     revealed: list[int] = field(default_factory=list)
+
+    def breaks_seen(self) -> list[int]:
+        """Where this run's fit saw a break: its changes and the upper sizes (the
+        from_bytes a change there would have) of its bends."""
+        return list(self.changes or []) + [hi for _lo, hi, _sup in self.bends]
 
     @property
     def ok(self) -> bool:
@@ -994,7 +1000,7 @@ def summarize_blind(key: str, runs: list[BlindRun]) -> BlindSummary:
     for r in moved:
         twins = [o for o in moved if o is not r and o.ok and o.t == r.t]
         r.revealed = [c for c in (r.invented or []) if twins and all(
-            any(blind.same_change(c, d) for d in (o.changes or [])) for o in twins)]
+            any(blind.same_change(c, d) for d in o.breaks_seen()) for o in twins)]
         unexplained += bool(set(r.invented or []) - set(r.revealed))
     n = len(moved)
     if not n:
@@ -1043,12 +1049,14 @@ def blind_md(summaries: list[BlindSummary], meta: dict[str, Any]) -> list[str]:
         "**Invented**: a change neither near T nor within one step of a change of the "
         "default runs of the same window (a default change that disappears because its "
         "threshold was moved is not counted). **Revealed**: an invented change that every "
-        "other run with the same T shows too (at least one other): another protocol change "
-        "that only shows once the moved threshold lies above it, which the default runs "
-        "cannot see; it is counted among the invented and shown, but does not fail the "
-        "target. Target: T found in >= 9 of 10 runs, none invented that is not revealed; "
-        "a failed run counts as not found. Bends (breaks the fit merged away for "
-        "too little support, `bends` of model-loggp.json) are shown but are not changes.",
+        "other run with the same T shows too (at least one other), as a change or as a bend "
+        "within one step (a break its fit saw there but merged for too little support): "
+        "another protocol change that only shows once the moved threshold lies above it, "
+        "which the default runs cannot see; it is counted among the invented and shown, "
+        "but does not fail the target. Target: T found in >= 9 of 10 runs, none "
+        "invented that is not revealed; a failed run counts as not found. Bends (breaks "
+        "the fit merged away for too little support, `bends` of model-loggp.json) are "
+        "shown but are not changes.",
         "",
         "| stack | variable | runs | found | invented | values drawn | result |",
         "| --- | --- | ---: | ---: | ---: | --- | --- |",
@@ -1059,7 +1067,7 @@ def blind_md(summaries: list[BlindSummary], meta: dict[str, Any]) -> list[str]:
         drawn = ", ".join(str(r.t) for r in s.moved) or "none"
         revealed_runs = s.invented_runs - s.unexplained_runs
         inv = (f"{s.invented_runs} of {n}"
-               + (f" ({revealed_runs} revealed: the same change in every run with that T)"
+               + (f" ({revealed_runs} revealed: the same break in every run with that T)"
                   if revealed_runs else "")
                + (f" ({s.unjudged} not judged: no default run)" if s.unjudged else ""))
         near = sum(1 for r in s.moved if r.near_default)

@@ -58,3 +58,37 @@ def test_fast_state_runs_edges(gb: ModuleType) -> None:
         r.round = i + 1
     assert [r.round for r in gb.fast_state_runs(runs)] == [2, 3]
     assert gb.fast_state_runs(_runs(gb, [None, None])) == []
+
+
+def _blind(gb: ModuleType, kind: str, number: int, t: int, changes: list[int],
+           bends: list[tuple[int, int, float]] | None = None) -> object:
+    return gb.BlindRun(stack="openmpi", kind=kind, number=number, t=t,
+                       window=(t // 4, t * 4), dir=Path("."), wall_s=1.0, error=None,
+                       changes=changes, bends=list(bends or []))
+
+
+def test_blind_judgement_found_invented_revealed(gb: ModuleType) -> None:
+    # Open MPI with the eager limit at 24576 B (the draw of 2026-11-29): a change near
+    # 17 KiB shows in three runs; the fourth saw the break as a bend (88%).
+    runs = [
+        _blind(gb, "default", 1, 24576, []),
+        _blind(gb, "moved", 1, 24576, [17378, 24576]),
+        _blind(gb, "moved", 2, 24576, [17378, 24576]),
+        _blind(gb, "moved", 3, 24576, [24576], [(12288, 14613, 0.88)]),
+        _blind(gb, "moved", 4, 24576, [17378, 24576]),
+    ]
+    s = gb.summarize_blind("openmpi", runs)
+    assert s.found == 4 and s.invented_runs == 3 and s.unexplained_runs == 0
+    assert all(r.revealed == [17378] for r in s.moved if r.invented)
+    assert s.ok is True
+    # Without the bend (the break nowhere in run 3), the change is not corroborated.
+    runs[3].bends = []
+    s = gb.summarize_blind("openmpi", runs)
+    assert s.unexplained_runs == 3 and s.ok is False
+    # A bend far from the change corroborates nothing; a change of the default runs
+    # of the window is no invention; a run without T's change is not found.
+    runs[3].bends = [(6144, 7306, 0.6)]
+    runs[0].changes = [17378]
+    runs[4].changes = [17378]
+    s = gb.summarize_blind("openmpi", runs)
+    assert s.invented_runs == 0 and s.found == 3 and s.ok is False
