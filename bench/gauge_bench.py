@@ -1353,6 +1353,11 @@ def main(argv: list[str] | None = None) -> int:
             # the measuring commit wrote.
             refit_commit = _git_commit()
             command += f"  # models fitted at commit {refit_commit}" if refit_commit else ""
+        else:
+            # The models are the measuring commit's; the judgement (blind thresholds,
+            # host states, targets) is this checkout's.
+            judged_at = _git_commit()
+            command += f"  # judged at commit {judged_at}" if judged_at else ""
         command = (f"{measured_by}\n# analysed with:\n{command}" if measured_by
                    else command)
         transports = args.transports or list(index.get("transports") or [])
