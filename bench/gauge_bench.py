@@ -247,11 +247,16 @@ def refit_run(run: Run, refit_root: Path, raw: Path) -> Path:
     """Fits DIR/measurements.jsonl again with this checkout's fit (as `railgauge gauge`
     does: accuracy on, its default seed 0) into REFIT_ROOT/<the run's folder>/model-loggp.json,
     so that a change of the fit is judged on the same measurements; returns that path."""
+    return _refit_dir(run.dir, refit_root, raw)
+
+
+def _refit_dir(run_dir: Path, refit_root: Path, raw: Path) -> Path:
+    """refit_run of the run folder run_dir (a round's or a blind run's)."""
     from railgauge.fit.loggp import fit_loggp
 
-    meas = read_measurements(run.dir / "measurements.jsonl")
+    meas = read_measurements(run_dir / "measurements.jsonl")
     fit = fit_loggp(meas, seed=0, accuracy=True)
-    out = refit_root / rel_dir(run.dir, raw) / "model-loggp.json"
+    out = refit_root / rel_dir(run_dir, raw) / "model-loggp.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(fit.to_json(), indent=2) + "\n")
     return out
@@ -932,13 +937,17 @@ class BlindRun:
         return self.error is None and self.changes is not None
 
 
-def load_blind_run(e: dict[str, Any], raw: Path) -> BlindRun:
+def load_blind_run(e: dict[str, Any], raw: Path, refit_root: Path | None = None) -> BlindRun:
+    """A blind run's changes and bends from its model-loggp.json, or with REFIT_ROOT from
+    this checkout's fit of its measurements (refit_run: into REFIT_ROOT/<its folder>)."""
     r = BlindRun(stack=e["stack"], kind=e["kind"], number=int(e["number"]), t=int(e["t"]),
                  window=(int(e["window"][0]), int(e["window"][1])), dir=raw / e["dir"],
                  wall_s=e.get("wall_s"), error=e.get("error"))
     if r.error is None:
         path = r.dir / "model-loggp.json"
         try:
+            if refit_root is not None:
+                path = _refit_dir(r.dir, refit_root, raw)
             doc = json.loads(path.read_text())
             ranges = doc.get("ranges")
             if not isinstance(ranges, list) or not ranges:
@@ -1427,8 +1436,11 @@ def main(argv: list[str] | None = None) -> int:
         meta = dict(index.get("blind") or {})
         stacks = [k for k in (args.blind_stacks or meta.get("stacks") or blind.STACKS)
                   if k in blind.STACKS and any(e["stack"] == k for e in index["blind_runs"])]
-        bruns = [load_blind_run(e, blind_raw or raw) for e in index["blind_runs"]
-                 if e["stack"] in stacks]
+        braw = blind_raw or raw
+        if args.refit:
+            log(f"fitting the blind runs' measurements again into {braw / 'refit'}")
+        bruns = [load_blind_run(e, braw, braw / "refit" if args.refit else None)
+                 for e in index["blind_runs"] if e["stack"] in stacks]
         failed |= any(r.error is not None for r in bruns)
         blind_lines = blind_md([summarize_blind(k, [r for r in bruns if r.stack == k])
                           for k in stacks], meta)

@@ -42,8 +42,8 @@ from railgauge.fit.loggp import (
 )
 from railgauge.fit.rangefit import _complete_bounds
 from railgauge.fit.segment import line_sse, segment_starts_batch
-from railgauge.fit.series import spike_scatter
-from railgauge.measurements import PrttPoint
+from railgauge.fit.series import derive_series, spike_scatter, transition_scatter
+from railgauge.measurements import PrttPoint, read_measurements, triples
 from railgauge.synth import PAPER_TABLE, o_r_true, prtt_true, sweep_sizes, synth_prtt
 
 CONTRACT = ("L_us", "o_us", "g_us", "G_us_per_byte")
@@ -299,6 +299,98 @@ def test_spike_scatter_marks_isolated_spikes_only() -> None:
     nan = up.copy()
     nan[1] = np.nan  # left out: the spike's neighbours are the values around it
     assert spike_scatter(nan, 0.03)[3] == pytest.approx(0.4)
+
+
+def test_transition_scatter_marks_points_between_two_levels() -> None:
+    """A value between the levels of a step, far from both sides' trends, and an end value
+    far from its inner neighbours' trend, get their smaller deviation as uncertainty; a
+    clean step, a smooth power law, noise within the tolerance and a spike (spike_scatter's)
+    do not."""
+    sizes = np.array([1024, 1218, 1448, 1722, 2048, 2435, 2896, 3444, 4096, 4467, 4871, 5793,
+                      6889, 8192], dtype=float)
+    # libfabric's rxm with its buffer at 4096 B, PRTT(1,0,s)/2 in us (the blind run of
+    # 2026-11-29): 4467 B lies between the eager and the rendezvous level.
+    rxm = np.array([8.74, 9.95, 10.02, 10.17, 10.45, 10.73, 11.02, 11.38, 11.81, 30.3, 36.4,
+                    36.8, 37.9, 38.0])
+    sc = transition_scatter(sizes, rxm, 0.03)
+    assert np.flatnonzero(sc).tolist() == [9]
+    assert 0.05 < sc[9] < 0.2  # the nearer level: the rendezvous side's trend
+    step = rxm.copy()
+    step[9] = 34.0 * (4467 / 4871) ** 0.2  # on the upper level: a clean step
+    assert not transition_scatter(sizes, step, 0.03).any()
+    power = 3.0 * sizes ** 0.6
+    assert not transition_scatter(sizes, power, 0.03).any()
+    noisy = power * (1.0 + 0.02 * np.sin(np.arange(sizes.size) * 2.1))
+    assert not transition_scatter(sizes, noisy, 0.03).any()
+    spike = power.copy()
+    spike[6] *= 1.5  # above both sides: a spike, not between two levels
+    assert not transition_scatter(sizes, spike, 0.03)[6]
+    # The sweep's first size still on the level below (MPICH with UCX's rendezvous at
+    # 64 KiB, from 16384 B: o_r 0.62 us, then 0.90, 1.02, 1.20 us).
+    first = np.array([0.619, 0.895, 1.015, 1.201, 1.354, 1.513, 1.788])
+    sc = transition_scatter(sizes[:7] * 16, first, 0.03)
+    assert np.flatnonzero(sc).tolist() == [0]
+    assert sc[0] == pytest.approx(0.895 * (16384 / 19484) ** (np.log(1.015 / 0.895)
+                                  / np.log(23170 / 19484)) / 0.619 - 1.0, rel=1e-2)
+    # Within five tolerances an end value is left alone; too few values: nothing.
+    assert not transition_scatter(sizes[:7] * 16, first, 0.06).any()
+    assert not transition_scatter(sizes[:4], rxm[8:12], 0.03).any()
+    nan = rxm.copy()
+    nan[3] = np.nan
+    assert np.flatnonzero(transition_scatter(sizes, nan, 0.03)).tolist() == [9]
+
+
+def test_transition_point_needs_two_raw_series(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A size is a transition point only where at least two of its raw series lie between
+    the levels of a step: one series alone (the receive overhead over shm bends at the
+    ring's 64 KiB while the PRTTs do not) keeps its tolerance."""
+    sizes = sweep_sizes(1 << 20, per_octave=4)
+    meas = synth_prtt(PAPER_TABLE["GM"], sizes, noise=0.0, seed=0)
+    prev, mid = 32768, 38968
+    below = {(r.type, r.n, r.d_us > 0): r.median_us for r in meas.records if r.s == prev}
+
+    def between(kinds: set[tuple[str, int, bool]], on: bool) -> dict[str, Any]:
+        recs = []
+        for r in meas.records:
+            key = (r.type, r.n, r.d_us > 0)
+            if r.s == mid and key in kinds:
+                f = math.sqrt(below[key] * mid / prev / r.median_us)
+                r = dataclasses.replace(r, median_us=r.median_us * f, ci95_median_us=None,
+                                        iqm_us=None if r.iqm_us is None else r.iqm_us * f)
+            recs.append(r)
+        monkeypatch.setattr("railgauge.fit.series.TRANSITIONS", on)
+        ds = derive_series(triples(dataclasses.replace(meas, records=recs)))
+        return {k: float(v[sizes.index(mid)]) for k, v in ds.scatter.items()}
+
+    p1 = {("prtt", 1, False)}
+    assert between(p1, True) == between(p1, False)
+    both = {("prtt", 1, False), ("prtt", 16, False)}
+    on, off = between(both, True), between(both, False)
+    for k in ("p1", "pn"):
+        assert on[k] > max(0.1, 2.0 * off[k]), k
+    # A series not between the levels keeps its own tolerance.
+    assert on["pd"] == off["pd"] and on["o_r"] == off["o_r"]
+
+
+@pytest.mark.parametrize("name,threshold,invented", [
+    ("rxm-buffer-4096.jsonl", 4096, 6889),
+    ("ucx-rndv-65536.jsonl", 65536, 27554),
+])
+def test_a_point_between_two_protocols_makes_no_range(name: str, threshold: int,
+                                                      invented: int) -> None:
+    """Two runs of the blind-threshold benchmark (tests/data/blind/README.md): one size
+    between the levels of a step (rxm), or the sweep's first size on a lower level (UCX),
+    made a range of three sizes, the criterion's min_seg, and a change after it that the
+    stack does not have. As transition points they weigh as one uncertainty from the nearer
+    level: the moved threshold is the only change, found within one step of the sweep."""
+    meas = read_measurements(Path(__file__).parent / "data" / "blind" / name)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("railgauge.fit.series.TRANSITIONS", False)
+        before = [r.from_bytes for r in fit_loggp(meas, n_boot=0).ranges]
+    assert invented in before
+    after = [r.from_bytes for r in fit_loggp(meas, n_boot=0).ranges]
+    assert len(after) == 2, after
+    assert threshold / 2 ** 0.25 < after[1] <= threshold * 2 ** 0.25 + 1, after
 
 
 def _spiked(meas: Any, s: int, kind: tuple[str, int], factor: float) -> Any:

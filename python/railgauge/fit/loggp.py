@@ -202,7 +202,7 @@ def _fit_core(
         "fit": "weighted bounded least squares (scipy.optimize.lsq_linear, coefficients >= 0)",
         "weights": (
             "1/sigma^2, sigma = max(propagated max(sigma_CI, max(rel_tol, local scatter, "
-            "spike)*median), abs_floor)"
+            "spike, transition)*median), abs_floor)"
             if local_scatter
             else "1/sigma^2, sigma = max(propagated max(sigma_CI, rel_tol*median), abs_floor)"
         ),

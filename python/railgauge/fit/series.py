@@ -229,6 +229,67 @@ def spike_scatter(y: ArrayLike, tol: ArrayLike) -> FloatArray:
     return out
 
 
+#: A raw value farther than TRANSITION_K times its floored relative uncertainty from the
+#: trends of both its sides, and between them, is a transition point
+#: (:func:`transition_scatter`); an end value that far from the trend of its two inner
+#: neighbours, TRANSITION_END_K, is an end point of another protocol.
+TRANSITION_K = 3.0
+TRANSITION_END_K = 5.0
+#: A size is a transition point where at least this many of its raw series (PRTT(1,0,s),
+#: PRTT(n,0,s), PRTT(n,d,s), o_r(s)) are (derive_series).
+TRANSITION_SERIES = 2
+#: Whether derive_series marks transition points (the tests compare without).
+TRANSITIONS = True
+
+
+def transition_scatter(sizes: ArrayLike, y: ArrayLike, tol: ArrayLike) -> FloatArray:
+    """The relative uncertainty of each transition point of a raw series (values in the
+    order of their sizes), 0 elsewhere.
+
+    A protocol range needs ``min_seg`` sizes, so a single size that belongs to neither of
+    two ranges cannot be left alone by the criterion: it gets a range of three sizes, and
+    the break after that range is a change the transport does not have. Two kinds:
+
+    * a value between the levels of a step: in ln y against ln s, the trend of its two left
+      neighbours extrapolated to it and the trend of its two right neighbours extrapolated
+      to it lie on opposite sides of it, each more than TRANSITION_K tol_i away;
+    * an end value (the first or the last size) more than TRANSITION_END_K tol_i from the
+      trend of its two inner neighbours extrapolated to it: the sweep's first size still in
+      the protocol below, or its last already in the next.
+
+    Its uncertainty is then the smaller deviation, ``exp(min |dev|) - 1``, so that it weighs
+    like a value one uncertainty from the nearer range. Values that are not finite and
+    positive are never transition points; a series of fewer than five such values has none.
+    """
+    s_arr = np.asarray(sizes, dtype=np.float64)
+    y_arr = np.asarray(y, dtype=np.float64)
+    t_arr = np.broadcast_to(np.asarray(tol, dtype=np.float64), y_arr.shape)
+    out = np.zeros(y_arr.size)
+    use = np.flatnonzero(np.isfinite(y_arr) & (y_arr > 0.0) & (s_arr > 0.0))
+    m = use.size
+    if m < 5:
+        return out
+    lx = np.log(s_arr[use])
+    ly = np.log(y_arr[use])
+    lt = np.log1p(t_arr[use])
+
+    def extrapolate(i: int, j: int, k: int) -> float:
+        """The line in (ln s, ln y) through points j and k, at point i."""
+        return float(ly[j] + (ly[k] - ly[j]) * (lx[i] - lx[j]) / (lx[k] - lx[j]))
+
+    for i in range(2, m - 2):
+        left = ly[i] - extrapolate(i, i - 2, i - 1)
+        right = ly[i] - extrapolate(i, i + 1, i + 2)
+        dev = min(abs(left), abs(right))
+        if left * right < 0.0 and dev > TRANSITION_K * lt[i]:
+            out[use[i]] = np.expm1(dev)
+    for i, (j, k) in ((0, (1, 2)), (m - 1, (m - 2, m - 3))):
+        dev = abs(ly[i] - extrapolate(i, j, k))
+        if dev > TRANSITION_END_K * lt[i]:
+            out[use[i]] = np.expm1(dev)
+    return out
+
+
 def derive_series(
     tr: Triples,
     *,
@@ -263,6 +324,15 @@ def derive_series(
             spikes = spike_scatter(v, tol[k])
             scatter[k] = np.maximum(scatter[k], spikes)
             tol[k] = np.maximum(tol[k], spikes)
+        if TRANSITIONS:
+            # A transition point between two protocols shows in the message's transfer as
+            # a whole: a size is one where at least two of its raw series are.
+            trans = {k: transition_scatter(tr.sizes, v, tol[k]) for k, v in raw.items()}
+            both = sum((t > 0.0).astype(np.int64) for t in trans.values()) >= TRANSITION_SERIES
+            for k, t in trans.items():
+                t = np.where(both, t, 0.0)
+                scatter[k] = np.maximum(scatter[k], t)
+                tol[k] = np.maximum(tol[k], t)
     raw_sigma = {
         "p1": np.maximum(tr.p1_sigma, tol["p1"] * np.abs(tr.p1)),
         "pn": np.maximum(tr.pn_sigma, tol["pn"] * np.abs(tr.pn)),
