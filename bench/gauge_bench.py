@@ -243,15 +243,11 @@ class Run:
         return list((self.doc or {}).get("ranges") or [])
 
 
-def refit_run(run: Run, refit_root: Path, raw: Path) -> Path:
-    """Fits DIR/measurements.jsonl again with this checkout's fit (as `railgauge gauge`
-    does: accuracy on, its default seed 0) into REFIT_ROOT/<the run's folder>/model-loggp.json,
-    so that a change of the fit is judged on the same measurements; returns that path."""
-    return _refit_dir(run.dir, refit_root, raw)
-
-
-def _refit_dir(run_dir: Path, refit_root: Path, raw: Path) -> Path:
-    """refit_run of the run folder run_dir (a round's or a blind run's)."""
+def refit_run(run_dir: Path, refit_root: Path, raw: Path) -> Path:
+    """Fits RUN_DIR/measurements.jsonl (a round's or a blind run's) again with this
+    checkout's fit (as `railgauge gauge` does: accuracy on, its default seed 0) into
+    REFIT_ROOT/<the run's folder>/model-loggp.json, so that a change of the fit is judged
+    on the same measurements; returns that path."""
     from railgauge.fit.loggp import fit_loggp
 
     meas = read_measurements(run_dir / "measurements.jsonl")
@@ -330,7 +326,7 @@ def runs_from_index(raw: Path, index: dict[str, Any],
         model_path = None
         if refit_root is not None and run.error is None:
             try:
-                model_path = refit_run(run, refit_root, raw)
+                model_path = refit_run(run.dir, refit_root, raw)
             except (OSError, ValueError) as exc:
                 run.error = f"refit: {exc}"
         runs.append(load_run(run, model_path))
@@ -947,7 +943,7 @@ def load_blind_run(e: dict[str, Any], raw: Path, refit_root: Path | None = None)
         path = r.dir / "model-loggp.json"
         try:
             if refit_root is not None:
-                path = _refit_dir(r.dir, refit_root, raw)
+                path = refit_run(r.dir, refit_root, raw)
             doc = json.loads(path.read_text())
             ranges = doc.get("ranges")
             if not isinstance(ranges, list) or not ranges:
@@ -1357,16 +1353,13 @@ def main(argv: list[str] | None = None) -> int:
             facts = mf | {"date": f"analysed {mf['date']} (measurement date unknown)"}
         measured_by = "\n".join(dict.fromkeys(
             str(i["command"]) for _, i in kept if i.get("command")))
-        if args.refit:
-            # The models are this checkout's fit of the kept measurements, not the ones
-            # the measuring commit wrote.
-            refit_commit = _git_commit()
-            command += f"  # models fitted at commit {refit_commit}" if refit_commit else ""
-        else:
-            # The models are the measuring commit's; the judgement (blind thresholds,
-            # host states, targets) is this checkout's.
-            judged_at = _git_commit()
-            command += f"  # judged at commit {judged_at}" if judged_at else ""
+        # With --refit the models are this checkout's fit of the kept measurements;
+        # without, the measuring commit's, and only the judgement (blind thresholds, host
+        # states, targets) is this checkout's.
+        here = _git_commit()
+        if here:
+            command += (f"  # models fitted at commit {here}" if args.refit
+                        else f"  # judged at commit {here}")
         command = (f"{measured_by}\n# analysed with:\n{command}" if measured_by
                    else command)
         transports = args.transports or list(index.get("transports") or [])

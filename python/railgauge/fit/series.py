@@ -328,9 +328,10 @@ def derive_series(
             # A transition point between two protocols shows in the message's transfer as
             # a whole: a size is one where at least two of its raw series are.
             trans = {k: transition_scatter(tr.sizes, v, tol[k]) for k, v in raw.items()}
-            both = sum((t > 0.0).astype(np.int64) for t in trans.values()) >= TRANSITION_SERIES
+            marked = sum((t > 0.0).astype(np.int64) for t in trans.values())
+            point = marked >= TRANSITION_SERIES
             for k, t in trans.items():
-                t = np.where(both, t, 0.0)
+                t = np.where(point, t, 0.0)
                 scatter[k] = np.maximum(scatter[k], t)
                 tol[k] = np.maximum(tol[k], t)
     raw_sigma = {
