@@ -210,7 +210,11 @@ def test_gauge_measures_each_rail(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     w = doc["weights"]
     assert w[1] == 1 and 0.15 < w[0] < 0.4, doc
     bw = [r["bandwidth_MBps"] for r in doc["rails"]]
-    assert 15 < bw[0] < 30 and 60 < bw[1] < 110, bw  # 25 and 100 MB/s shaped
+    # 25 and 100 MB/s shaped. The bucket holds 2 ms at the rate (netns._shape_dev) and
+    # refills while a round trip waits for its reply, so part of each message passes at
+    # veth speed: a fit once read 110.4 MB/s on the 100 MB/s rail (CI, stop 31). An
+    # unshaped veth reads GB/s, far outside either bound.
+    assert 15 < bw[0] < 33 and 60 < bw[1] < 130, bw
     assert doc["env"] == rails_env(names, "weighted", w)
     for i, r in enumerate(doc["rails"]):
         assert r["name"] == names[i] and r["transport"] == f"tcp:{names[i]}"
