@@ -336,7 +336,16 @@ def test_prtt_given_reference_state(native_tool: Callable[[str], str], tmp_path:
     own = _prtt_small(native_tool, tmp_path, "--passes", "2")
     own_points = [r for r in own if r["type"] in ("prtt", "orecv")]
     assert "state_ref_us" not in own[0]["params"]
-    assert sum(r["in_state"] for r in own_points) >= 10  # a state change may miss two
+    # How many points are in the state the run chose depends on how often the host changed
+    # state during it (under the sanitizer build on a loaded host 7 of 12 once were): what
+    # must hold is that a record is in state exactly when one of its passes has both its
+    # probes in the chosen band, and that the band holds some.
+    for r in own_points:
+        lo, hi = r["state_band_us"]
+        made_in = any(all(st <= 0 or lo <= st <= hi for st in (b, a))  # <= 0: no probe
+                      for b, a in zip(r["pass_state_us"], r["pass_state_after_us"], strict=True))
+        assert r["in_state"] is made_in, r
+    assert any(r["in_state"] for r in own_points)
     mid = own_points[0]["state_mid_us"]
     given = _prtt_small(native_tool, tmp_path, "--passes", "2", "--state-ref", f"{mid!r}")
     assert all(r["state_mid_us"] == mid for r in given if r["type"] in ("prtt", "orecv"))
