@@ -10,6 +10,8 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import os
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -384,3 +386,86 @@ def test_count_points_in_passes(tmp_path: Path) -> None:
     assert _count_points(f) == (6, 64)
     f.write_text(f.read_text() + '{"type":"prtt","n":1,"s":8}\n{"type":"prtt","n":16,"s":9}\n')
     assert _count_points(f) == (2, 9)
+
+
+@pytest.mark.native
+def test_c2c_measures_the_cache_line_between_two_cpus(native_tool: Callable[[str], str],
+                                                      tmp_path: Path) -> None:
+    """railgauge-bench c2c: one JSON line with the one-way time of a cache line between the
+    first two CPUs of the process (or --cpus), its chunks' spread; --out writes it there."""
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs two CPUs")
+    out = tmp_path / "c.json"
+    res = subprocess.run([native_tool("railgauge-bench"), "c2c", "--chunks", "5",
+                          "--round-trips", "200", "--out", str(out)],
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert res.returncode == 0, res.stderr
+    rec = json.loads(out.read_text())
+    cpus = sorted(os.sched_getaffinity(0))[:2]
+    assert rec["type"] == "c2c" and rec["cpus"] == cpus
+    assert rec["chunks"] == 5 and rec["round_trips"] == 200
+    # A cache line between two CPUs takes nanoseconds to microseconds, never nothing.
+    assert 0 < rec["min_ns"] <= rec["one_way_ns"] <= rec["max_ns"] < 1e6, rec
+
+
+@pytest.mark.native
+@pytest.mark.parametrize(("args", "says", "rc"), [
+    (("--cpus", "0,0"), "two different CPU numbers", 2),
+    (("--cpus", "0"), "two CPU numbers A,B", 2),
+    (("--cpus", "0,99999"), "two different CPU numbers", 2),
+    (("--chunks", "0"), "--chunks must be an integer 1..1000", 2),
+    (("--round-trips", "x"), "--round-trips must be an integer", 2),
+    (("--bogus", "1"), "unknown option", 2),
+    (("--chunks",), "without its value", 2),
+    (("--out", "/nonexistent-dir/c.json"), "cannot open", 1),
+])
+def test_c2c_usage(native_tool: Callable[[str], str], args: tuple[str, ...], says: str,
+                   rc: int) -> None:
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs two CPUs")
+    res = subprocess.run([native_tool("railgauge-bench"), "c2c", *args], capture_output=True,
+                         text=True, timeout=60, check=False)
+    assert res.returncode == rc and says in res.stderr, (res.returncode, res.stderr)
+
+
+@pytest.mark.native
+def test_c2c_on_one_cpu_says_so(native_tool: Callable[[str], str]) -> None:
+    """A process that may run on one CPU only has no pair to measure: exit 2, and the
+    gauge's measure_c2c gives None for it rather than failing."""
+    from railgauge import hoststate
+
+    cpu = min(os.sched_getaffinity(0))
+    res = subprocess.run([native_tool("railgauge-bench"), "c2c"], capture_output=True,
+                         text=True, timeout=60, check=False,
+                         preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
+    assert res.returncode == 2 and "needs two CPUs" in res.stderr, res.stderr
+    saved = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {cpu})
+    try:
+        assert hoststate.measure_c2c() is None
+    finally:
+        os.sched_setaffinity(0, saved)
+
+
+def test_c2c_text(tmp_path: Path) -> None:
+    """The gauge's c2c record in words; a placement that moved during the run is named;
+    files without the record (or with a broken line) give None or skip the line."""
+    from railgauge.gauge import append_c2c
+    from railgauge.hoststate import c2c_text
+
+    path = tmp_path / "m.jsonl"
+    path.write_text('{"type": "header"}\n{"type": "c2c", broken\n')
+    assert c2c_text(path) is None
+    assert c2c_text(tmp_path / "missing.jsonl") is None
+    append_c2c(path, None, None)
+    assert c2c_text(path) is None
+    append_c2c(path, {"type": "c2c", "cpus": [0, 1], "one_way_ns": 31.2},
+               {"type": "c2c", "cpus": [0, 1], "one_way_ns": 33.0})
+    assert c2c_text(path) == "31 ns before, 33 ns after (CPUs 0 and 1)"
+    append_c2c(path, {"type": "c2c", "cpus": [2, 3], "one_way_ns": 31.0},
+               {"type": "c2c", "cpus": [2, 3], "one_way_ns": 155.0})
+    text = c2c_text(path)  # the last record counts
+    assert text is not None and text.startswith("31 ns before, 155 ns after (CPUs 2 and 3)")
+    assert "placement changed during the run" in text
+    append_c2c(path, None, {"type": "c2c", "cpus": [0, 1], "one_way_ns": 13.0})
+    assert c2c_text(path) == "13 ns after (CPUs 0 and 1)"

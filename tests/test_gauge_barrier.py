@@ -54,7 +54,17 @@ def test_gauge_without_barriers(tmp_path: Path, args: tuple[str, ...]) -> None:
     doc, out = _gauge(tmp_path, *args)
     assert "barrier" not in doc
     assert not (out / "barrier.json").exists()
-    assert "<h2>Barriers</h2>" not in (out / "report.html").read_text()
+    html = (out / "report.html").read_text()
+    assert "<h2>Barriers</h2>" not in html
+    # The cache line's time between the ranks' CPUs before and after the PRTT measurement
+    # (railgauge-bench c2c), appended to the measurements and shown in the report's run block.
+    recs = [json.loads(line) for line in (out / "measurements.jsonl").read_text().splitlines()]
+    c2c = [r for r in recs if r.get("type") == "c2c"]
+    if len(os.sched_getaffinity(0)) >= 2:
+        assert len(c2c) == 1 and c2c[0]["before_ns"] > 0 and c2c[0]["after_ns"] > 0, c2c
+        assert "cache line between the ranks" in html and " ns before, " in html
+    else:
+        assert not c2c
 
 
 @pytest.mark.native

@@ -88,17 +88,45 @@ def fit_boundaries(path: Any) -> list[tuple[int, int]]:
 def measure_prtt_step(plan: Any, out: Path, ui: Terminal) -> Any:
     """PRTT over the plan's sweep (and its refinement) into ``out``, with a progress
     display; GaugeError with the cause where it fails."""
+    from railgauge.hoststate import measure_c2c
     from railgauge.launcher import LaunchError
     from railgauge.measure import MeasureError, measure_prtt
     from railgauge.native import NativeToolError
 
+    one_host = _one_host(plan)
+    c2c_before = measure_c2c() if one_host else None
     try:
         with ui.progress(f"PRTT over {plan.transport}") as cb:
             res = measure_prtt(plan, out, progress=cb, fit_boundaries=fit_boundaries)
     except (MeasureError, NativeToolError, LaunchError) as exc:
         raise GaugeError(str(exc)) from None
     append_placement(plan, out)
+    if one_host:
+        append_c2c(out, c2c_before, measure_c2c())
     return res
+
+
+def _one_host(plan: Any) -> bool:
+    """Whether the plan's ranks start on this host (no --hosts, --hostfile or --netns)."""
+    return all(getattr(plan, k, None) is None for k in ("hosts", "hostfile", "netns"))
+
+
+def append_c2c(out: Path, before: dict[str, Any] | None, after: dict[str, Any] | None) -> None:
+    """Appends a ``c2c`` record to the measurements: the cache line's one-way time between
+    the ranks' CPUs just before and just after the PRTT measurement (``railgauge-bench
+    c2c``; docs/fit.md, section 1: on a virtual machine it says where the hypervisor ran the
+    two vCPUs). Nothing where neither could be measured; readers skip the record type."""
+    if before is None and after is None:
+        return
+    rec: dict[str, Any] = {"type": "c2c",
+                           "cpus": (before or after or {}).get("cpus"),
+                           "before_ns": before["one_way_ns"] if before else None,
+                           "after_ns": after["one_way_ns"] if after else None}
+    try:
+        with Path(out).open("a", encoding="utf-8") as f:
+            f.write(json.dumps(rec) + "\n")
+    except OSError:
+        pass
 
 
 def append_placement(plan: Any, out: Path) -> None:
@@ -114,7 +142,7 @@ def append_placement(plan: Any, out: Path) -> None:
         "hosts": getattr(plan, "hosts", None),
         "hostfile": getattr(plan, "hostfile", None),
         "netns": getattr(plan, "netns", None),
-        "one_host": all(getattr(plan, k, None) is None for k in ("hosts", "hostfile", "netns")),
+        "one_host": _one_host(plan),
     }
     try:
         with Path(out).open("a", encoding="utf-8") as f:
@@ -148,11 +176,16 @@ def run_gauge(plan: Any, opts: GaugeOptions, out_dir: Path, ui: Terminal,
     t0 = time.monotonic()
     meas_path = out_dir / "measurements.jsonl"
     res = measure_prtt_step(plan, meas_path, ui)
+    from railgauge.hoststate import c2c_text
+
+    c2c = c2c_text(meas_path)
     ui.detail(f"measured {res.points} points in {res.wall_s:.1f} s"
               + (f"; refined at {res.refined_sizes}" if res.refined_sizes else "")
               + (f"; refinement at {res.refine_dropped} left out: measured only in "
                  "another state of the host than the sweep (docs/fit.md, section 1)"
                  if res.refine_dropped else ""))
+    if c2c is not None:
+        ui.detail(f"a cache line between the ranks' CPUs, one way: {c2c}")
     ranks = opts.ranks
     onen_path: Path | None = None
     not_measured: str | None = None
@@ -225,6 +258,8 @@ def run_gauge(plan: Any, opts: GaugeOptions, out_dir: Path, ui: Terminal,
                                                "quick": quick,
                                                "refined_sizes": res.refined_sizes,
                                                "refine_dropped": res.refine_dropped,
+                                               **({"cache line between the ranks' CPUs": c2c}
+                                                  if c2c is not None else {}),
                                                "onen_ranks": None if opts.no_onen else ranks,
                                                "onen": part.headline(),
                                                **({"barriers": barrier.headline()}

@@ -150,3 +150,70 @@ def same_state(a_us: float, b_us: float) -> bool:
     STATE_GAP apart."""
     lo, hi = sorted((a_us, b_us))
     return lo > 0.0 and hi < STATE_GAP * lo
+
+
+def measure_c2c(timeout_s: float = 20.0) -> dict[str, Any] | None:
+    """The cache line's one-way time between the first two CPUs this process may run on
+    (those `railgauge run` pins ranks 0 and 1 to), by ``railgauge-bench c2c``: its record,
+    or None where it cannot be measured (one CPU, no native tool, a CPU that does not
+    answer). On a machine of its own it names the CPUs' relation (one core's two hardware
+    threads, one L3, two chiplets or sockets); on a virtual machine, where the hypervisor
+    runs the two vCPUs at that moment: on the two-vCPU development host 13, 31 or 155 ns,
+    with the shared-memory round trip 0.12, 0.19 or 0.72 us (docs/fit.md, section 1)."""
+    import json
+    import subprocess
+
+    from railgauge.native import NativeToolError, find_tool
+
+    try:
+        tool = find_tool("railgauge-bench")
+        proc = subprocess.run([tool, "c2c"], capture_output=True, text=True,
+                              timeout=timeout_s, check=False)
+    except (NativeToolError, OSError, subprocess.TimeoutExpired):
+        return None
+    if proc.returncode != 0:
+        return None
+    try:
+        rec = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return None
+    ok = (isinstance(rec, dict) and rec.get("type") == "c2c"
+          and isinstance(rec.get("one_way_ns"), (int, float)) and rec["one_way_ns"] > 0)
+    return rec if ok else None
+
+
+def c2c_text(path: Any) -> str | None:
+    """The ``c2c`` record of a measurements file (appended by the gauge) in words, or None:
+    "31 ns before, 155 ns after (CPUs 0 and 1)"; where the two are 1.25x apart or more it
+    adds that the host moved the CPUs during the run."""
+    import json
+    from pathlib import Path
+
+    rec: dict[str, Any] | None = None
+    try:
+        with Path(path).open(encoding="utf-8") as f:
+            for line in f:
+                if '"c2c"' in line:
+                    try:
+                        cand = json.loads(line)
+                    except ValueError:
+                        continue
+                    if isinstance(cand, dict) and cand.get("type") == "c2c":
+                        rec = cand
+    except OSError:
+        return None
+    if rec is None:
+        return None
+    vals = {k: rec.get(f"{k}_ns") for k in ("before", "after")}
+    parts = [f"{v:.0f} ns {k}" for k, v in vals.items()
+             if isinstance(v, (int, float)) and v > 0]
+    if not parts:
+        return None
+    cpus = rec.get("cpus")
+    text = ", ".join(parts) + (f" (CPUs {cpus[0]} and {cpus[1]})"
+                               if isinstance(cpus, list) and len(cpus) == 2 else "")
+    b, a = vals["before"], vals["after"]
+    if (isinstance(b, (int, float)) and isinstance(a, (int, float)) and b > 0 and a > 0
+            and max(a, b) / min(a, b) >= STATE_GAP):
+        text += ": the CPUs' placement changed during the run (docs/fit.md, section 1)"
+    return text

@@ -350,6 +350,7 @@ int rg_bench_barrier_main(int argc, char **argv);   /* barrier.c: over the runti
 int rg_bench_rxwin_main(int argc, char **argv);     /* rxwin.c: over the runtime */
 int rg_bench_flagprtt_main(int argc, char **argv);  /* flagprtt.c: the barrier's flags */
 int rg_bench_bw_main(int argc, char **argv);        /* bw.c: streaming bandwidth */
+int rg_bench_c2c_main(int argc, char **argv);       /* c2c.c: a cache line between CPUs */
 
 static const struct {
     const char *name;
@@ -362,6 +363,7 @@ static const struct {
     {"barrier", rg_bench_barrier_main},
     {"flagprtt", rg_bench_flagprtt_main},
     {"rxwin", rg_bench_rxwin_main},
+    {"c2c", rg_bench_c2c_main},
 };
 
 int main(int argc, char **argv)
