@@ -410,6 +410,47 @@ def test_check_says_when_the_runs_are_in_two_states_of_the_host(tmp_path: Path) 
     assert "not comparable" in proc.stdout and "another state" not in proc.stdout
 
 
+def _with_c2c(path: Path, before: Any, after: Any) -> Path:
+    """The measurements file with the gauge's c2c record appended."""
+    with path.open("a") as f:
+        f.write(json.dumps({"type": "c2c", "cpus": [0, 1], "before_ns": before,
+                            "after_ns": after}) + "\n")
+    return path
+
+
+def test_check_says_when_the_runs_had_the_cpus_placed_apart(tmp_path: Path) -> None:
+    """The gauge's c2c records (a cache line's time between the ranks' CPUs): read with the
+    measurements, kept in the model's source, and compared by check: one placement, two, or
+    not known where a run's CPUs moved during it. Invalid records are left out."""
+    meas_a = _with_c2c(write_jsonl(synth_prtt(TCP, SIZES, noise=0.01, reps=200, seed=3),
+                                   tmp_path / "a.jsonl"), 31.0, 33.0)
+    read = read_measurements(meas_a)
+    assert read.c2c == {"before_ns": 31.0, "after_ns": 33.0, "cpus": [0, 1]}
+    model = fit_loggp(read, n_boot=0).to_json()
+    assert model["source"]["c2c"] == read.c2c
+    (tmp_path / "model-loggp.json").write_text(json.dumps(model))
+
+    def check(before: Any, after: Any, seed: int) -> tuple[dict[str, Any], str]:
+        meas = _with_c2c(write_jsonl(synth_prtt(TCP, SIZES, noise=0.01, reps=200, seed=seed),
+                                     tmp_path / f"m{seed}.jsonl"), before, after)
+        args = ("check", str(tmp_path / "model-loggp.json"), str(meas))
+        return json.loads(rg(*args, "--json").stdout), rg(*args).stdout
+
+    doc, text = check(30.0, 34.0, 4)
+    assert doc["cpu_placement"]["same"] is True and "one placement" in text
+    doc, text = check(155.0, 160.0, 5)
+    cp = doc["cpu_placement"]
+    assert cp["same"] is False and cp["ratio"] == pytest.approx(157.5 / 32.0)
+    assert "two placements of the CPUs" in text
+    doc, text = check(31.0, 158.0, 6)
+    assert doc["cpu_placement"]["same"] is None and doc["cpu_placement"]["measurements_moved"]
+    assert "the CPUs moved during these measurements" in text
+    doc, text = check(None, 150.0, 7)  # only one of the two: that one counts
+    assert doc["cpu_placement"]["same"] is False
+    doc, text = check(-1, "x", 8)  # nothing valid: no record
+    assert doc["cpu_placement"] is None and "cache line" not in text
+
+
 def one_line_error(proc: subprocess.CompletedProcess[str], needle: str) -> None:
     assert proc.returncode == 2, proc.stdout + proc.stderr
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]

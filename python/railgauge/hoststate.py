@@ -217,3 +217,28 @@ def c2c_text(path: Any) -> str | None:
             and max(a, b) / min(a, b) >= STATE_GAP):
         text += ": the CPUs' placement changed during the run (docs/fit.md, section 1)"
     return text
+
+
+def compare_c2c(model: Mapping[str, Any] | None,
+                meas: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The cache-line times of two runs (``c2c`` records as
+    :func:`railgauge.measurements.c2c_record` reduces them: the model's run's, from its
+    ``source.c2c``, and the measurements'): each run's time (the mean of before and after),
+    their ratio, whether each run's CPUs moved during it (before and after STATE_GAP apart or
+    more), and ``same``: one placement (True), two (False), or not known (None: a run's CPUs
+    moved). None where either run has none."""
+    def level(rec: Mapping[str, Any] | None) -> tuple[float, bool] | None:
+        if not isinstance(rec, Mapping):
+            return None
+        vals = [float(v) for v in (rec.get("before_ns"), rec.get("after_ns"))
+                if isinstance(v, int | float) and not isinstance(v, bool) and v > 0]
+        if not vals:
+            return None
+        return sum(vals) / len(vals), max(vals) >= STATE_GAP * min(vals)
+
+    a, b = level(model), level(meas)
+    if a is None or b is None:
+        return None
+    same = None if a[1] or b[1] else same_state(a[0], b[0])
+    return {"model_ns": a[0], "measurements_ns": b[0], "ratio": b[0] / a[0],
+            "model_moved": a[1], "measurements_moved": b[1], "same": same, "gap": STATE_GAP}

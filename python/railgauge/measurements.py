@@ -229,6 +229,8 @@ class Measurements:
     footers: list[dict[str, Any]] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: The gauge's ``c2c`` record (the last valid one), reduced by :func:`c2c_record`.
+    c2c: dict[str, Any] | None = None
 
     @property
     def host(self) -> str:
@@ -474,12 +476,14 @@ class Blocks:
 def read_blocks(path: Path, records: Iterable[tuple[int, dict[str, Any]]], blocks: Blocks, *,
                 point_types: Iterable[str], on_point: Callable[[dict[str, Any], int], None],
                 error: type[Exception],
-                check_header: Callable[[dict[str, Any], str], None] | None = None) -> None:
+                check_header: Callable[[dict[str, Any], str], None] | None = None,
+                on_other: Callable[[dict[str, Any]], None] | None = None) -> None:
     """One file's blocks into blocks: each header (checked by check_header, then for its
     transport) opens a block, point records (types in point_types) go to on_point with
-    their line number, a footer closes the block; other record types are ignored on
-    purpose (forward compatibility). Raises error for a file without a header, a record
-    before the first header, or a transport other than the other headers'."""
+    their line number, a footer closes the block; other record types go to on_other where
+    given and are otherwise ignored on purpose (forward compatibility). Raises error for a
+    file without a header, a record before the first header, or a transport other than the
+    other headers'."""
     in_block = False
     seen_header = False
     kinds = set(point_types)
@@ -517,6 +521,8 @@ def read_blocks(path: Path, records: Iterable[tuple[int, dict[str, Any]]], block
             if not seen_header:
                 raise error(f"{where}: {rtype} record before any header (missing header)")
             on_point(rec, lineno)
+        elif on_other is not None:
+            on_other(rec)
     if not seen_header:
         raise error(f"{path}: no header record (missing header)")
     if in_block:
@@ -552,6 +558,13 @@ def read_measurements(paths: str | Path | Sequence[str | Path]) -> Measurements:
 
     blocks = Blocks()
     best: dict[tuple[str, int, bool, int], PrttPoint] = {}
+    c2c: list[dict[str, Any]] = []
+
+    def on_other(rec: dict[str, Any]) -> None:
+        if rec.get("type") == "c2c":
+            got = c2c_record(rec)
+            if got is not None:
+                c2c.append(got)
 
     def check_header(rec: dict[str, Any], where: str) -> None:
         missing = [k for k in REQUIRED_HEADER_KEYS if k not in rec]
@@ -570,7 +583,8 @@ def read_measurements(paths: str | Path | Sequence[str | Path]) -> Measurements:
                 best[point.key] = point
 
         read_blocks(path, _iter_records(path), blocks, point_types=RECORD_TYPES,
-                    on_point=on_point, error=MeasurementError, check_header=check_header)
+                    on_point=on_point, error=MeasurementError, check_header=check_header,
+                    on_other=on_other)
 
     transport = blocks.transport
     headers, footers, warnings = blocks.headers, blocks.footers, blocks.warnings
@@ -584,7 +598,26 @@ def read_measurements(paths: str | Path | Sequence[str | Path]) -> Measurements:
         footers=footers,
         paths=[str(p) for p in path_list],
         warnings=warnings,
+        c2c=c2c[-1] if c2c else None,
     )
+
+
+def c2c_record(rec: dict[str, Any]) -> dict[str, Any] | None:
+    """A ``c2c`` record (the gauge's: a cache line's one-way time between the ranks' CPUs
+    before and after its measurement, docs/fit.md section 1) reduced to its valid keys:
+    ``before_ns`` and ``after_ns`` (positive numbers or None; at least one) and ``cpus``;
+    None where neither time is valid."""
+    def ns(v: Any) -> float | None:
+        ok = isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+        return float(v) if ok else None
+
+    before, after = ns(rec.get("before_ns")), ns(rec.get("after_ns"))
+    if before is None and after is None:
+        return None
+    cpus = rec.get("cpus")
+    ok_cpus = (isinstance(cpus, list) and len(cpus) == 2
+               and all(isinstance(c, int) and not isinstance(c, bool) for c in cpus))
+    return {"before_ns": before, "after_ns": after, "cpus": cpus if ok_cpus else None}
 
 
 def triples(meas: Measurements) -> Triples:

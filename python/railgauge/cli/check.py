@@ -103,6 +103,17 @@ def _host_states(model: LoggpFit, meas: Measurements) -> dict[str, Any] | None:
             "same": same_state(a, b) if comparable else None, "gap": STATE_GAP}
 
 
+def _placements(model: LoggpFit, meas: Measurements) -> dict[str, Any] | None:
+    """The cache line's time between the ranks' CPUs in the model's run against the
+    measurements' (the gauge's ``c2c`` records; docs/fit.md, section 1): on a virtual
+    machine, whether the two runs had their vCPUs in one placement. None where either run
+    has no such record."""
+    from railgauge.hoststate import compare_c2c
+
+    src = model.source.get("c2c")
+    return compare_c2c(src if isinstance(src, dict) else None, meas.c2c)
+
+
 def check_document(model_path: Path, meas_path: Path) -> dict[str, Any]:
     """The check of the model file against the measurements file as one JSON object.
 
@@ -153,6 +164,7 @@ def check_document(model_path: Path, meas_path: Path) -> dict[str, Any]:
         "noise": noise(meas),
         "model_accuracy": _stored_accuracy(model_file),
         "host_state": _host_states(model, meas),
+        "cpu_placement": _placements(model, meas),
         "decade_median_rel_max": CHECK_DECADE_MEDIAN_REL,
         "decades_off": [d["from_bytes"] for d in off],
         "pass": not off,
@@ -203,6 +215,21 @@ def _text(doc: dict[str, Any]) -> str:
                    f"another state of the host ({hs['gap']:g}x apart or more): what differs "
                    "between the runs is the host as much as the model")
             )
+    cp = doc.get("cpu_placement")
+    if isinstance(cp, dict):
+        line = (f"the cache line between the ranks' CPUs: {cp['model_ns']:.0f} ns one way in "
+                f"the model's run, {cp['measurements_ns']:.0f} ns in these measurements: ")
+        if cp["same"] is None:
+            line += ("the CPUs moved during "
+                     + ("both runs" if cp["model_moved"] and cp["measurements_moved"] else
+                        "the model's run" if cp["model_moved"] else "these measurements")
+                     + ", so which placement each point had is not known")
+        elif cp["same"]:
+            line += "one placement"
+        else:
+            line += (f"two placements of the CPUs ({cp['gap']:g}x apart or more): the runs "
+                     "measured two machines, and what differs is the host as much as the model")
+        lines.append(line)
     noise_by = {d["from_bytes"]: d for d in nz["by_decade"]}
     rows = [["sizes", "points", "median", "p90", "max", "noise"]]
     for d in doc["by_decade"]:

@@ -723,6 +723,7 @@ def _source_of(meas: Measurements, n_sizes: int) -> dict[str, Any]:
         "sizes": n_sizes,
         "reader_warnings": list(meas.warnings),
         "host_state": points_host_state(meas.records, meas.header),
+        **({"c2c": meas.c2c} if meas.c2c is not None else {}),
     }
 
 
