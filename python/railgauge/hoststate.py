@@ -182,10 +182,35 @@ def measure_c2c(timeout_s: float = 20.0) -> dict[str, Any] | None:
     return rec if ok else None
 
 
+def c2c_record(rec: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A ``c2c`` record (the gauge's: a cache line's one-way time between the ranks' CPUs
+    before and after its measurement, docs/fit.md section 1) reduced to its valid keys:
+    ``before_ns`` and ``after_ns`` (positive finite numbers or None; at least one) and
+    ``cpus``; None where neither time is valid."""
+    def ns(v: Any) -> float | None:
+        ok = isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+        return float(v) if ok else None
+
+    before, after = ns(rec.get("before_ns")), ns(rec.get("after_ns"))
+    if before is None and after is None:
+        return None
+    cpus = rec.get("cpus")
+    ok_cpus = (isinstance(cpus, list) and len(cpus) == 2
+               and all(isinstance(c, int) and not isinstance(c, bool) for c in cpus))
+    return {"before_ns": before, "after_ns": after, "cpus": cpus if ok_cpus else None}
+
+
+def _c2c_level(rec: Mapping[str, Any]) -> tuple[float, bool]:
+    """A reduced ``c2c`` record's time (the mean of before and after) and whether the CPUs
+    moved during its run (before and after STATE_GAP apart or more)."""
+    vals = [v for v in (rec["before_ns"], rec["after_ns"]) if v is not None]
+    return sum(vals) / len(vals), max(vals) >= STATE_GAP * min(vals)
+
+
 def c2c_text(path: Any) -> str | None:
-    """The ``c2c`` record of a measurements file (appended by the gauge) in words, or None:
-    "31 ns before, 155 ns after (CPUs 0 and 1)"; where the two are 1.25x apart or more it
-    adds that the host moved the CPUs during the run."""
+    """The last valid ``c2c`` record of a measurements file (appended by the gauge) in
+    words, or None: "31 ns before, 155 ns after (CPUs 0 and 1)"; where the two are 1.25x
+    apart or more it adds that the host moved the CPUs during the run."""
     import json
     from pathlib import Path
 
@@ -199,46 +224,33 @@ def c2c_text(path: Any) -> str | None:
                     except ValueError:
                         continue
                     if isinstance(cand, dict) and cand.get("type") == "c2c":
-                        rec = cand
+                        rec = c2c_record(cand) or rec
     except OSError:
         return None
     if rec is None:
         return None
-    vals = {k: rec.get(f"{k}_ns") for k in ("before", "after")}
-    parts = [f"{v:.0f} ns {k}" for k, v in vals.items()
-             if isinstance(v, (int, float)) and v > 0]
-    if not parts:
-        return None
-    cpus = rec.get("cpus")
-    text = ", ".join(parts) + (f" (CPUs {cpus[0]} and {cpus[1]})"
-                               if isinstance(cpus, list) and len(cpus) == 2 else "")
-    b, a = vals["before"], vals["after"]
-    if (isinstance(b, (int, float)) and isinstance(a, (int, float)) and b > 0 and a > 0
-            and max(a, b) / min(a, b) >= STATE_GAP):
+    parts = [f"{rec[f'{k}_ns']:.0f} ns {k}" for k in ("before", "after")
+             if rec[f"{k}_ns"] is not None]
+    cpus = rec["cpus"]
+    text = ", ".join(parts) + (f" (CPUs {cpus[0]} and {cpus[1]})" if cpus is not None else "")
+    if _c2c_level(rec)[1]:
         text += ": the CPUs' placement changed during the run (docs/fit.md, section 1)"
     return text
 
 
 def compare_c2c(model: Mapping[str, Any] | None,
                 meas: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """The cache-line times of two runs (``c2c`` records as
-    :func:`railgauge.measurements.c2c_record` reduces them: the model's run's, from its
-    ``source.c2c``, and the measurements'): each run's time (the mean of before and after),
-    their ratio, whether each run's CPUs moved during it (before and after STATE_GAP apart or
-    more), and ``same``: one placement (True), two (False), or not known (None: a run's CPUs
-    moved). None where either run has none."""
-    def level(rec: Mapping[str, Any] | None) -> tuple[float, bool] | None:
-        if not isinstance(rec, Mapping):
-            return None
-        vals = [float(v) for v in (rec.get("before_ns"), rec.get("after_ns"))
-                if isinstance(v, int | float) and not isinstance(v, bool) and v > 0]
-        if not vals:
-            return None
-        return sum(vals) / len(vals), max(vals) >= STATE_GAP * min(vals)
-
-    a, b = level(model), level(meas)
-    if a is None or b is None:
+    """The cache-line times of two runs (``c2c`` records, reduced here by
+    :func:`c2c_record`: the model's run's, from its ``source.c2c``, and the measurements'):
+    each run's time (the mean of before and after), their ratio, whether each run's CPUs
+    moved during it (before and after STATE_GAP apart or more), and ``same``: one placement
+    (True), two (False), or not known (None: a run's CPUs moved). None where either run has
+    none."""
+    ra = c2c_record(model) if isinstance(model, Mapping) else None
+    rb = c2c_record(meas) if isinstance(meas, Mapping) else None
+    if ra is None or rb is None:
         return None
+    a, b = _c2c_level(ra), _c2c_level(rb)
     same = None if a[1] or b[1] else same_state(a[0], b[0])
     return {"model_ns": a[0], "measurements_ns": b[0], "ratio": b[0] / a[0],
             "model_moved": a[1], "measurements_moved": b[1], "same": same, "gap": STATE_GAP}

@@ -51,6 +51,8 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from railgauge.hoststate import c2c_record
+
 __all__ = [
     "MeasurementError",
     "Measurements",
@@ -229,7 +231,8 @@ class Measurements:
     footers: list[dict[str, Any]] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    #: The gauge's ``c2c`` record (the last valid one), reduced by :func:`c2c_record`.
+    #: The gauge's ``c2c`` record (the last valid one), reduced by
+    #: :func:`railgauge.hoststate.c2c_record`.
     c2c: dict[str, Any] | None = None
 
     @property
@@ -600,24 +603,6 @@ def read_measurements(paths: str | Path | Sequence[str | Path]) -> Measurements:
         warnings=warnings,
         c2c=c2c[-1] if c2c else None,
     )
-
-
-def c2c_record(rec: dict[str, Any]) -> dict[str, Any] | None:
-    """A ``c2c`` record (the gauge's: a cache line's one-way time between the ranks' CPUs
-    before and after its measurement, docs/fit.md section 1) reduced to its valid keys:
-    ``before_ns`` and ``after_ns`` (positive numbers or None; at least one) and ``cpus``;
-    None where neither time is valid."""
-    def ns(v: Any) -> float | None:
-        ok = isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v > 0
-        return float(v) if ok else None
-
-    before, after = ns(rec.get("before_ns")), ns(rec.get("after_ns"))
-    if before is None and after is None:
-        return None
-    cpus = rec.get("cpus")
-    ok_cpus = (isinstance(cpus, list) and len(cpus) == 2
-               and all(isinstance(c, int) and not isinstance(c, bool) for c in cpus))
-    return {"before_ns": before, "after_ns": after, "cpus": cpus if ok_cpus else None}
 
 
 def triples(meas: Measurements) -> Triples:
