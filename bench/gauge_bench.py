@@ -94,7 +94,7 @@ from railgauge.fit.accuracy import (
     summarize,
 )
 from railgauge.fit.loggp import load_loggp_model
-from railgauge.hoststate import STATE_GAP, points_host_state
+from railgauge.hoststate import C2C_GAP, C2C_PROBE, STATE_GAP, points_host_state
 from railgauge.measurements import Measurements, read_measurements
 
 DOC = REPO / "docs" / "BENCHMARKS.md"
@@ -233,6 +233,9 @@ class Run:
     #: probe measured (PRTT(n,0,1); PRTT(1,0,1) before 2026-11-29).
     state_us: float | None = None
     state_probe: str | None = None
+    #: The width of a state for that probe (the header's ``params.state_gap``: 1.25 for
+    #: PRTT(n,0,1), 1.6 for the cache line "c2c").
+    state_gap: float = STATE_GAP
 
     @property
     def ok(self) -> bool:
@@ -286,34 +289,40 @@ def load_run(run: Run, model_path: Path | None = None) -> Run:
     state = points_host_state(run.meas.records, header)
     run.state_us = None if state is None else float(state["probe_us"])
     run.state_probe = None if state is None else str(state["probe"])
+    run.state_gap = STATE_GAP if state is None else float(state.get("gap", STATE_GAP))
     return run
 
 
 def fast_state_runs(runs: list[Run]) -> list[Run]:
     """The runs made in the host's fast state, among the runs whose probes measured what
-    most runs' did (Run.state_probe): from the fastest run's state (Run.state_us) up, each
-    next run whose state is less than sqrt(STATE_GAP) above the one before it, while
-    within STATE_GAP of the fastest. A state is a band STATE_GAP wide about a probe (the
-    tool's reference state), so a step of half its width (in ratio) between two runs is a
-    gap between states: over ofi:tcp, runs at 127-128 us and at 145-159 us by PRTT(16,0,1)
-    were within 1.25x of each other but measured large messages up to 4x apart, while the
-    runs of one state step by less than 1.05x. Runs without probes are left out."""
+    most runs' did (Run.state_probe). The runs fall into states: sorted by their state
+    (Run.state_us), a run starts a new state where it is sqrt(gap) or more above the run
+    before it or more than gap above the first of its state (gap: Run.state_gap, the
+    width of the tool's band for that probe). A step of half a state's width (in ratio)
+    between two runs is a gap between states: over ofi:tcp, runs at 127-128 us and at
+    145-159 us by PRTT(16,0,1) were within 1.25x of each other but measured large messages
+    up to 4x apart, while the runs of one state step by less than 1.05x. The fast state is
+    the fastest with two runs or more (one run cannot predict another of its state; by
+    the cache line, a whole run on one core's two hardware threads, 13-15 ns, is rare
+    beside the 29-37 ns of two cores), else the fastest. Runs without probes are left
+    out."""
     probes = [r.state_probe for r in runs if r.state_us is not None]
     if not probes:
         return []
     probe = max(sorted(set(probes)), key=probes.count)
     cand = sorted((r for r in runs if r.state_us is not None and r.state_probe == probe),
                   key=lambda r: float(r.state_us or 0.0))
-    step = math.sqrt(STATE_GAP)
-    lo = float(cand[0].state_us or 0.0)
-    keep = {id(cand[0])}
-    prev = lo
+    gap = max(r.state_gap for r in cand)
+    step = math.sqrt(gap)
+    states: list[list[Run]] = [[cand[0]]]
     for r in cand[1:]:
-        v = float(r.state_us or 0.0)
-        if v >= prev * step or v > STATE_GAP * lo:
-            break
-        keep.add(id(r))
-        prev = v
+        v, prev = float(r.state_us or 0.0), float(states[-1][-1].state_us or 0.0)
+        if v >= prev * step or v > gap * float(states[-1][0].state_us or 0.0):
+            states.append([r])
+        else:
+            states[-1].append(r)
+    fast = next((st for st in states if len(st) >= 2), states[0])
+    keep = {id(r) for r in fast}
     return [r for r in runs if id(r) in keep]
 
 
@@ -722,12 +731,21 @@ def fast_state_md(s: Summary, label: str) -> list[str]:
     """The targets over the runs of the host's fast state (fast_state_runs), with every
     run's state."""
     fast = fast_state_runs(s.ok_runs)
-    states = ", ".join(f"{r.round}: {fmt_g(r.state_us)}" + ("" if r in fast else " (slow)")
-                       for r in s.ok_runs)
+    fastest = min((float(r.state_us or 0.0) for r in fast), default=0.0)
+
+    def state(r: Run) -> str:
+        if r.state_us is None:
+            return "none"
+        v = fmt_g(r.state_us * 1e3) + " ns" if r.state_probe == C2C_PROBE else fmt_g(r.state_us)
+        return v + ("" if r in fast else " (faster)" if r.state_us < fastest else " (slow)")
+
+    states = ", ".join(f"{r.round}: {state(r)}" for r in s.ok_runs)
     head = (f"#### {label}: the same targets over the {len(fast)} of {len(s.runs)} runs in the "
             "host's fast state")
-    probes = ", ".join(sorted({r.state_probe for r in s.ok_runs if r.state_probe}))
-    lines = [head, "", f"Host state per round (µs, probe {probes or 'none'}): "
+    probes = ", ".join(sorted({"c2c: the cache line between the ranks, one way"
+                               if r.state_probe == C2C_PROBE else f"{r.state_probe}, µs"
+                               for r in s.ok_runs if r.state_probe}))
+    lines = [head, "", f"Host state per round (probe {probes or 'none'}): "
              f"{states or 'none'}."]
     if len(fast) < 2:
         return [*lines, "", "Fewer than two runs in the fast state: nothing to compare."]
@@ -1163,19 +1181,22 @@ def section_md(summaries: dict[str, Summary], default_runs: list[Run], n_rounds:
         "problem: that range is not reliable; older files: a note or warning).",
         "- **Reliable**: a run counts when every range of its model has `reliable: true`.",
         "- **Host state**: railgauge-bench probes the host before every visit of a size "
-        "and after each pass of its kinds (a few PRTT(16,0,1), 16 messages of 1 byte and "
-        "the answer; PRTT(1,0,1) before 2026-11-29) and keeps each point's passes from one "
-        "state of the host (docs/fit.md, section 1); a run's state is the middle of the "
-        "band of probes it kept its passes from (`railgauge.hoststate.reference_state_us`). "
-        "On this two-vCPU virtual machine it takes two or three values per transport for "
-        "whole runs or parts of them (by PRTT(16,0,1) over shm about 1.0 and 4 µs, over "
-        "MPICH 2.3, 3.2 and 7 µs): where the hypervisor puts the two vCPUs, which the guest "
-        "cannot choose. The targets are judged over all runs; below each table the same "
-        "targets over the runs made in "
-        "the fast state (from the fastest run's state up, each next run's less than "
-        f"{math.sqrt(STATE_GAP):.3g}x above the one before, within {STATE_GAP}x of the "
-        "fastest: a step of half a state's width is a gap between states), each predicting "
-        "the next such run, show how much of the miss is the host changing between runs.",
+        "and after each pass of its kinds and keeps each point's passes from one state of "
+        "the host (docs/fit.md, section 1); a run's state is the middle of the band of "
+        "probes it kept its passes from (`railgauge.hoststate.reference_state_us`). Where "
+        "the two ranks share a host the probe is a cache line bounced between them "
+        f"(`state_probe` c2c, one way; a state is a band {C2C_GAP}x wide), else a few "
+        f"PRTT(16,0,1) (a band {STATE_GAP}x wide; before 2026-11-29 PRTT(1,0,1)). On this "
+        "two-vCPU virtual machine the line takes 13-15, 29-37 or 145-167 ns, for whole runs "
+        "or parts of them: where the hypervisor puts the two vCPUs (one core's two hardware "
+        "threads, two cores under one L3, two chiplets), which the guest cannot choose, and "
+        "every transport's round trips follow it. The targets are judged over all runs; "
+        "below each table the same targets over the runs made in the fast state (sorted by "
+        "state, a run starts a new state where it is sqrt(width) or more above the run "
+        "before it or more than the width above the first of its state: a step of half a "
+        "state's width is a gap between states; the fast state is the fastest with two runs "
+        "or more), each predicting the next such run, show how much of the miss is the "
+        "host changing between runs.",
         "",
     ]
     for e, s in summaries.items():

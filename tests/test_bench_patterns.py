@@ -11,6 +11,8 @@ import itertools
 import json
 import math
 import os
+import shlex
+import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -288,13 +290,19 @@ def test_prtt_confirmation_passes(native_tool: Callable[[str], str], tmp_path: P
         for j in range(2):  # the planned passes measure every kind, in this order
             for first, then in itertools.pairwise(chain):
                 assert first["pass_state_after_us"][j] == then["pass_state_us"][j] > 0
-    # Every probe in the reference band (one state of the host): every pass counts.
+    # Every probe in the reference band (one state of the host): every pass counts. Over
+    # shm the probe is the cache line between the two ranks, and its band 1.6x wide.
+    assert recs[0]["params"]["state_probe"] == "c2c"
+    gap = recs[0]["params"]["state_gap"]
+    assert gap == 1.6
     lo, hi = points[0]["state_band_us"]
     assert all(r["state_band_us"] == [lo, hi] for r in points)
-    assert hi == pytest.approx(lo * 1.25) and lo <= points[0]["state_mid_us"] <= hi
+    assert hi == pytest.approx(lo * gap) and lo <= points[0]["state_mid_us"] <= hi
     one_state = all(lo <= v <= hi for v in planned | probes)
-    # railgauge.hoststate finds the same reference state from the records alone.
-    assert reference_state_us(points) == points[0]["state_mid_us"]
+    # railgauge.hoststate finds the same reference state from the records alone (the
+    # header among them gives the band's width).
+    assert reference_state_us(recs) == points[0]["state_mid_us"]
+    assert reference_state_us(points, gap) == points[0]["state_mid_us"]
     for r in points:
         iqm = r["pass_iqm_us"]
         assert 2 <= r["passes"] <= 4 and len(iqm) == r["passes"]
@@ -327,11 +335,12 @@ def test_prtt_given_reference_state(native_tool: Callable[[str], str], tmp_path:
     recs = _prtt_small(native_tool, tmp_path, "--passes", "2", "--confirm", "1",
                        "--state-ref", "1e6")
     assert recs[0]["params"]["state_ref_us"] == 1e6
+    w = recs[0]["params"]["state_gap"] ** 0.5
     points = [r for r in recs if r["type"] in ("prtt", "orecv")]
     assert len(points) == 12
     for r in points:
         assert r["state_mid_us"] == 1e6
-        assert r["state_band_us"] == pytest.approx([1e6 / 1.25**0.5, 1e6 * 1.25**0.5])
+        assert r["state_band_us"] == pytest.approx([1e6 / w, 1e6 * w])
         assert r["in_state"] is False and r["passes"] == 3
         # No pass in the state: the fastest passes of all are kept, as without a state.
         assert r["passes_kept"] == len(_kept_passes({**r, "state_band_us": None}, 0.1))
@@ -353,11 +362,68 @@ def test_prtt_given_reference_state(native_tool: Callable[[str], str], tmp_path:
     assert all(r["state_mid_us"] == mid for r in given if r["type"] in ("prtt", "orecv"))
 
 
+def _probes_of(recs: list[dict[str, Any]]) -> list[float]:
+    return [v for r in recs if r["type"] in ("prtt", "orecv")
+            for v in r["pass_state_us"] + r["pass_state_after_us"] if v > 0]
+
+
+@pytest.mark.native
+def test_prtt_state_probes(native_tool: Callable[[str], str], tmp_path: Path) -> None:
+    """The probe of the host's state: by default (auto) the cache line bounced between the
+    two ranks when they share a host, its one-way time in us, a band 1.6x wide; asked for
+    prtt, PRTT(16,0,1), a band 1.25x wide. The line's one-way time is tens to hundreds of
+    ns on any CPU; PRTT(16,0,1) is 16 messages and the answer over shm, slower still."""
+    from railgauge.hoststate import C2C_GAP, STATE_GAP, header_gap, probe_name
+
+    line = _prtt_small(native_tool, tmp_path, "--passes", "2")
+    assert line[0]["params"]["state_probe"] == "c2c"
+    assert "state_probe_note" not in line[0]["params"]
+    assert header_gap(line[0]) == C2C_GAP and probe_name(line[0]) == "c2c"
+    c2c = _probes_of(line)
+    assert c2c and all(0.001 < v < 2.0 for v in c2c)
+    prtt = _prtt_small(native_tool, tmp_path, "--passes", "2", "--state-probe", "prtt")
+    assert prtt[0]["params"]["state_probe"] == "prtt"
+    assert header_gap(prtt[0]) == STATE_GAP and probe_name(prtt[0]) == "PRTT(16,0,1)"
+    assert sorted(_probes_of(prtt))[len(_probes_of(prtt)) // 2] > sorted(c2c)[len(c2c) // 2]
+
+
+@pytest.mark.native
+def test_prtt_state_probe_between_hosts(native_tool: Callable[[str], str],
+                                        tmp_path: Path) -> None:
+    """Ranks on two hosts (here: two UTS namespaces with their own host names, which
+    railgauge's host identity reads) share no memory: under auto the run probes with
+    PRTT(n,0,1) and its header says why; asked for c2c, it fails with that reason."""
+    if shutil.which("unshare") is None or subprocess.run(
+            ["unshare", "-u", "true"], capture_output=True, check=False).returncode != 0:
+        pytest.skip("needs unshare -u (root)")
+    bench = native_tool("railgauge-bench")
+
+    def run(*args: str) -> tuple[int, Path]:
+        out = tmp_path / f"h{len(args)}.jsonl"
+        inner = " ".join([shlex.quote(bench), "prtt", "--sizes", "1", "--passes", "2",
+                          "--point-budget", "0.05", "--out", shlex.quote(str(out)), *args])
+        res = launch(["unshare", "-u", "sh", "-c", f'hostname "h$RG_RANK" && exec {inner}'],
+                     2, transport="tcp", timeout_s=120)
+        return res.returncode, out
+
+    rc, out = run()
+    assert rc == 0
+    head = json.loads(out.read_text().splitlines()[0])
+    assert head["params"]["state_probe"] == "prtt" and head["params"]["state_gap"] == 1.25
+    assert "another host" in head["params"]["state_probe_note"]
+    rc, _ = run("--state-probe", "c2c")
+    assert rc == 1
+
+
 @pytest.mark.native
 @pytest.mark.parametrize(("args", "says"), [
     (("pingpong", "--passes", "2"), "options of the prtt pattern"),
     (("pingpong", "--state-ref", "2"), "options of the prtt pattern"),
     (("prtt", "--state-ref", "2"), "--state-ref needs --passes 2 or more"),
+    (("prtt", "--state-probe", "c2c"), "--state-probe needs --passes 2 or more"),
+    (("prtt", "--passes", "2", "--state-probe", "cache"),
+     "--state-probe must be auto, c2c or prtt"),
+    (("pingpong", "--state-probe", "prtt"), "options of the prtt pattern"),
     (("prtt", "--passes", "2", "--state-ref", "0"), "--state-ref must be microseconds"),
     (("prtt", "--confirm", "1"), "--confirm needs --passes 2 or more"),
     (("prtt", "--passes", "8", "--confirm", "2"), "at most 9 passes in all"),

@@ -60,6 +60,20 @@ def test_fast_state_runs_edges(gb: ModuleType) -> None:
     assert gb.fast_state_runs(_runs(gb, [None, None])) == []
 
 
+def test_fast_state_runs_by_the_cache_line(gb: ModuleType) -> None:
+    """Probed by the cache line (states 1.6x wide): 29-37 ns is one state, 145-167 ns
+    another; a single run at 14 ns (one core's two hardware threads) is faster but alone,
+    so the fast state is the fastest with two runs."""
+    states = [0.031, 0.030, 0.155, 0.034, 0.014, 0.160, 0.036, 0.029, 0.167, 0.037]
+    runs = _runs(gb, states, probe="c2c")
+    for r in runs:
+        r.state_gap = 1.6
+    assert [r.round for r in gb.fast_state_runs(runs)] == [1, 2, 4, 7, 8, 10]
+    # In bands of PRTT's 1.25x the same values would split 29-36 from 37 ns.
+    assert [r.round for r in gb.fast_state_runs(_runs(gb, states, probe="c2c"))] == [
+        1, 2, 4, 7, 8]
+
+
 def _blind(gb: ModuleType, kind: str, number: int, t: int, changes: list[int],
            bends: list[tuple[int, int, float]] | None = None) -> object:
     return gb.BlindRun(stack="openmpi", kind=kind, number=number, t=t,

@@ -13,6 +13,9 @@ import pytest
 
 from railgauge import measure
 from railgauge.hoststate import (
+    format_band,
+    format_probe,
+    header_gap,
     host_state,
     off_state_sizes,
     probe_name,
@@ -125,13 +128,33 @@ def test_state_band_and_reference_state() -> None:
     # The run's state as the model keeps it, and two runs compared.
     assert host_state(recs) == {"probe_us": pytest.approx(0.19), "points": 4, "in_band": 4,
                                 "band_us": pytest.approx(band["band_us"]),
-                                "probe": "PRTT(1,0,1)"}
+                                "probe": "PRTT(1,0,1)", "gap": 1.25}
     assert probe_name({"params": {"state_probe_n": 16}}) == "PRTT(16,0,1)"
     assert probe_name({"params": {}}) == probe_name(None) == "PRTT(1,0,1)"
     assert host_state(straddled, "PRTT(16,0,1)")["probe"] == "PRTT(16,0,1)"
     assert host_state([{"type": "prtt", "s": 1}]) is None
     assert same_state(0.2, 0.24) and same_state(0.24, 0.2)
     assert not same_state(0.2, 0.75) and not same_state(0.0, 0.0)
+    # Probed by the cache line between the ranks (one way, 13-15, 29-37 or 145-167 ns on
+    # the development host): the header says so and gives the band's width, 1.6x, which
+    # keeps 29 and 37 ns in one state and 14 and 155 ns out of it.
+    head = {"type": "header", "params": {"state_probe": "c2c", "state_probe_n": 16,
+                                         "state_gap": 1.6}}
+    line = [{"type": "prtt", "s": s, "pass_state_us": [0.029 + 0.001 * s],
+             "pass_state_after_us": [0.031]} for s in range(1, 9)]
+    line += [{"type": "prtt", "s": 9, "pass_state_us": [0.014]},
+             {"type": "prtt", "s": 10, "pass_state_us": [0.155]}]
+    assert probe_name(head) == "c2c" and header_gap(head) == 1.6
+    assert header_gap({"params": {"state_gap": True}}) == header_gap(None) == 1.25
+    band = state_band([head, *line])
+    assert band["in_band"] == 8 and band["band_us"][0] > 0.014 and band["band_us"][1] < 0.155
+    assert state_band(line)["in_band"] < 8  # 1.25x: 29 and 37 ns fall apart
+    assert off_state_sizes([head, *line], 0.031) == [9, 10]
+    assert host_state([head, *line], "c2c", 1.6)["gap"] == 1.6
+    assert same_state(0.029, 0.037, 1.6) and not same_state(0.029, 0.037)
+    assert format_probe("c2c", 0.0312) == "cache line 31.2 ns one way"
+    assert format_probe("PRTT(16,0,1)", 1.04) == "PRTT(16,0,1) 1.04 us"
+    assert format_band("c2c", 0.0245, 0.0392) == "24.5-39.2 ns"
 
 
 def test_refinement_in_the_sweeps_state_is_kept(monkeypatch: pytest.MonkeyPatch,

@@ -1,10 +1,12 @@
 """The host's states (docs/fit.md, section 1): railgauge-bench prtt probes the host before
-every visit of a size and after each pass of its kinds with a few PRTT(n,0,1), and on the
-two-vCPU virtual machine of the benchmarks those probes take two or three values 1.4-4x
-apart for seconds to minutes at a time (where the hypervisor puts the two vCPUs). These
-functions mirror the tool's choice of the run's reference state (prtt.c,
-rg__bench_state_band), name the state a run's points describe, and compare the states of
-two runs, from the records alone.
+every visit of a size and after each pass of its kinds, with a cache line bounced between
+its two ranks where they share a host (``params.state_probe`` "c2c", since 2026-11-29; the
+one-way time, in us) or else with a few PRTT(n,0,1). On the two-vCPU virtual machine of the
+benchmarks those probes take two or three values for seconds to minutes at a time (where
+the hypervisor puts the two vCPUs: the line 13-15, 29-37 or 145-167 ns, PRTT(16,0,1) over
+shm 0.6, 1.0 or 4 us). These functions mirror the tool's choice of the run's reference
+state (prtt.c, rg__bench_state_band), name the state a run's points describe, and compare
+the states of two runs, from the records alone.
 """
 
 from __future__ import annotations
@@ -19,8 +21,45 @@ from typing import Any
 #: whose every probe is STATE_GAP or more from the sweep's state was measured in another
 #: (:func:`off_state_sizes`).
 STATE_GAP = 1.25
+#: The width of a state probed by the cache line (prtt.c, RG_BENCH_C2C_GAP; the header's
+#: ``params.state_gap`` says which a run used): its placements are 2.2x and 5x apart.
+C2C_GAP = 1.6
 #: What the probes of files made before 2026-11-29 measured (their headers do not say).
 LEGACY_PROBE = "PRTT(1,0,1)"
+#: The name of the cache-line probe (``params.state_probe`` "c2c").
+C2C_PROBE = "c2c"
+
+
+def header_gap(header: Mapping[str, Any] | None) -> float:
+    """The width of a run's states, from its header (``params.state_gap``; STATE_GAP in
+    files that do not say)."""
+    params = (header or {}).get("params")
+    g = params.get("state_gap") if isinstance(params, Mapping) else None
+    if isinstance(g, int | float) and not isinstance(g, bool) and math.isfinite(g) and g > 1:
+        return float(g)
+    return STATE_GAP
+
+
+def _records_gap(records: Iterable[Mapping[str, Any]]) -> float:
+    """header_gap of the first header among records (STATE_GAP without one)."""
+    for r in records:
+        if isinstance(r, Mapping) and r.get("type") == "header":
+            return header_gap(r)
+    return STATE_GAP
+
+
+def format_probe(probe: str, value_us: float) -> str:
+    """A probe's value as a reader wants it: the cache line in ns, PRTT in us."""
+    if probe == C2C_PROBE:
+        return f"cache line {value_us * 1e3:.3g} ns one way"
+    return f"{probe} {value_us:.3g} us"
+
+
+def format_band(probe: str, lo_us: float, hi_us: float) -> str:
+    """A band of probes as a reader wants it (:func:`format_probe`)."""
+    if probe == C2C_PROBE:
+        return f"{lo_us * 1e3:.3g}-{hi_us * 1e3:.3g} ns"
+    return f"{lo_us:.3g}-{hi_us:.3g} us"
 
 
 def _probes(rec: Mapping[str, Any], key: str = "pass_state_us") -> list[float]:
@@ -50,18 +89,22 @@ def _pass_in(pair: tuple[float, float], lo: float, hi: float) -> bool:
     return all(v <= 0.0 or lo <= v <= hi for v in pair)
 
 
-def state_band(records: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
+def state_band(records: Iterable[Mapping[str, Any]],
+               gap: float | None = None) -> dict[str, Any] | None:
     """railgauge-bench's reference state of a run (prtt.c, rg__bench_state_band): of the
-    bands STATE_GAP wide about each probe p of the run (p / sqrt(STATE_GAP) ..
-    p sqrt(STATE_GAP)), the one in which the points (records) have the most passes with
-    both their probes, counting at most two a point; the fastest of equals. ``{"mid_us":
-    p, "band_us": [lo, hi], "points": n, "in_band": k}`` with k of the n points having such
-    a pass; None without probes."""
+    bands gap wide about each probe p of the run (p / sqrt(gap) .. p sqrt(gap)), the one
+    in which the points (records) have the most passes with both their probes, counting at
+    most two a point; the fastest of equals. ``{"mid_us": p, "band_us": [lo, hi],
+    "points": n, "in_band": k}`` with k of the n points having such a pass; None without
+    probes. gap None: the run's header among the records says (:func:`header_gap`)."""
+    records = list(records)
+    if gap is None:
+        gap = _records_gap(records)
     points = _points(records)
     values = sorted({v for pt in points for pair in pt for v in pair if v > 0.0})
     if not values:
         return None
-    w = math.sqrt(STATE_GAP)
+    w = math.sqrt(gap)
     best, mid = 0, 0.0
     for c in values:
         lo, hi = c / w, c * w
@@ -75,11 +118,12 @@ def state_band(records: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
     return {"mid_us": mid, "band_us": [lo, hi], "points": len(points), "in_band": covered}
 
 
-def reference_state_us(records: list[dict[str, Any]]) -> float | None:
+def reference_state_us(records: list[dict[str, Any]],
+                       gap: float | None = None) -> float | None:
     """The state of the host a run's points describe (railgauge-bench keeps each point's
     passes made in it): the probe at the middle of its band (:func:`state_band`). None for
     a run without probes."""
-    band = state_band(records)
+    band = state_band(records, gap)
     return None if band is None else float(band["mid_us"])
 
 
@@ -91,7 +135,8 @@ def off_state_sizes(records: list[dict[str, Any]], ref_us: float) -> list[int]:
     range of their own. A record of a run given that state (``--state-ref``) says
     whether any of its passes was made in it (``in_state``); a size is off when one of its
     records says false. Older records: when every probe of the size's records is at
-    least STATE_GAP from ref_us, slower or faster."""
+    least the run's gap (:func:`header_gap`) from ref_us, slower or faster."""
+    gap = _records_gap(records)
     probes_of: dict[int, list[float]] = {}
     off: set[int] = set()
     for r in records:
@@ -106,31 +151,34 @@ def off_state_sizes(records: list[dict[str, Any]], ref_us: float) -> list[int]:
         probes_of.setdefault(s, []).extend(
             v for pair in _pass_probes(r) for v in pair if v > 0.0)
     off.update(s for s, ps in probes_of.items()
-               if ps and not any(same_state(v, ref_us) for v in ps))
+               if ps and not any(same_state(v, ref_us, gap) for v in ps))
     return sorted(off)
 
 
 def probe_name(header: Mapping[str, Any] | None) -> str:
-    """What a run's probes of the host's state measured, from its header: PRTT(n,0,1) with
-    n its ``params.state_probe_n`` (railgauge-bench prtt since 2026-11-29), PRTT(1,0,1) in
-    older files. Runs whose probes measured different things cannot be compared by them."""
+    """What a run's probes of the host's state measured, from its header: "c2c" (the cache
+    line between the ranks, ``params.state_probe``), else PRTT(n,0,1) with n its
+    ``params.state_probe_n`` (railgauge-bench prtt since 2026-11-29), PRTT(1,0,1) in older
+    files. Runs whose probes measured different things cannot be compared by them."""
     params = (header or {}).get("params")
+    if isinstance(params, Mapping) and params.get("state_probe") == C2C_PROBE:
+        return C2C_PROBE
     n = params.get("state_probe_n") if isinstance(params, Mapping) else None
     return f"PRTT({n},0,1)" if isinstance(n, int) and n >= 1 else LEGACY_PROBE
 
 
 def host_state(records: Iterable[Mapping[str, Any]],
-               probe: str = LEGACY_PROBE) -> dict[str, Any] | None:
+               probe: str = LEGACY_PROBE, gap: float = STATE_GAP) -> dict[str, Any] | None:
     """The state of the host a run's points describe, for the model and ``railgauge
     check``: ``{"probe_us": x, "band_us": [lo, hi], "points": n, "in_band": k, "probe":
-    p}``: x the middle of its band (:func:`state_band`), k of the run's n points measured
-    in it, p what a probe measured (:func:`probe_name`); None for a run without probes
-    (older files, Netgauge's, a run in one pass)."""
-    band = state_band(records)
+    p, "gap": g}``: x the middle of its band (:func:`state_band`, g wide), k of the run's n
+    points measured in it, p what a probe measured (:func:`probe_name`); None for a run
+    without probes (older files, Netgauge's, a run in one pass)."""
+    band = state_band(records, gap)
     if band is None:
         return None
     return {"probe_us": band["mid_us"], "band_us": band["band_us"], "points": band["points"],
-            "in_band": band["in_band"], "probe": probe}
+            "in_band": band["in_band"], "probe": probe, "gap": gap}
 
 
 def points_host_state(points: Iterable[Any],
@@ -141,15 +189,15 @@ def points_host_state(points: Iterable[Any],
         ({"type": p.type, "s": p.s, "pass_state_us": list(p.pass_state_us),
           "pass_state_after_us": list(getattr(p, "pass_state_after_us", None) or [])}
          for p in points if getattr(p, "pass_state_us", None) is not None),
-        probe_name(header),
+        probe_name(header), header_gap(header),
     )
 
 
-def same_state(a_us: float, b_us: float) -> bool:
+def same_state(a_us: float, b_us: float, gap: float = STATE_GAP) -> bool:
     """Whether two runs' states (their ``probe_us``) are one state of the host: less than
-    STATE_GAP apart."""
+    gap apart (STATE_GAP for PRTT probes, C2C_GAP for the cache line)."""
     lo, hi = sorted((a_us, b_us))
-    return lo > 0.0 and hi < STATE_GAP * lo
+    return lo > 0.0 and hi < gap * lo
 
 
 def measure_c2c(timeout_s: float = 20.0) -> dict[str, Any] | None:

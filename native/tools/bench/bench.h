@@ -10,6 +10,7 @@
 #ifndef RG_TOOLS_BENCH_H
 #define RG_TOOLS_BENCH_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include "base/error.h"
 #include "base/stats.h"
 #include "base/timer.h"
+#include "boot/boot.h"
 #include "xport/xport.h"
 
 #define RG_BENCH_MAX_SIZES 512
@@ -35,6 +37,17 @@
  * c / sqrt(GAP) to c sqrt(GAP) about a probe c): the band in which the most
  * points have a pass with both its probes (docs/fit.md, section 1). */
 #define RG_BENCH_STATE_GAP 1.25
+/* prtt --passes with both ranks on one host (--state-probe auto or c2c): the
+ * probe is a cache line bounced between the two ranks' processes instead,
+ * the median of RG_BENCH_C2C_CHUNKS means of RG_BENCH_C2C_ROUND_TRIPS round
+ * trips (after one chunk that waits for rank 1 to come), and the band is
+ * RG_BENCH_C2C_GAP wide: the line's placements are 2.2x and 5x apart (13-15,
+ * 29-37, 145-167 ns one way on the development host), each up to 1.3x wide. */
+#define RG_BENCH_C2C_CHUNKS 9
+#define RG_BENCH_C2C_ROUND_TRIPS 100
+#define RG_BENCH_C2C_GAP 1.6
+/* What probes the host's state (--state-probe). */
+enum { RG_BENCH_PROBE_AUTO = 0, RG_BENCH_PROBE_C2C, RG_BENCH_PROBE_PRTT };
 
 struct rg_json;
 
@@ -60,6 +73,7 @@ typedef struct rg_bench_opts {
     int         confirm;        /* prtt: extra passes at most for unconfirmed points */
     double      state_ref_us;   /* prtt: the reference state given by --state-ref (the
                                  * middle of its band, us; 0: chosen from the probes) */
+    int         state_probe;    /* prtt: RG_BENCH_PROBE_* (--state-probe) */
     int         force_monotonic;
     int         sizes_given;    /* the sizes came from an option */
     int         target_given;   /* --target-rel was given */
@@ -89,6 +103,13 @@ typedef struct rg_bench {
      * about state_mid_us in which a pass's probes must lie for the pass to be
      * kept (0: no probes yet, every pass counts). */
     double          state_us, state_lo_us, state_hi_us, state_mid_us;
+    /* The probe in use (RG_BENCH_PROBE_C2C or _PRTT), the band's width, and
+     * for c2c the line both ranks map and the next exchange's first value. */
+    int                      probe;
+    double                   state_gap;
+    struct rg_bench_cline   *cline;
+    uint64_t                 cline_base;
+    char                     probe_note[256];  /* why not c2c under auto ("": it is) */
     rg_err_t        err;
 } rg_bench_t;
 
@@ -104,9 +125,36 @@ typedef struct rg_bench_ctl {
 enum {
     RG_BENCH_CMD_END = 0,
     RG_BENCH_CMD_PRTT = 1,  /* receive n messages of size, answer with one */
-    RG_BENCH_CMD_ORECV = 2  /* the same, timing each receive after a delay,
+    RG_BENCH_CMD_ORECV = 2, /* the same, timing each receive after a delay,
                              * then send the mean receive time (a double) */
+    RG_BENCH_CMD_C2C = 3    /* answer reps round trips of the shared cache line
+                             * from value size on (prtt's probe of the host) */
 };
+
+/* A cache line bounced between two parties (cline.c): threads of
+ * railgauge-bench c2c, or the two ranks of prtt in a shared segment. The
+ * leader stores base + 2k + 1 and waits for base + 2k + 2, which the answerer
+ * stores. An exchange is given up by storing base + 1 into abort, by either
+ * side, or by a side that waited RG_BENCH_CLINE_TIMEOUT_NS for the other. */
+#define RG_BENCH_CLINE_TIMEOUT_NS 1000000000ull
+typedef struct rg_bench_cline {
+    _Alignas(64) atomic_uint_fast64_t line;
+    _Alignas(64) atomic_uint_fast64_t abort;
+} rg_bench_cline_t;
+
+/* The leader's side: chunks of round_trips round trips from base on, each
+ * chunk's mean one-way time (ns) into chunk_ns; RG_ERR_TIMEOUT when given up. */
+rg_status_t rg_bench_cline_lead(rg_bench_cline_t *cl, uint64_t base, long round_trips,
+                                long chunks, const rg_timer_t *timer, double *chunk_ns);
+/* The answerer's side of round_trips round trips from base on. */
+rg_status_t rg_bench_cline_answer(rg_bench_cline_t *cl, uint64_t base, uint64_t round_trips);
+/* Gives up the exchange that starts at base (the other side stops waiting). */
+void        rg_bench_cline_give_up(rg_bench_cline_t *cl, uint64_t base);
+/* A segment of len bytes mapped by every rank (collective): RG_OK and
+ * *seg_p, RG_ERR_UNSUPPORTED (every rank alike) when a rank is on another
+ * host, else the error; tag names the segment and the messages. */
+rg_status_t rg_bench_segment_map(rg_boot_t *boot, int rank, int size, const char *tag,
+                                 size_t len, void **seg_p, rg_err_t *err);
 
 /* The onen pattern's modes and directions (onen.c), in the order of
  * docs/lop.md. */

@@ -38,12 +38,9 @@
 enum { RG__C2C_OK = 0, RG__C2C_FAIL = 1, RG__C2C_USAGE = 2 };
 
 #define RG__C2C_MAX_CHUNKS 1000
-#define RG__C2C_TIMEOUT_NS 1000000000ull /* a CPU that does not answer in 1 s */
 
 typedef struct rg__c2c {
-    /* The bounced line and the abort flag, each on a line of its own. */
-    _Alignas(64) atomic_uint_fast64_t line;
-    _Alignas(64) atomic_int abort;
+    rg_bench_cline_t cl;      /* the bounced line (cline.c); one exchange from 0 */
     _Alignas(64) int cpu[2];
     long        round_trips, chunks;
     const char *out_path;
@@ -61,49 +58,17 @@ static int rg__c2c_pin(int cpu)
     return pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
-/* Spins until the line holds want; 0, or -1 when the other side gave up or
- * did not answer within the timeout. */
-static int rg__c2c_wait(rg__c2c_t *c, uint_fast64_t want)
-{
-    uint64_t start = 0;
-    unsigned spins = 0;
-
-    while (atomic_load_explicit(&c->line, memory_order_acquire) != want) {
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
-        if (++spins % 4096 == 0) {
-            if (atomic_load_explicit(&c->abort, memory_order_relaxed)) {
-                return -1;
-            }
-            if (start == 0) {
-                start = rg_time_mono_ns();
-            } else if (rg_time_mono_ns() - start > RG__C2C_TIMEOUT_NS) {
-                atomic_store_explicit(&c->abort, 1, memory_order_relaxed);
-                return -1;
-            }
-        }
-    }
-    return 0;
-}
-
 /* The answering thread: on cpu[1], answers every odd value with the next. */
 static void *rg__c2c_answer(void *arg)
 {
-    rg__c2c_t    *c     = arg;
-    uint_fast64_t total = (uint_fast64_t)c->round_trips * (uint_fast64_t)c->chunks, i;
+    rg__c2c_t *c = arg;
 
     c->pin_errno = rg__c2c_pin(c->cpu[1]);
     if (c->pin_errno != 0) {
-        atomic_store_explicit(&c->abort, 1, memory_order_relaxed);
+        rg_bench_cline_give_up(&c->cl, 0);
         return NULL;
     }
-    for (i = 0; i < total; i++) {
-        if (rg__c2c_wait(c, 2 * i + 1) != 0) {
-            return NULL;
-        }
-        atomic_store_explicit(&c->line, 2 * i + 2, memory_order_release);
-    }
+    rg_bench_cline_answer(&c->cl, 0, (uint64_t)c->round_trips * (uint64_t)c->chunks);
     return NULL;
 }
 
@@ -198,11 +163,9 @@ static int rg__c2c_args(int argc, char **argv, rg__c2c_t *c)
 /* Runs the chunks; chunk_ns[j] is chunk j's mean one-way time. */
 static rg_status_t rg__c2c_run(rg__c2c_t *c, double *chunk_ns)
 {
-    pthread_t     th;
-    uint_fast64_t v = 0;
-    uint64_t      t0, t1;
-    long          j, r;
-    int           rc;
+    pthread_t   th;
+    rg_status_t st;
+    int         rc;
 
     rc = rg__c2c_pin(c->cpu[0]);
     if (rc != 0) {
@@ -213,27 +176,16 @@ static rg_status_t rg__c2c_run(rg__c2c_t *c, double *chunk_ns)
     if (rc != 0) {
         return rg_err_set_errno(&c->err, RG_ERR_SYSTEM, rc, "cannot start the second thread");
     }
-    for (j = 0; j < c->chunks; j++) {
-        t0 = rg_timer_ticks(&c->timer);
-        for (r = 0; r < c->round_trips; r++, v += 2) {
-            atomic_store_explicit(&c->line, v + 1, memory_order_release);
-            if (rg__c2c_wait(c, v + 2) != 0) {
-                break;
-            }
-        }
-        t1 = rg_timer_ticks(&c->timer);
-        if (r < c->round_trips) {
-            break;
-        }
-        chunk_ns[j] = rg_timer_us(&c->timer, t1 - t0) * 1e3 / (2.0 * (double)c->round_trips);
+    st = rg_bench_cline_lead(&c->cl, 0, c->round_trips, c->chunks, &c->timer, chunk_ns);
+    if (st != RG_OK) {
+        rg_bench_cline_give_up(&c->cl, 0);
     }
-    atomic_store_explicit(&c->abort, 1, memory_order_relaxed);
     pthread_join(th, NULL);
     if (c->pin_errno != 0) {
         return rg_err_set_errno(&c->err, RG_ERR_SYSTEM, c->pin_errno,
                                 "cannot pin a thread to CPU %d", c->cpu[1]);
     }
-    if (j < c->chunks) {
+    if (st != RG_OK) {
         return rg_err_set(&c->err, RG_ERR_TIMEOUT,
                           "CPU %d did not answer within 1 s (is something else running there "
                           "at a higher priority?)", c->cpu[1]);

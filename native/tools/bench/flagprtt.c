@@ -36,7 +36,6 @@
  *   railgauge run -n 2 -- railgauge-bench flagprtt --json
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -444,72 +443,11 @@ static rg_status_t rg__local_point(rg__frun_t *fr, rg__fpoint_t *pt, double *med
 
 static rg_status_t rg__segment(rg__frun_t *fr, size_t len)
 {
-    struct { uint64_t host, nonce; } mine, *all;
-    char        name[64];
-    rg_status_t st;
-    int         q, fd = -1, ok = 1;
+    rg_status_t st = rg_bench_segment_map(fr->boot, fr->rank, fr->P, "flagprtt", len, &fr->seg,
+                                          &fr->err);
 
-    all = malloc((size_t)fr->P * sizeof(*all));
-    if (all == NULL) {
-        return rg_err_set(&fr->err, RG_ERR_NOMEM, "flagprtt: no memory");
-    }
-    mine.host = rg_host_id();
-    mine.nonce = ((uint64_t)getpid() << 20) ^ (rg_time_mono_ns() & 0xfffff);
-    st = rg_boot_allgather(fr->boot, &mine, sizeof(mine), all, &fr->err);
-    for (q = 1; st == RG_OK && q < fr->P; q++) {
-        if (all[q].host != all[0].host) {
-            st = rg_err_set(&fr->err, RG_ERR_UNSUPPORTED, "flagprtt: rank %d is on another "
-                            "host than rank 0; the flags need every rank on one host", q);
-        }
-    }
-    snprintf(name, sizeof(name), "/railgauge-flagprtt-%llx", (unsigned long long)all[0].nonce);
-    if (st == RG_OK && fr->rank == 0) {
-        fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
-        if (fd < 0 || ftruncate(fd, (off_t)len) != 0) {
-            ok = 0;
-            rg_err_set_errno(&fr->err, RG_ERR_IO, errno, "flagprtt: shared segment %s", name);
-        }
-    }
     if (st == RG_OK) {
-        st = rg_boot_barrier(fr->boot, &fr->err);
-    }
-    if (st == RG_OK && fr->rank != 0 && (fd = shm_open(name, O_RDWR, 0600)) < 0) {
-        ok = 0;
-        rg_err_set_errno(&fr->err, RG_ERR_IO, errno, "flagprtt: opening %s", name);
-    }
-    if (st == RG_OK && ok) {
-        fr->seg = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        if (fr->seg == MAP_FAILED) {
-            fr->seg = NULL;
-            ok = 0;
-            rg_err_set_errno(&fr->err, RG_ERR_IO, errno, "flagprtt: mapping %s", name);
-        } else {
-            fr->seg_len = len;
-        }
-    }
-    if (fd >= 0) {
-        close(fd);
-    }
-    if (st == RG_OK) {
-        /* Everyone has it mapped (or failed) before it is unlinked. */
-        int *oks = malloc((size_t)fr->P * sizeof(int));
-
-        st = oks == NULL ? rg_err_set(&fr->err, RG_ERR_NOMEM, "flagprtt: no memory")
-                         : rg_boot_allgather(fr->boot, &ok, sizeof(ok), oks, &fr->err);
-        for (q = 0; st == RG_OK && q < fr->P; q++) {
-            if (!oks[q] && q != fr->rank) {
-                st = rg_err_set(&fr->err, RG_ERR_IO, "flagprtt: rank %d could not map the "
-                                "shared segment", q);
-            }
-        }
-        free(oks);
-        if (fr->rank == 0) {
-            shm_unlink(name);
-        }
-    }
-    free(all);
-    if (st == RG_OK && !ok) {
-        st = RG_ERR_IO;
+        fr->seg_len = len;
     }
     return st;
 }

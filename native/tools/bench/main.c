@@ -72,9 +72,14 @@ static void rg__bench_usage(FILE *f)
         "                     fastest pass no other pass confirms within --pass-tol,\n"
         "                     in the last 15%% of --budget (default 0; passes + K <= 9)\n"
         "  --state-ref US     prtt with --passes: the run's reference state is given, the\n"
-        "                     band 1.25x wide about this PRTT(n,0,1) probe (the state_mid_us\n"
-        "                     of another run: a refinement keeps the state of its sweep),\n"
-        "                     not chosen from this run's probes\n"
+        "                     band about this probe (1.25x wide for PRTT(n,0,1), 1.6x for\n"
+        "                     c2c; the state_mid_us of another run with the same probe: a\n"
+        "                     refinement keeps the state of its sweep), not chosen from\n"
+        "                     this run's probes\n"
+        "  --state-probe P    prtt with --passes: what probes the host's state: c2c, a\n"
+        "                     cache line bounced between the two ranks (one host only),\n"
+        "                     prtt, PRTT(n,0,1), or auto (default): c2c where the ranks\n"
+        "                     share a host, else prtt\n"
         "  --max-p P          onen: peers up to P (default: ranks - 1)\n"
         "  --modes LIST       onen: of single, list, inject, rma (default: all that the\n"
         "                     transport has; the others are reported as unsupported)\n"
@@ -193,6 +198,8 @@ static int rg__bench_set_dirs(void *cli, const char *arg, const char *prefix)
 }
 
 #define RG__CLI rg__bench_cli_t
+/* --state-probe, in the order of RG_BENCH_PROBE_*. */
+static const char *const rg__state_probes[] = {"auto", "c2c", "prtt", NULL};
 #define RG__CALL(name, fn, given) \
     {(name), RG_BOPT_CALL, 0, 0, 0, NULL, NULL, (fn), (given)}
 
@@ -229,6 +236,8 @@ static const rg_bench_optdef_t rg__bench_optdefs[] = {
               "an integer 0..4294967295", passes_given),
     RG_BOPT_G("state-ref", DOUBLE, RG__CLI, o.state_ref_us, 1e-3, 1e9,
               "microseconds in [0.001, 1e9]", passes_given),
+    {"state-probe", RG_BOPT_CHOICE, offsetof(RG__CLI, o.state_probe), 0, 0, "auto, c2c or prtt",
+     rg__state_probes, NULL, (long)offsetof(RG__CLI, passes_given)},
 };
 
 /* What holds only once every option is read: options of another pattern,
@@ -241,12 +250,16 @@ static int rg__bench_finish_args(rg__bench_cli_t *cli, rg_bench_opts_t *opts)
         return rg_bench_usage_error("--min-reps is above --max-reps%s", "");
     }
     if (cli->passes_given && strcmp(opts->pattern, "prtt") != 0) {
-        return rg_bench_usage_error("--passes, --pass-tol, --order-seed, --confirm and "
-                                     "--state-ref are options of the prtt pattern, not of %s",
+        return rg_bench_usage_error("--passes, --pass-tol, --order-seed, --confirm, "
+                                     "--state-ref and --state-probe are options of the prtt pattern, not of %s",
                                      opts->pattern);
     }
     if (opts->state_ref_us > 0 && opts->passes < 2) {
         return rg_bench_usage_error("--state-ref needs --passes 2 or more (the host's state "
+                                     "is probed between passes)%s", "");
+    }
+    if (opts->state_probe != RG_BENCH_PROBE_AUTO && opts->passes < 2) {
+        return rg_bench_usage_error("--state-probe needs --passes 2 or more (the host's state "
                                      "is probed between passes)%s", "");
     }
     if (opts->confirm > 0 && opts->passes < 2) {

@@ -27,6 +27,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -427,8 +428,16 @@ rg_status_t rg_bench_write_header(rg_bench_t *bench, size_t planned_points)
         rg_json_kv_double(&js, "pass_tol", bench->opts.pass_tol);
         rg_json_kv_uint(&js, "order_seed", bench->opts.order_seed);
         rg_json_kv_int(&js, "confirm", bench->opts.confirm);
-        /* What a probe of the host's state measures: PRTT(state_probe_n,0,1). */
+        /* What a probe of the host's state measures: "c2c", the cache line
+         * between the ranks (one way, reported in us), or "prtt",
+         * PRTT(state_probe_n,0,1); and the width of the run's band. */
+        rg_json_kv_string(&js, "state_probe", bench->probe == RG_BENCH_PROBE_C2C ? "c2c" : "prtt");
         rg_json_kv_int(&js, "state_probe_n", bench->opts.n);
+        rg_json_kv_double(&js, "state_gap", bench->state_gap);
+        if (bench->probe_note[0] != '\0') {
+            /* Why the probe is not the cache line (--state-probe auto). */
+            rg_json_kv_string(&js, "state_probe_note", bench->probe_note);
+        }
         if (bench->opts.state_ref_us > 0) {
             /* The reference state given (--state-ref), not chosen by the run. */
             rg_json_kv_double(&js, "state_ref_us", bench->opts.state_ref_us);
@@ -614,6 +623,17 @@ static int rg__bench_on_ctl(void *ctx, const void *msg)
 
     if (ctl->cmd == RG_BENCH_CMD_END) {
         return 1;
+    }
+    if (ctl->cmd == RG_BENCH_CMD_C2C) {
+        if (bench->cline == NULL || ctl->reps == 0 || ctl->reps > 100000000) {
+            rg_err_set(&bench->err, RG_ERR_PARSE, "bad control message (cmd %u, reps %llu)",
+                       ctl->cmd, (unsigned long long)ctl->reps);
+            return -1;
+        }
+        /* An exchange rank 0 gave up (or that timed out here) leaves both
+         * sides as they were: the next starts from a new value. */
+        (void)rg_bench_cline_answer(bench->cline, ctl->size, ctl->reps);
+        return 0;
     }
     if ((ctl->cmd != RG_BENCH_CMD_PRTT && ctl->cmd != RG_BENCH_CMD_ORECV) ||
         ctl->size > bench->buf_size || ctl->n == 0 || !(ctl->d_us >= 0 && ctl->d_us < 1e7)) {
@@ -964,6 +984,63 @@ static void rg__bench_cap_budget(rg_bench_limits_t *vlim, double left, double st
     }
 }
 
+/* Adds the probe just made (bench->state_us, when positive) to the run's. */
+static rg_status_t rg__bench_keep_probe(rg__bench_passes_t *ps)
+{
+    rg_bench_t *bench = ps->bench;
+
+    if (bench->state_us > 0) {
+        if (ps->nprobes == ps->probes_cap) {
+            size_t  cap   = ps->probes_cap > 0 ? 2 * ps->probes_cap : 256;
+            double *grown = realloc(ps->probes, cap * sizeof(double));
+
+            if (grown == NULL) {
+                return rg_err_set(&bench->err, RG_ERR_NOMEM, "cannot keep %zu probes", cap);
+            }
+            ps->probes     = grown;
+            ps->probes_cap = cap;
+        }
+        ps->probes[ps->nprobes++] = bench->state_us;
+    }
+    return RG_OK;
+}
+
+/* The cache line's one-way time between the two ranks, in us, into
+ * bench->state_us: the median of RG_BENCH_C2C_CHUNKS chunks' means, after one
+ * chunk that waits for rank 1 to take the control message. 0 (no probe) when
+ * an exchange is given up (a rank that did not answer within a second). It
+ * separates the placements of the two vCPUs where PRTT(16,0,1) cannot: over
+ * libfabric's tcp provider the probe of the fast placement (114-147 us)
+ * overlapped the slow one's (142-187 us) while PRTT(16,0,65536) took 1.9x as
+ * long in the slow one (docs/fit.md, section 1). */
+static rg_status_t rg__bench_probe_c2c(rg_bench_t *bench)
+{
+    const long     chunks = RG_BENCH_C2C_CHUNKS + 1, trips = RG_BENCH_C2C_ROUND_TRIPS;
+    double         chunk_ns[RG_BENCH_C2C_CHUNKS + 1];
+    uint64_t       base = bench->cline_base;
+    rg_bench_ctl_t ctl  = {RG_BENCH_CMD_C2C, 0, base, (uint64_t)(chunks * trips), 0.0};
+    rg_stats_t     stats;
+    rg_status_t    st;
+
+    /* The next exchange starts above every value this one can write. */
+    bench->cline_base = base + 2 * (uint64_t)(chunks * trips) + 2;
+    bench->state_us   = 0;
+    st                = rg__bench_send_ctl(bench, 1, &ctl);
+    if (st != RG_OK) {
+        return st;
+    }
+    if (rg_bench_cline_lead(bench->cline, base, trips, chunks, &bench->timer, chunk_ns) != RG_OK) {
+        rg_bench_cline_give_up(bench->cline, base);
+        return RG_OK;
+    }
+    /* rg_stats_compute sorts the chunks after the first in place. */
+    st = rg_stats_compute(chunk_ns + 1, (size_t)(chunks - 1), &stats, &bench->err);
+    if (st == RG_OK) {
+        bench->state_us = stats.median * 1e-3;
+    }
+    return st;
+}
+
 /* Probes the host's state before a size's visit and after each pass of its
  * kinds: the median of a few PRTT(n,0,1), n 1-byte messages and the answer,
  * into bench->state_us and the run's list of probes. The train of n, not a
@@ -983,6 +1060,10 @@ static rg_status_t rg__bench_probe_state(rg__bench_passes_t *ps)
     size_t           count = 0, reps = RG_BENCH_STATE_REPS;
     rg_status_t      st;
 
+    if (bench->probe == RG_BENCH_PROBE_C2C) {
+        st = rg__bench_probe_c2c(bench);
+        return st == RG_OK ? rg__bench_keep_probe(ps) : st;
+    }
     /* Five probes a visit: on a slow path they stay a small share of it. */
     if (bench->state_us > 0 && (double)reps * bench->state_us > RG_BENCH_STATE_PROBE_US) {
         reps = (size_t)(RG_BENCH_STATE_PROBE_US / bench->state_us);
@@ -1004,20 +1085,7 @@ static rg_status_t rg__bench_probe_state(rg__bench_passes_t *ps)
         return st;
     }
     bench->state_us = stats.median;
-    if (bench->state_us > 0) {
-        if (ps->nprobes == ps->probes_cap) {
-            size_t  cap = ps->probes_cap > 0 ? 2 * ps->probes_cap : 256;
-            double *grown = realloc(ps->probes, cap * sizeof(double));
-
-            if (grown == NULL) {
-                return rg_err_set(&bench->err, RG_ERR_NOMEM, "cannot keep %zu probes", cap);
-            }
-            ps->probes     = grown;
-            ps->probes_cap = cap;
-        }
-        ps->probes[ps->nprobes++] = bench->state_us;
-    }
-    return RG_OK;
+    return rg__bench_keep_probe(ps);
 }
 
 /* Probes the host's state after a pass of a point (its samples already in its
@@ -1076,7 +1144,7 @@ static size_t rg__bench_in_band(const rg__bench_passes_t *ps, double lo, double 
  * probes or memory (then every pass counts, as before probes). */
 static double rg__bench_choose_band(const rg__bench_passes_t *ps)
 {
-    const double w = sqrt(RG_BENCH_STATE_GAP);
+    const double w = sqrt(ps->bench->state_gap);
     double      *x, mid = 0.0;
     size_t       i, n = ps->nprobes, best = 0, c;
 
@@ -1109,7 +1177,7 @@ static double rg__bench_choose_band(const rg__bench_passes_t *ps)
  * passes came back into it says in_state: false. */
 static void rg__bench_state_band(rg__bench_passes_t *ps)
 {
-    const double w   = sqrt(RG_BENCH_STATE_GAP);
+    const double w   = sqrt(ps->bench->state_gap);
     double       mid = ps->bench->opts.state_ref_us;
 
     if (mid <= 0) {
@@ -1311,6 +1379,56 @@ out:
     return rc;
 }
 
+/* Chooses prtt's probe of the host's state (collective: every rank calls it
+ * alike): the cache line between ranks 0 and 1 in a segment they share when
+ * they are on one host and --state-probe is auto or c2c, else PRTT(n,0,1).
+ * Under auto a run whose ranks cannot share a segment says why in its header
+ * and probes with PRTT(n,0,1); asked for c2c, it fails. */
+static rg_status_t rg__bench_probe_setup(rg_bench_t *bench)
+{
+    void       *seg = NULL;
+    rg_status_t st;
+
+    bench->probe     = RG_BENCH_PROBE_PRTT;
+    bench->state_gap = RG_BENCH_STATE_GAP;
+    if (bench->opts.state_probe == RG_BENCH_PROBE_PRTT) {
+        return RG_OK;
+    }
+    if (bench->size < 2) {
+        snprintf(bench->probe_note, sizeof(bench->probe_note), "one rank");
+        return RG_OK;
+    }
+    st = rg_bench_segment_map(bench->boot, bench->rank, bench->size, "prtt-state",
+                              sizeof(rg_bench_cline_t), &seg, &bench->err);
+    if (st != RG_OK) {
+        if (bench->opts.state_probe == RG_BENCH_PROBE_C2C) {
+            return st;
+        }
+        snprintf(bench->probe_note, sizeof(bench->probe_note), "%s",
+                 rg_err_message(&bench->err));
+        rg_err_clear(&bench->err);
+        return RG_OK;
+    }
+    bench->cline = seg;
+    if (bench->rank == 0) {
+        atomic_init(&bench->cline->line, 0);
+        atomic_init(&bench->cline->abort, 0);
+    }
+    bench->cline_base = 2;
+    bench->probe      = RG_BENCH_PROBE_C2C;
+    bench->state_gap  = RG_BENCH_C2C_GAP;
+    /* Rank 1 answers only after rank 0 has set the line up. */
+    return rg_boot_barrier(bench->boot, &bench->err);
+}
+
+static void rg__bench_probe_teardown(rg_bench_t *bench)
+{
+    if (bench->cline != NULL) {
+        munmap(bench->cline, sizeof(rg_bench_cline_t));
+        bench->cline = NULL;
+    }
+}
+
 /* The driver of both patterns. For prtt, each size gets PRTT(1,0,s),
  * PRTT(n,0,s), PRTT(n,d,s) and the receive overhead o_r(s) ("orecv"). */
 static int rg__bench_drive(rg_bench_t *bench, int prtt)
@@ -1373,7 +1491,14 @@ static int rg__bench_drive(rg_bench_t *bench, int prtt)
 
 int rg_bench_prtt_run(rg_bench_t *bench)
 {
-    return rg__bench_drive(bench, 1);
+    int rc;
+
+    if (bench->opts.passes > 1 && rg__bench_probe_setup(bench) != RG_OK) {
+        return RG_BENCH_EXIT_FAIL;
+    }
+    rc = rg__bench_drive(bench, 1);
+    rg__bench_probe_teardown(bench);
+    return rc;
 }
 
 int rg_bench_pingpong_run(rg_bench_t *bench)

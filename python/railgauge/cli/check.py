@@ -98,9 +98,11 @@ def _host_states(model: LoggpFit, meas: Measurements) -> dict[str, Any] | None:
     a, probe = mine
     b = float(st["probe_us"])
     comparable = probe == st["probe"]
+    gap = st.get("gap")
+    gap = float(gap) if isinstance(gap, int | float) and gap > 1 else STATE_GAP
     return {"model_probe_us": a, "measurements_probe_us": b, "ratio": b / a,
             "probe": probe, "measurements_probe": st["probe"],
-            "same": same_state(a, b) if comparable else None, "gap": STATE_GAP}
+            "same": same_state(a, b, gap) if comparable else None, "gap": gap}
 
 
 def _placements(model: LoggpFit, meas: Measurements) -> dict[str, Any] | None:
@@ -197,19 +199,21 @@ def _text(doc: dict[str, Any]) -> str:
         )
     hs = doc.get("host_state")
     if isinstance(hs, dict):
+        from railgauge.hoststate import format_probe
+
         probe = hs["probe"]
+        mine = format_probe(probe, hs["model_probe_us"])
+        theirs = format_probe(str(hs.get("measurements_probe")), hs["measurements_probe_us"])
         if hs["same"] is None:
             lines.append(
-                f"the host's state: the model's run probed it by {probe} "
-                f"({hs['model_probe_us']:.4g} us), these measurements by "
-                f"{hs.get('measurements_probe')} ({hs['measurements_probe_us']:.4g} us): "
-                "not comparable (made by different versions of railgauge-bench)"
+                f"the host's state: the model's run probed it by {mine}, these "
+                f"measurements by {theirs}: not comparable (made by different versions of "
+                "railgauge-bench, or one run's ranks shared a host and the other's did not)"
             )
         else:
             lines.append(
-                f"the host's state (railgauge-bench's probe {probe}): "
-                f"{hs['model_probe_us']:.4g} us in the model's run, "
-                f"{hs['measurements_probe_us']:.4g} us in these measurements "
+                f"the host's state (railgauge-bench's probe): {mine} in the model's run, "
+                f"{theirs} in these measurements "
                 f"({hs['ratio']:.2f}x): "
                 + ("one state" if hs["same"] else
                    f"another state of the host ({hs['gap']:g}x apart or more): what differs "

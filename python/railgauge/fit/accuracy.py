@@ -41,7 +41,7 @@ from railgauge.fit.loggp import (
     prtt,
     range_index,
 )
-from railgauge.hoststate import LEGACY_PROBE
+from railgauge.hoststate import LEGACY_PROBE, format_band
 from railgauge.measurements import Measurements, PrttPoint, triples
 
 __all__ = [
@@ -594,9 +594,10 @@ def host_state_note(states: Mapping[str, Any] | None,
     kept = "each point keeps its fastest passes"
     band = probe.get("band_us") if probe is not None else None
     if probe is not None and isinstance(band, list) and len(band) == 2:
+        name = str(probe.get("probe", LEGACY_PROBE))
         kept = (f"each point keeps its passes made in the state most points were measured "
                 f"in ({probe.get('in_band')} of {probe.get('points')}: probe "
-                f"{probe.get('probe', LEGACY_PROBE)} {band[0]:.3g}-{band[1]:.3g} us)")
+                f"{name} {format_band(name, band[0], band[1])})")
     return (
         f"the host changed speed during this run: at {states['split']} of {states['points']} "
         f"points the passes differ by more than {HOST_STATE_RATIO:g}x (median "

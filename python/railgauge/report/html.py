@@ -17,7 +17,7 @@ from typing import Any
 
 from railgauge import __version__
 from railgauge.fit.loggp import LoggpFit, LoggpRange
-from railgauge.hoststate import LEGACY_PROBE
+from railgauge.hoststate import LEGACY_PROBE, format_band, format_probe
 from railgauge.measurements import Measurements, PrttPoint
 from railgauge.report.plots import format_bytes, plot_gap, plot_prtt, plot_residuals
 
@@ -192,13 +192,13 @@ def host_state_line(fit: LoggpFit) -> list[str]:
     st = (fit.source or {}).get("host_state")
     if not isinstance(st, dict) or not isinstance(st.get("probe_us"), int | float):
         return []
-    probe = st.get("probe") if isinstance(st.get("probe"), str) else LEGACY_PROBE
+    probe = str(st["probe"]) if isinstance(st.get("probe"), str) else LEGACY_PROBE
     band = st.get("band_us")
     seen = ""
     if isinstance(band, list) and len(band) == 2:
         seen = (f" ({st.get('in_band')} of {st.get('points')} points measured in its band "
-                f"{band[0]:.3g}-{band[1]:.3g} us)")
-    return [f"host state: probe {probe} {st['probe_us']:.3g} us{seen}; compare runs made "
+                f"{format_band(probe, band[0], band[1])})")
+    return [f"host state: probe {format_probe(probe, st['probe_us'])}{seen}; compare runs made "
             "in one state (railgauge check says)"]
 
 
