@@ -3,7 +3,9 @@
 model of one run predicts the next run's measurements, beside how well the next run's
 measurements agree with this run's; whether every run finds the same protocol changes; how
 much each parameter moves between runs; how many runs have every range reliable; and the
-wall time, for each transport (shm, tcp, ofi:tcp, mpi under Open MPI, mpi under MPICH).
+wall time, for each transport (shm, tcp, ofi:tcp, mpi under Open MPI, mpi under MPICH, and
+tcp between two hosts of a testbed: ``railgauge testbed up --hosts 2 --rails 1 --rate 1gbit``
+before the rounds, ``railgauge testbed down`` after them, root only).
 
     python3 bench/gauge_bench.py                            # 10 rounds, all five transports
     python3 bench/gauge_bench.py --runs 2 --transports shm,tcp --no-write --raw-dir /tmp/gb
@@ -108,9 +110,19 @@ TRANSPORTS: dict[str, tuple[str, str, tuple[str, ...]]] = {
                     ("--transport", "mpi", "--launcher", "mpirun")),
     "mpi-mpich": ("mpi-mpich", "mpi under MPICH",
                   ("--transport", "mpi", "--launcher", "mpiexec")),
+    # Issue 18: "and so does tcp between two `railgauge testbed` hosts (a real network path
+    # with a shaped link)": two network namespaces joined by one veth rail shaped by tbf.
+    "tcp-testbed": ("tcp-testbed", "tcp between two testbed hosts (1 Gbit/s)",
+                    ("--transport", "tcp", "--netns", "testbed")),
 }
 #: The tool each transport needs beside railgauge.
-NEEDS: dict[str, str] = {"mpi-openmpi": "mpirun.openmpi", "mpi-mpich": "mpiexec.mpich"}
+NEEDS: dict[str, str] = {"mpi-openmpi": "mpirun.openmpi", "mpi-mpich": "mpiexec.mpich",
+                         "tcp-testbed": "ip"}
+#: The testbed of "tcp-testbed": built before the rounds, removed after them (also when the
+#: benchmark is stopped); its ranks find their address on the rail's interface.
+TESTBED = "tcp-testbed"
+TESTBED_UP = ("testbed", "up", "--hosts", "2", "--rails", "1", "--rate", "1gbit")
+TESTBED_ENV = {"RG_TCP_IFACE": "rail0"}
 #: The timed default shm gauge (the main job), once per round.
 DEFAULT_SHM = "shm-default"
 LOGGP_FLAGS = ("--no-onen", "--no-barrier")
@@ -155,7 +167,11 @@ def gauge_argv(railgauge: list[str], entry: str, out_dir: Path, extra: list[str]
 
 def display_argv(entry: str, extra: list[str]) -> str:
     """The command of one run as a reader would type it."""
-    return shlex.join(gauge_argv(["railgauge"], entry, Path("DIR"), extra))
+    cmd = shlex.join(gauge_argv(["railgauge"], entry, Path("DIR"), extra))
+    if entry == TESTBED:
+        env = " ".join(f"{k}={v}" for k, v in TESTBED_ENV.items())
+        cmd = f"{env} {cmd}` on `{shlex.join(['railgauge', *TESTBED_UP])}"
+    return cmd
 
 
 def rel_dir(path: Path, root: Path) -> str:
@@ -189,6 +205,23 @@ def measure(args: argparse.Namespace, railgauge: list[str], env: dict[str, str],
     if "shm" in entries and not args.no_default_shm:
         entries.append(DEFAULT_SHM)
     extra = shlex.split(args.gauge_args)
+    if TESTBED not in entries:
+        return _rounds(args, railgauge, env, raw, index, entries, extra)
+    up = run_proc([*railgauge, *TESTBED_UP], timeout=120, env=env)
+    if up.rc != 0:
+        raise UsageError(f"railgauge {' '.join(TESTBED_UP)} failed: {up.describe()} "
+                         "(a testbed already up? railgauge testbed down)")
+    try:
+        return _rounds(args, railgauge, env, raw, index, entries, extra)
+    finally:
+        down = run_proc([*railgauge, "testbed", "down"], timeout=120, env=env)
+        if down.rc != 0:
+            log(f"railgauge testbed down failed: {down.describe()}")
+
+
+def _rounds(args: argparse.Namespace, railgauge: list[str], env: dict[str, str], raw: Path,
+            index: dict[str, Any], entries: list[str], extra: list[str]) -> bool:
+    """The rounds of measure(), the testbed (if any) up."""
     all_ok = True
     for r in range(args.runs):
         order = entries[r % len(entries):] + entries[:r % len(entries)]
@@ -199,7 +232,8 @@ def measure(args: argparse.Namespace, railgauge: list[str], env: dict[str, str],
                 shutil.rmtree(out_dir)
             out_dir.mkdir(parents=True)
             argv = gauge_argv(railgauge, entry, out_dir, extra)
-            res, error = run_kept(argv, args.timeout, env, out_dir)
+            res, error = run_kept(argv, args.timeout,
+                                  {**env, **TESTBED_ENV} if entry == TESTBED else env, out_dir)
             all_ok &= error is None
             index["runs"].append({
                 "entry": entry, "round": r + 1, "dir": rel_dir(out_dir, raw),
@@ -1398,6 +1432,8 @@ def main(argv: list[str] | None = None) -> int:
         args.blind_stacks = args.blind_stacks or list(blind.STACKS)
         missing = [f"{t}: {NEEDS[t]} not found" for t in transports
                    if t in NEEDS and shutil.which(NEEDS[t]) is None]
+        if TESTBED in transports and os.geteuid() != 0:
+            missing.append(f"{TESTBED}: network namespaces need root")
         if args.blind:
             missing += [f"blind stack {k}: {why} (leave it out with --blind-stacks)"
                         for k in args.blind_stacks if (why := blind.missing(k)) is not None]
