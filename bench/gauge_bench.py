@@ -761,6 +761,15 @@ def targets_md(s: Summary, label: str, default_walls: list[float] | None,
     return lines
 
 
+def state_text(r: Run) -> str:
+    """A run's state as its probe reads: the cache line in ns, PRTT(16,0,1) in µs."""
+    if r.state_us is None:
+        return ""
+    if r.state_probe == C2C_PROBE:
+        return f"{fmt_g(r.state_us * 1e3)} ns"
+    return f"{fmt_g(r.state_us)} µs"
+
+
 def fast_state_md(s: Summary, label: str) -> list[str]:
     """The targets over the runs of the host's fast state (fast_state_runs), with every
     run's state."""
@@ -770,8 +779,8 @@ def fast_state_md(s: Summary, label: str) -> list[str]:
     def state(r: Run) -> str:
         if r.state_us is None:
             return "none"
-        v = fmt_g(r.state_us * 1e3) + " ns" if r.state_probe == C2C_PROBE else fmt_g(r.state_us)
-        return v + ("" if r in fast else " (faster)" if r.state_us < fastest else " (slow)")
+        return state_text(r) + ("" if r in fast else
+                                " (faster)" if r.state_us < fastest else " (slow)")
 
     states = ", ".join(f"{r.round}: {state(r)}" for r in s.ok_runs)
     head = (f"#### {label}: the same targets over the {len(fast)} of {len(s.runs)} runs in the "
@@ -851,7 +860,7 @@ def details_md(s: Summary, label: str) -> list[str]:
                    "no stated reason in the range's notes or warnings")
             lines.append(f"- round {b['round']}, range {b['range']}, {b['key']} = "
                          f"{b['value']:.4g}: {why}")
-    lines += ["", "Per run:", "", "| round | wall | host state (µs) | ranges | changes | "
+    lines += ["", "Per run:", "", "| round | wall | host state | ranges | changes | "
               "all ranges reliable | held-out median | held-out p90 |",
               "| ---: | ---: | ---: | ---: | --- | --- | ---: | ---: |"]
     for r in s.runs:
@@ -860,7 +869,7 @@ def details_md(s: Summary, label: str) -> list[str]:
             continue
         held = (r.doc or {}).get("accuracy", {}).get("held_out", {})
         rel = all(rng.get("reliable") is True for rng in r.ranges)
-        lines.append(f"| {r.round} | {fmt_s(r.wall_s)} | {fmt_g(r.state_us)} | {len(r.ranges)} | "
+        lines.append(f"| {r.round} | {fmt_s(r.wall_s)} | {state_text(r)} | {len(r.ranges)} | "
                      f"{fmt_sig(signature(r))} | {'yes' if rel else 'no'} | "
                      f"{pct(held.get('median_rel'))} | {pct(held.get('p90_rel'))} |")
     walls = s.walls
