@@ -251,8 +251,8 @@ static int rg__bench_finish_args(rg__bench_cli_t *cli, rg_bench_opts_t *opts)
     }
     if (cli->passes_given && strcmp(opts->pattern, "prtt") != 0) {
         return rg_bench_usage_error("--passes, --pass-tol, --order-seed, --confirm, "
-                                     "--state-ref and --state-probe are options of the prtt pattern, not of %s",
-                                     opts->pattern);
+                                     "--state-ref and --state-probe are options of the prtt "
+                                     "pattern, not of %s", opts->pattern);
     }
     if (opts->state_ref_us > 0 && opts->passes < 2) {
         return rg_bench_usage_error("--state-ref needs --passes 2 or more (the host's state "

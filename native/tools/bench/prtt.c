@@ -1042,9 +1042,10 @@ static rg_status_t rg__bench_probe_c2c(rg_bench_t *bench)
 }
 
 /* Probes the host's state before a size's visit and after each pass of its
- * kinds: the median of a few PRTT(n,0,1), n 1-byte messages and the answer,
- * into bench->state_us and the run's list of probes. The train of n, not a
- * single round trip: over MPICH a state of the host in which PRTT(16,0,s) took
+ * kinds, into bench->state_us and the run's list of probes: where the two
+ * ranks share a host the cache line between them (rg__bench_probe_c2c), else
+ * the median of a few PRTT(n,0,1), n 1-byte messages and the answer. The
+ * train of n, not a single round trip: over MPICH a state of the host in which PRTT(16,0,s) took
  * 1.4-1.6x as long at every size moved PRTT(1,0,1) by only 1.19x (0.41 against
  * 0.49 us), inside the spread of one state, and PRTT(16,0,1) by 1.48x. On the
  * two-core virtual machine of the benchmarks the probe takes two or three
