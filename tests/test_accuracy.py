@@ -359,15 +359,19 @@ def test_check_of_other_parameters_exits_3_with_the_worst_points(tcp_model: Path
     assert "off: median error above 10.0%" in proc.stdout
 
 
-def _with_probes(path: Path, probe_us: float, probe_n: int | None = None) -> Path:
+def _with_probes(path: Path, probe_us: float, probe_n: int | None = None,
+                 c2c: bool = False) -> Path:
     """The measurements file with railgauge-bench's probes of the host's state added to
     every point record (two passes, both in one state), by PRTT(probe_n,0,1) where given
-    (the header's params.state_probe_n), else by an older tool's PRTT(1,0,1)."""
+    (the header's params.state_probe_n), by the cache line between the ranks with c2c
+    (params.state_probe "c2c", state_gap 1.6), else by an older tool's PRTT(1,0,1)."""
     lines = []
     for line in path.read_text().splitlines():
         rec = json.loads(line)
         if rec.get("type") == "header" and probe_n is not None:
             rec.setdefault("params", {})["state_probe_n"] = probe_n
+        if rec.get("type") == "header" and c2c:
+            rec.setdefault("params", {}).update(state_probe="c2c", state_gap=1.6)
         if rec.get("type") in ("prtt", "orecv"):
             rec["pass_state_us"] = [probe_us, probe_us * 1.02]
         lines.append(json.dumps(rec))
@@ -408,6 +412,35 @@ def test_check_says_when_the_runs_are_in_two_states_of_the_host(tmp_path: Path) 
     assert doc["host_state"]["measurements_probe"] == "PRTT(16,0,1)"
     proc = rg("check", str(tmp_path / "model-loggp.json"), str(newer))
     assert "not comparable" in proc.stdout and "another state" not in proc.stdout
+
+
+def test_check_compares_states_probed_by_the_cache_line(tmp_path: Path) -> None:
+    """Runs probed by the cache line between their ranks (29-37 ns one way is one placement
+    of two vCPUs, about 155 ns another): one state within 1.6x, the values shown in ns;
+    against a run probed by PRTT, not comparable."""
+    meas_a = _with_probes(write_jsonl(synth_prtt(TCP, SIZES, noise=0.01, reps=200, seed=3),
+                                      tmp_path / "a.jsonl"), 0.030, c2c=True)
+    model = fit_loggp(read_measurements(meas_a), n_boot=0).to_json()
+    state = model["source"]["host_state"]
+    assert state["probe"] == "c2c" and state["gap"] == 1.6
+    assert state["probe_us"] == pytest.approx(0.030)
+    (tmp_path / "model-loggp.json").write_text(json.dumps(model))
+    same = _with_probes(write_jsonl(synth_prtt(TCP, SIZES, noise=0.01, reps=200, seed=4),
+                                    tmp_path / "b.jsonl"), 0.037, c2c=True)
+    doc = json.loads(rg("check", str(tmp_path / "model-loggp.json"), str(same),
+                        "--json").stdout)
+    assert doc["host_state"]["same"] is True and doc["host_state"]["gap"] == 1.6
+    apart = _with_probes(write_jsonl(synth_prtt(TCP, SIZES, noise=0.01, reps=200, seed=5),
+                                     tmp_path / "c.jsonl"), 0.155, c2c=True)
+    proc = rg("check", str(tmp_path / "model-loggp.json"), str(apart))
+    assert "another state of the host (1.6x apart or more)" in proc.stdout
+    assert "cache line 30 ns one way" in proc.stdout
+    assert "cache line 155 ns one way" in proc.stdout
+    other = _with_probes(write_jsonl(synth_prtt(TCP, SIZES, noise=0.01, reps=200, seed=6),
+                                     tmp_path / "d.jsonl"), 2.3, probe_n=16)
+    doc = json.loads(rg("check", str(tmp_path / "model-loggp.json"), str(other),
+                        "--json").stdout)
+    assert doc["host_state"]["same"] is None
 
 
 def _with_c2c(path: Path, before: Any, after: Any) -> Path:
