@@ -323,7 +323,7 @@ def load_run(run: Run, model_path: Path | None = None) -> Run:
     state = points_host_state(run.meas.records, header)
     run.state_us = None if state is None else float(state["probe_us"])
     run.state_probe = None if state is None else str(state["probe"])
-    run.state_gap = STATE_GAP if state is None else float(state.get("gap", STATE_GAP))
+    run.state_gap = STATE_GAP if state is None else float(state["gap"])
     return run
 
 

@@ -1395,10 +1395,6 @@ static rg_status_t rg__bench_probe_setup(rg_bench_t *bench)
     if (bench->opts.state_probe == RG_BENCH_PROBE_PRTT) {
         return RG_OK;
     }
-    if (bench->size < 2) {
-        snprintf(bench->probe_note, sizeof(bench->probe_note), "one rank");
-        return RG_OK;
-    }
     st = rg_bench_segment_map(bench->boot, bench->rank, bench->size, "prtt-state",
                               sizeof(rg_bench_cline_t), &seg, &bench->err);
     if (st != RG_OK) {

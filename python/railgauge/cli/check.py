@@ -89,7 +89,7 @@ def _host_states(model: LoggpFit, meas: Measurements) -> dict[str, Any] | None:
     """The host's state of the model's run against that of the measurements (docs/fit.md,
     section 1): both probes, their ratio and whether they are one state (None where the
     two runs' probes measured different things); None where either run has no probes."""
-    from railgauge.hoststate import STATE_GAP, points_host_state, same_state
+    from railgauge.hoststate import points_host_state, same_state
 
     mine = _model_state(model)
     st = points_host_state(meas.records, meas.header)
@@ -98,8 +98,7 @@ def _host_states(model: LoggpFit, meas: Measurements) -> dict[str, Any] | None:
     a, probe = mine
     b = float(st["probe_us"])
     comparable = probe == st["probe"]
-    gap = st.get("gap")
-    gap = float(gap) if isinstance(gap, int | float) and gap > 1 else STATE_GAP
+    gap = float(st["gap"])  # points_host_state: the run's header_gap, already checked
     return {"model_probe_us": a, "measurements_probe_us": b, "ratio": b / a,
             "probe": probe, "measurements_probe": st["probe"],
             "same": same_state(a, b, gap) if comparable else None, "gap": gap}
