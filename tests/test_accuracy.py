@@ -471,6 +471,12 @@ def test_check_says_when_the_runs_had_the_cpus_placed_apart(tmp_path: Path) -> N
 
     doc, text = check(30.0, 34.0, 4)
     assert doc["cpu_placement"]["same"] is True and "one placement" in text
+    # One placement is up to 1.3x wide (29-37 ns here): the cache line's own band, 1.6x.
+    doc, text = check(28.0, 37.0, 9)
+    cp = doc["cpu_placement"]
+    assert cp["same"] is True and not cp["measurements_moved"] and cp["gap"] == 1.6
+    doc, text = check(14.0, 32.0, 10)  # one core's two threads, then two cores: 2.3x
+    assert doc["cpu_placement"]["same"] is None and doc["cpu_placement"]["measurements_moved"]
     doc, text = check(155.0, 160.0, 5)
     cp = doc["cpu_placement"]
     assert cp["same"] is False and cp["ratio"] == pytest.approx(157.5 / 32.0)
