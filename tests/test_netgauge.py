@@ -231,6 +231,28 @@ def test_cli_fit_and_report_on_a_netgauge_file(tmp_path: Path) -> None:
         assert (tmp_path / "rep" / png).stat().st_size > 10_000
 
 
+def test_a_byte_order_mark_and_crlf_are_read_through(tmp_path: Path) -> None:
+    path = tmp_path / "bom.out"
+    path.write_bytes(b"\xef\xbb\xbf" + table([1, 1025, 2049, 3073]).replace("\n", "\r\n")
+                     .encode())
+    assert is_netgauge_file(path) and detect_format(path) == "netgauge"
+    assert sorted({pt.s for pt in read_any(path).records}) == [1, 1025, 2049, 3073]
+
+
+def test_cli_fit_chooses_the_model_by_the_file(tmp_path: Path) -> None:
+    """--model auto (the default): LoP for a CSV of p and rtt_us, LogGP for a Netgauge
+    table; each model file is named after its model."""
+    csv = write(tmp_path, "p,rtt_us\n" + "".join(f"{p},{10 + 2.5 * p + 0.1 * p * p:.2f}\n"
+                                                  for p in range(1, 11)), "lop.csv")
+    proc = rg("fit", csv)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((tmp_path / "model-lop.json").read_text())["model"] == "lop"
+    src = write(tmp_path, table([1, 1025, 2049, 3073, 4097, 5121, 6145, 7169]), "ng.dat")
+    proc = rg("fit", src)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((tmp_path / "model-loggp.json").read_text())["model"] == "loggp"
+
+
 def test_cli_format_option_forces_the_reader(tmp_path: Path) -> None:
     src = write(tmp_path, table([1, 1025, 2049, 3073, 4097, 5121, 6145, 7169]), "m.dat")
     out = tmp_path / "model.json"

@@ -118,6 +118,44 @@ def test_csv(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    ("name", "data"),
+    [
+        ("bom.csv", b"\xef\xbb\xbfp,rtt_us\r\n1,10\r\n2,12\r\n"),  # Excel's "CSV UTF-8"
+        ("upper.csv", b"P,RTT_US,OS_US\n1,10,0.5\n2,12,0.4\n"),
+        ("semicolon.csv", b"p;rtt_us;os_us\n1;10,0;0,5\n2;12,0;0,4\n"),  # decimal comma
+        ("tabs.txt", b"p\trtt_us\n1\t10\n2\t12\n"),
+    ],
+)
+def test_csv_as_spreadsheets_write_it(tmp_path: Path, name: str, data: bytes) -> None:
+    """A byte-order mark, capitals in the header, ';' or a tab between the fields (and
+    with ';' a decimal comma) read as the plain CSV; the fit's auto model takes them as LoP
+    data."""
+    from railgauge.onen import is_lop_data
+
+    path = tmp_path / name
+    path.write_bytes(data)
+    pts = read_onen(path).points
+    assert [(pt.p, pt.rtt_median_us) for pt in pts] == [(1, 10.0), (2, 12.0)]
+    if b"os_us" in data.lower():
+        assert [pt.os_us for pt in pts] == [0.5, 0.4]
+    assert is_lop_data(path)
+
+
+def test_lop_data_is_told_from_the_loggp_inputs(tmp_path: Path) -> None:
+    from railgauge.onen import is_lop_data
+
+    table = tmp_path / "loggp.out"
+    table.write_text("# size n PRTT(1,0,s) PRTT(n,0,s) PRTT(n,PRTT(1,0,s),s)\n1 10 1 2 3\n")
+    other = tmp_path / "other.txt"
+    other.write_text("size,rtt\n1,2\n")
+    onen = write(tmp_path, [HEADER, rec()])
+    prtt = tmp_path / "prtt.jsonl"
+    prtt.write_text(json.dumps({**HEADER, "pattern": "prtt"}) + "\n")
+    assert is_lop_data(onen)
+    assert not any(is_lop_data(p) for p in (table, other, prtt, tmp_path / "missing.csv"))
+
+
+@pytest.mark.parametrize(
     ("text", "needle"),
     [
         ("p,rtt_us\n1,10\n0,12\n", ":3: 'p' (the number of peers) must be >= 1"),

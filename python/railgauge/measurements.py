@@ -456,7 +456,7 @@ def json_records(path: Path | str, text: str,
 
 def _iter_records(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise MeasurementError(f"{path}: cannot read measurement file: {exc.strerror}") from exc
     except UnicodeDecodeError as exc:

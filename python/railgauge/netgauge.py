@@ -119,7 +119,7 @@ class _Row:
 
 def _read_text(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise MeasurementError(f"{path}: cannot read measurement file: {exc.strerror}") from exc
     except UnicodeDecodeError as exc:
@@ -176,7 +176,7 @@ def is_netgauge_file(path: str | Path) -> bool:
     has the 11 numeric columns of Netgauge 2.4.6 with integer size and n. Unreadable files
     give False."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError):
         return False
     for raw in text.splitlines():

@@ -309,7 +309,7 @@ def _parse_onen(rec: dict[str, Any], path: str, line: int) -> OnenPoint:
 
 def _read_text(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise OnenError(f"{path}: cannot read file: {exc.strerror}") from exc
     except UnicodeDecodeError as exc:
@@ -330,7 +330,7 @@ def is_onen_file(path: str | Path) -> bool:
     ``"pattern": "onen"`` or that holds an ``onen`` record. Unreadable files give False."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = p.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError):
         return False
     if _looks_like_csv(p, text):
@@ -348,6 +348,44 @@ def is_onen_file(path: str | Path) -> bool:
             return bool(rec.get("pattern") == "onen")
         if rec.get("type") == "onen":
             return True
+    return False
+
+
+def _csv_delimiter(text: str) -> str:
+    """The CSV's field separator, from its first non-blank line: a comma, or where that line
+    has none, a semicolon or a tab (spreadsheets with a decimal comma write ';')."""
+    for raw in text.splitlines():
+        if raw.strip():
+            if "," in raw:
+                return ","
+            for sep in (";", "\t"):
+                if sep in raw:
+                    return sep
+            return ","
+    return ","
+
+
+def is_lop_data(path: str | Path) -> bool:
+    """Whether ``railgauge fit --model auto`` fits LoP to a file: onen JSON Lines (a header
+    of the onen pattern, or an ``onen`` record first), a ``.csv`` file, or text whose first
+    line is a CSV header naming both ``p`` and ``rtt_us`` (any case). A Netgauge table, PRTT
+    JSON Lines and anything else are not (they go to the LogGP readers, which say what they
+    are not)."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError):
+        return False
+    if p.suffix.lower() == ".csv":
+        return True
+    for raw in text.splitlines():
+        if not raw.strip():
+            continue
+        if raw.lstrip().startswith("{"):
+            return is_onen_file(p)
+        row = next(csv.reader([raw], delimiter=_csv_delimiter(raw)), [])
+        head = {c.strip().lower() for c in row}
+        return {"p", "rtt_us"} <= head
     return False
 
 
@@ -373,12 +411,14 @@ def _read_jsonl(path: Path, text: str, best: dict[Any, OnenPoint], blocks: Block
 
 def _read_csv(path: Path, text: str, rows_by_key: dict[Any, list[OnenPoint]]) -> None:
     """The rows of one CSV file, appended per (direction, mode, s, p) to ``rows_by_key``."""
-    reader = csv.reader(io.StringIO(text))
+    sep = _csv_delimiter(text)
+    reader = csv.reader(io.StringIO(text), delimiter=sep)
     rows = [(i, row) for i, row in enumerate(reader, start=1) if any(c.strip() for c in row)]
     if not rows:
         raise OnenError(f"{path}: empty CSV file (expected a header line 'p,rtt_us')")
     head_line, head = rows[0]
-    cols = [c.strip() for c in head]
+    # Column names as spreadsheets write them too: any case ("P,RTT_US").
+    cols = [c.strip().lower() for c in head]
     unknown = [c for c in cols if c not in CSV_COLUMNS]
     if unknown:
         raise OnenError(
@@ -403,6 +443,8 @@ def _read_csv(path: Path, text: str, rows_by_key: dict[Any, list[OnenPoint]]) ->
         def num(key: str, *, required: bool, cell: dict[str, str] = cell,
                 where: str = where) -> float | None:
             txt = cell.get(key, "")
+            if sep != "," and "," in txt and "." not in txt:
+                txt = txt.replace(",", ".")  # a decimal comma (fields apart by ';' or tab)
             if txt == "" or txt.lower() in ("nan", "null", "none", "na"):
                 if required:
                     raise OnenError(f"{where}: '{key}' is missing")

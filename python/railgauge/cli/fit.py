@@ -13,9 +13,12 @@ from railgauge.terminal import Terminal
 
 @click.command()
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--model", type=click.Choice(["loggp", "lop"]), default="loggp", show_default=True,
-              help="Model to fit: loggp (PRTT JSON Lines) or lop (onen JSON Lines or a CSV "
-                   "'p,rtt_us[,os_us,or_us]').")
+@click.option("--model", type=click.Choice(["auto", "loggp", "lop"]), default="auto",
+              show_default=True,
+              help="Model to fit: loggp (PRTT JSON Lines, a Netgauge loggp table) or lop "
+                   "(onen JSON Lines or a CSV 'p,rtt_us[,os_us,or_us]'); auto: lop for onen "
+                   "data (a .csv file, a CSV whose header has p and rtt_us, JSON Lines of the "
+                   "onen pattern), else loggp.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Where to write the model JSON (default: model-<model>.json beside FILE).")
 @click.option("--json", "as_json", is_flag=True, help="Print the model JSON to stdout.")
@@ -47,6 +50,10 @@ def fit(file: Path, model: str, out: Path | None, as_json: bool, seed: int, fmt:
     term = Terminal()
     if not file.is_file():
         raise UserError(f"no such file: {file}")
+    if model == "auto":
+        from railgauge.onen import is_lop_data
+
+        model = "lop" if fmt == "auto" and is_lop_data(file) else "loggp"
     dest = out if out is not None else file.with_name(f"model-{model}.json")
     if model == "lop":
         if fmt != "auto":
