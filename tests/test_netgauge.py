@@ -378,6 +378,11 @@ def test_bad_input_is_one_line_naming_file_and_line(tmp_path: Path, text: str,
 def test_cli_bad_input_exits_2(tmp_path: Path) -> None:
     neither = write(tmp_path, "hello world\n", "neither.out")
     one_line_error(rg("fit", neither), f"{neither}:1: neither railgauge")
+    lop = write(tmp_path, "p,rtt_us\n1,10\n2,12\n", "lop.csv")
+    one_line_error(rg("fit", "--model", "loggp", lop), f"{lop}:1: LoP data")
+    one_line_error(rg("report", lop, "--out", tmp_path / "r"), f"{lop}:1: LoP data")
+    one_line_error(rg("fit", tmp_path), "is a directory")
+    one_line_error(rg("fit", "/dev/null"), "/dev/null is not a regular file")
     empty = write(tmp_path, HEADER + row(1, cells={3: "-nan"}), "unusable.out")
     one_line_error(rg("fit", empty), f"{empty}:4: no usable row")
     one_line_error(rg("report", empty, "--out", tmp_path / "rep"), f"{empty}:4: no usable row")

@@ -209,6 +209,14 @@ def detect_format(path: str | Path) -> str:
     lineno, raw = first
     if raw.lstrip().startswith("{"):
         return "railgauge"
+    from railgauge.onen import is_lop_data
+
+    if is_lop_data(p):
+        raise MeasurementError(
+            f"{p}:{lineno}: LoP data (a CSV of p and rtt_us), not PRTT measurements: "
+            "`railgauge fit` fits LoP to it, `railgauge compare-models` ranks the models on "
+            "it; LogGP needs PRTT(1,0,s), PRTT(n,0,s) and PRTT(n,d,s) over sizes"
+        )
     shown = raw.strip()
     if len(shown) > 60:
         shown = shown[:57] + "..."

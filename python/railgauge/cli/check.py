@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from railgauge.cli.common import UserError
+from railgauge.cli.common import UserError, no_file
 from railgauge.terminal import Terminal
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ def _resolve(path: Path, name: str, what: str) -> Path:
             raise UserError(f"{path}: a folder without {name} (give the {what} file)")
         return inner
     if not path.is_file():
-        raise UserError(f"no such file: {path}")
+        raise UserError(no_file(path))
     return path
 
 

@@ -15,6 +15,20 @@ class UserError(Exception):
     """Bad input from the user: exit 2, one line."""
 
 
+def no_file(path: Any) -> str:
+    """Why ``path`` cannot be read as an input file, in one clause: it does not exist, it is
+    a folder, or it is not a regular file (a device, a pipe: railgauge reads its inputs
+    more than once)."""
+    from pathlib import Path
+
+    p = Path(path)
+    if p.is_dir():
+        return f"{p} is a folder, not a file"
+    if p.exists():
+        return f"{p} is not a regular file (save it to a file first)"
+    return f"no such file: {p}"
+
+
 class FailError(Exception):
     """A failed measurement or run: exit 1 with the cause."""
 

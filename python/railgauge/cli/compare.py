@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from railgauge.cli.common import UserError
+from railgauge.cli.common import UserError, no_file
 from railgauge.terminal import Terminal
 
 
@@ -39,7 +39,7 @@ def compare_models(files: tuple[Path, ...], out: Path, as_json: bool, folds: int
     term = Terminal()
     for f in files:
         if not f.is_file():
-            raise UserError(f"no such file: {f}")
+            raise UserError(no_file(f))
     chosen = list(MODELS.values())
     if model_names is not None:
         names = [n.strip().lower() for n in model_names.split(",") if n.strip()]

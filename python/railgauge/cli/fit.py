@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from railgauge.cli.common import UserError
+from railgauge.cli.common import UserError, no_file
 from railgauge.terminal import Terminal
 
 
@@ -49,7 +49,7 @@ def fit(file: Path, model: str, out: Path | None, as_json: bool, seed: int, fmt:
     header `p,rtt_us`)."""
     term = Terminal()
     if not file.is_file():
-        raise UserError(f"no such file: {file}")
+        raise UserError(no_file(file))
     if model == "auto":
         from railgauge.onen import is_lop_data
 
@@ -90,7 +90,7 @@ def _fit_lop(term: Terminal, file: Path, dest: Path, as_json: bool, stat: str,
     from railgauge.report.compare import as_text, lop_table, plot_lop
 
     if loggp_path is not None and not loggp_path.is_file():
-        raise UserError(f"no such file: {loggp_path}")
+        raise UserError(no_file(loggp_path))
     try:
         data = read_onen(file)
         result = fit_lop(data, stat=stat, direction=direction, mode=posting, loggp=loggp_path)

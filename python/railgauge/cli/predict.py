@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from railgauge.cli.common import UserError, size_option
+from railgauge.cli.common import UserError, no_file, size_option
 from railgauge.terminal import Terminal
 
 #: Quantities and the models that have them.
@@ -74,7 +74,7 @@ def predict(model_path: Path, quantity: str, p: int | None, s: int | None, n: in
             as_list: bool, as_json: bool) -> int:
     term = Terminal()
     if not model_path.is_file():
-        raise UserError(f"no such file: {model_path}")
+        raise UserError(no_file(model_path))
     kind, doc = _kind_of(model_path)
     if kind not in QUANTITIES[quantity]:
         raise UserError(f"{quantity} is not a quantity of a {kind} model "

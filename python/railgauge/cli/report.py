@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from railgauge.cli.common import UserError
+from railgauge.cli.common import UserError, no_file
 from railgauge.terminal import Terminal
 
 
@@ -37,7 +37,7 @@ def report(file: Path, model_path: Path | None, out: Path | None, seed: int, fmt
 
     term = Terminal()
     if not file.is_file():
-        raise UserError(f"no such file: {file}")
+        raise UserError(no_file(file))
     try:
         meas = read_any(file, fmt)
         fit = (
@@ -48,7 +48,7 @@ def report(file: Path, model_path: Path | None, out: Path | None, seed: int, fmt
     except (MeasurementError, ValueError, OSError) as exc:
         raise UserError(str(exc)) from None
     if onen_path is not None and not onen_path.is_file():
-        raise UserError(f"no such file: {onen_path}")
+        raise UserError(no_file(onen_path))
     if onen_path is None and (file.parent / "onen.jsonl").is_file():
         onen_path = file.parent / "onen.jsonl"
     out_dir = out if out is not None else file.parent

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from railgauge.cli.common import FailError, UserError
+from railgauge.cli.common import FailError, UserError, no_file
 from railgauge.terminal import Terminal
 
 
@@ -89,7 +89,7 @@ def _params(L: float | None, o: float | None, g: float | None, g_byte: float | N
         if given:
             raise UserError(f"--model replaces {', '.join(given)}: give one or the other")
         if not model.is_file():
-            raise UserError(f"no such file: {model}")
+            raise UserError(no_file(model))
         try:
             params = params_from_model(model, piecewise=not first_range, lop_list=lop_list)
         except SimError as exc:
@@ -201,7 +201,7 @@ def goal(file: Path, calc_unit: str, L: float | None, o: float | None, g: float 
          adapt_floor: float | None) -> int:
     """Simulate the GOAL schedule FILE (LogGOPSim's schedule language)."""
     if not file.is_file():
-        raise UserError(f"no such file: {file}")
+        raise UserError(no_file(file))
     params = _params(L, o, g, g_byte, o_byte, S, model, first_range, lop_list, duplex)
     rl = _rails(rails, rails_policy, stripe_min, rails_weights, adapt_alpha, adapt_floor)
     return _run(["goal", str(file)], params, calc_unit, per_rank, as_json, trace,
