@@ -144,7 +144,7 @@ def test_csv_as_spreadsheets_write_it(tmp_path: Path, name: str, data: bytes) ->
 def test_lop_data_is_told_from_the_loggp_inputs(tmp_path: Path) -> None:
     from railgauge.onen import is_lop_data
 
-    table = tmp_path / "loggp.out"
+    table = tmp_path / "loggp.csv"  # a Netgauge table, whatever its name
     table.write_text("# size n PRTT(1,0,s) PRTT(n,0,s) PRTT(n,PRTT(1,0,s),s)\n1 10 1 2 3\n")
     other = tmp_path / "other.txt"
     other.write_text("size,rtt\n1,2\n")

@@ -376,6 +376,10 @@ def is_lop_data(path: str | Path) -> bool:
         text = p.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError):
         return False
+    from railgauge.netgauge import is_netgauge_file
+
+    if is_netgauge_file(p):
+        return False
     if p.suffix.lower() == ".csv":
         return True
     for raw in text.splitlines():
