@@ -231,6 +231,36 @@ def test_cross_validate_detects_a_model_that_does_not_fit() -> None:
     assert rng["reliable"] is False
 
 
+def test_an_unreliable_range_names_its_worst_held_out_points() -> None:
+    """A range that misses its held-out points says where: its accuracy lists the three
+    largest errors (pattern, size, measured, predicted) and its warning names them."""
+    from railgauge.fit.accuracy import attach_accuracy
+
+    meas = synth_prtt(TCP, SIZES, noise=0.0, reps=5)
+    # PRTT(n,0,s) 1.8x at every power of two from 256 B, as over loopback TCP above 64 KiB.
+    spiked = {1 << k for k in range(8, 21)}
+
+    def scaled(p: Any) -> Any:
+        times = {f.name: getattr(p, f.name) * 1.8 for f in dataclasses.fields(p)
+                 if f.name.endswith("_us") and f.name not in ("d_us", "d_actual_us")
+                 and isinstance(getattr(p, f.name), float)}
+        if p.ci95_median_us is not None:
+            times["ci95_median_us"] = tuple(v * 1.8 for v in p.ci95_median_us)
+        return dataclasses.replace(p, **times)
+
+    meas = dataclasses.replace(meas, records=[
+        scaled(p) if p.type == "prtt" and p.n > 1 and p.d_us == 0 and p.s in spiked else p
+        for p in meas.records])
+    model = attach_accuracy(fit_loggp(meas, n_boot=0, n_support=0, max_segments=1), meas)
+    (rng,) = model.ranges
+    assert rng.accuracy is not None and rng.accuracy["reliable"] is False
+    top = rng.accuracy["worst"]
+    assert len(top) == 3 and {w["s"] for w in top} <= spiked
+    assert all(w["pattern"] == "PRTT(n,0,s)" and w["signed_rel"] < -0.3 for w in top)
+    warning = next(w for w in rng.warnings if "held-out points" in w)
+    assert f"the worst: PRTT(n,0,s) at {top[0]['s']} B" in warning
+
+
 def test_cross_validate_skips_a_failing_fold() -> None:
     meas = exact(TCP, SIZES)
     calls = {"n": 0}

@@ -84,6 +84,8 @@ PATTERNS: dict[str, str] = {"p1": "PRTT(1,0,s)", "pn": "PRTT(n,0,s)", "pd": "PRT
 CV_FAST_OPTIONS: dict[str, Any] = {"n_boot": 0}
 #: How many of the worst points are listed.
 N_WORST = 8
+#: The worst held-out points named per range (its accuracy and its warning).
+N_WORST_RANGE = 3
 
 CV_METHOD = (
     "k-fold cross-validation over sizes: the distinct sizes of the PRTT records in ascending "
@@ -347,16 +349,28 @@ def per_range(model: LoggpFit, errors: Sequence[PointError]) -> list[dict[str, A
     )
     out: list[dict[str, Any]] = []
     for r, rng in enumerate(model.ranges):
-        st = _stats(e.rel for e, i in zip(errors, idx, strict=True) if int(i) == r)
+        mine = [e for e, i in zip(errors, idx, strict=True) if int(i) == r]
+        st = _stats(e.rel for e in mine)
         out.append(
             {
                 "from_bytes": int(rng.from_bytes),
                 "to_bytes": None if rng.to_bytes is None else int(rng.to_bytes),
                 **st,
                 "reliable": predictive_reliable(st),
+                "worst": worst(mine, N_WORST_RANGE),
             }
         )
     return out
+
+
+def worst_text(points: Sequence[Mapping[str, Any]]) -> str:
+    """The worst held-out points of a range in words: "PRTT(n,0,s) at 131072 B: 861.5 us
+    measured, 455.5 predicted (-47%)", joined by "; "."""
+    return "; ".join(
+        f"{w['pattern']} at {w['s']} B: {w['measured_us']:.4g} us measured, "
+        f"{w['predicted_us']:.4g} predicted ({100.0 * w['signed_rel']:+.0f}%)"
+        for w in points
+    )
 
 
 # --------------------------------------------------------------------------------------
@@ -526,7 +540,8 @@ def attach_accuracy(
         model.network.setdefault("notes", []).append(state_note)
     for rng, pr in zip(model.ranges, acc["per_range"], strict=True):
         rng.accuracy = {
-            key: pr.get(key) for key in ("points", "median_rel", "p90_rel", "max_rel", "reliable")
+            key: pr.get(key)
+            for key in ("points", "median_rel", "p90_rel", "max_rel", "reliable", "worst")
         }
         if pr.get("reliable") is False:
             rng.reliable = False
@@ -535,7 +550,8 @@ def attach_accuracy(
                 f"cross-validation over sizes) with a median error of "
                 f"{100.0 * pr['median_rel']:.1f}% and a p90 of {100.0 * pr['p90_rel']:.1f}% "
                 f"(reliable needs <= {100.0 * RELIABLE_MEDIAN_REL:g}% and "
-                f"<= {100.0 * RELIABLE_P90_REL:g}%)"
+                f"<= {100.0 * RELIABLE_P90_REL:g}%); the worst: "
+                f"{worst_text(pr.get('worst') or [])}"
             )
     held = acc["held_out"]
     if held.get("points"):
