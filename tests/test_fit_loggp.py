@@ -784,6 +784,47 @@ def test_batch_segmentation_is_the_same_optimum(
         assert cost == pytest.approx(seg.cost, rel=1e-9, abs=1e-9)
 
 
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(2, 16), seed=st.integers(0, 10_000), min_seg=st.integers(2, 4),
+       scale=st.floats(0.0, 6.0))
+def test_cost_matrix_is_the_sum_of_each_blocks_line_sse(n: int, seed: int, min_seg: int,
+                                                        scale: float) -> None:
+    """segment()'s block costs (running sums) are each block's weighted line SSE summed over
+    the series, as line_sse() computes it anew, blocks shorter than min_seg infinite."""
+    from railgauge.fit.segment import segment_cost_matrix
+
+    rng = np.random.default_rng(seed)
+    x = np.cumsum(rng.uniform(0.5, 3.0, n)) * 10**scale
+    ws = rng.uniform(0.5, 2.0, size=(3, n)) * (rng.uniform(size=(3, n)) > 0.2)
+    ys = rng.normal(size=(3, n)) * 5.0 + rng.uniform(-100.0, 100.0)
+    cost = segment_cost_matrix(x, ys, ws, min_seg)
+    for i in range(n):
+        for j in range(n):
+            if j - i + 1 < min_seg:
+                assert cost[i, j] == np.inf
+                continue
+            want = sum(line_sse(x[i : j + 1], ys[k, i : j + 1], ws[k, i : j + 1])
+                       for k in range(3))
+            assert cost[i, j] == pytest.approx(want, rel=1e-7, abs=1e-7)
+
+
+def test_batch_segmentation_in_chunks_is_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Many value sets of a long sweep are segmented in chunks (bounded memory), with the
+    same result as all at once."""
+    import importlib
+
+    seg_mod = importlib.import_module("railgauge.fit.segment")
+    rng = np.random.default_rng(5)
+    n = 40
+    x = np.log(np.arange(1, n + 1, dtype=np.float64))
+    ws = np.ones((2, n))
+    ys = rng.normal(size=(9, 2, n)) + np.where(np.arange(n) >= 25, 4.0, 0.0)
+    whole = segment_starts_batch(x, ys, ws, penalty=8.0, min_seg=3, max_segments=4)
+    monkeypatch.setattr(seg_mod, "_BATCH_CELLS", 2 * n * n)  # two value sets per chunk
+    chunked = seg_mod.segment_starts_batch(x, ys, ws, penalty=8.0, min_seg=3, max_segments=4)
+    assert whole[:, 25].sum() >= 7 and np.array_equal(whole, chunked)
+
+
 # ---------------------------------------------------------------------------------------
 # API, JSON contract, loading and predictions
 # ---------------------------------------------------------------------------------------
