@@ -386,7 +386,9 @@ def test_a_point_between_two_protocols_makes_no_range(name: str, threshold: int,
     meas = read_measurements(Path(__file__).parent / "data" / "blind" / name)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr("railgauge.fit.series.TRANSITIONS", False)
-        before = [r.from_bytes for r in fit_loggp(meas, n_boot=0).ranges]
+        # As found (100 redraws of the support then; with 400 the UCX run's invented change
+        # falls below 0.9 even without the transition points).
+        before = [r.from_bytes for r in fit_loggp(meas, n_boot=0, n_support=100).ranges]
     assert invented in before
     after = [r.from_bytes for r in fit_loggp(meas, n_boot=0).ranges]
     assert len(after) == 2, after

@@ -208,13 +208,14 @@ def test_gauge_measures_each_rail(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     doc = json.loads((out / "rails.json").read_text())
     assert json.loads(proc.stdout)["rails"] == doc
     w = doc["weights"]
-    assert w[1] == 1 and 0.15 < w[0] < 0.4, doc
+    assert w[1] == 1 and 0.15 < w[0] < 0.5, doc  # 0.25 shaped; 0.39 read under load
     bw = [r["bandwidth_MBps"] for r in doc["rails"]]
     # 25 and 100 MB/s shaped. The bucket holds 2 ms at the rate (netns._shape_dev) and
     # refills while a round trip waits for its reply, so part of each message passes at
-    # veth speed: a fit once read 110.4 MB/s on the 100 MB/s rail (CI, stop 31). An
-    # unshaped veth reads GB/s, far outside either bound.
-    assert 15 < bw[0] < 33 and 60 < bw[1] < 130, bw
+    # veth speed: a fit once read 110.4 MB/s on the 100 MB/s rail (CI, stop 31), and with
+    # the two cores busy with other work 59.9 MB/s (2026-11-29). An unshaped veth reads
+    # GB/s, far outside either bound; the lower bounds tell the two rails apart.
+    assert 15 < bw[0] < 33 and 40 < bw[1] < 130, bw
     assert doc["env"] == rails_env(names, "weighted", w)
     for i, r in enumerate(doc["rails"]):
         assert r["name"] == names[i] and r["transport"] == f"tcp:{names[i]}"
