@@ -67,7 +67,10 @@ def fit(file: Path, model: str, out: Path | None, as_json: bool, seed: int, fmt:
 
     try:
         meas = read_any(file, fmt)
-        result = fit_loggp(meas, seed=seed, accuracy=True)
+        sizes = len({p.s for p in meas.records})
+        with term.status(f"fitting LogGP to {sizes} sizes (break support, CIs, 5-fold "
+                         "cross-validation)"):
+            result = fit_loggp(meas, seed=seed, accuracy=True)
     except (MeasurementError, ValueError) as exc:
         raise UserError(str(exc)) from None
     doc = result.to_json()
