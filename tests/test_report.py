@@ -75,6 +75,18 @@ def test_report_escapes_and_flags_unreliable(tmp_path: Path) -> None:
     assert "L constrained to 0" in text
 
 
+def test_report_names_each_ranges_worst_held_out_point(tmp_path: Path) -> None:
+    """The accuracy table gives each range its largest held-out error (pattern, size, sign)."""
+    from railgauge.fit.accuracy import attach_accuracy
+
+    meas = synth_prtt(PAPER_TABLE["TCP"], sweep_sizes(), noise=0.01, seed=2)
+    fit = attach_accuracy(fit_loggp(meas, n_boot=0), meas)
+    top = fit.ranges[0].accuracy["worst"][0]  # type: ignore[index]
+    text = write_report(tmp_path, meas, fit, None).read_text()
+    assert "its worst held-out point" in text
+    assert f"{top['pattern']} at {top['s']} B: {100.0 * top['signed_rel']:+.0f}%" in text
+
+
 def test_report_from_files_and_loaded_model(
     tmp_path: Path, ofed: tuple[Measurements, LoggpFit]
 ) -> None:

@@ -492,6 +492,18 @@ def _figure(path: Path, caption: str) -> str:
     )
 
 
+def _range_worst(acc: Mapping[str, Any] | None) -> str:
+    """A range's largest held-out error in words ("PRTT(n,0,s) at 131072 B: -47%"), or ""
+    (older model files have none)."""
+    top = (acc or {}).get("worst") or []
+    if not top or not isinstance(top[0], Mapping):
+        return ""
+    w = top[0]
+    rel = w.get("signed_rel")
+    return (f"{w.get('pattern', '')} at {w.get('s')} B"
+            + (f": {100.0 * rel:+.0f}%" if isinstance(rel, int | float) else ""))
+
+
 def _accuracy_html(fit: LoggpFit) -> str:
     """How well the model predicts, beside the run's own noise (next to the residuals)."""
     acc = fit.accuracy
@@ -514,7 +526,8 @@ def _accuracy_html(fit: LoggpFit) -> str:
         f"<tr><td>{_e(range_label(r))}</td><td>{_e((r.accuracy or {}).get('points'))}</td>"
         f"<td>{_pct1((r.accuracy or {}).get('median_rel'))}</td>"
         f"<td>{_pct1((r.accuracy or {}).get('p90_rel'))}</td>"
-        f"<td>{'yes' if r.reliable else 'NO'}</td></tr>"
+        f"<td>{'yes' if r.reliable else 'NO'}</td>"
+        f"<td class=\"l\">{_e(_range_worst(r.accuracy))}</td></tr>"
         for r in fit.ranges
     )
     worst = "".join(
@@ -535,7 +548,7 @@ scatter about its neighbours): median {_pct1(nz.get('median_rel'))}, p90
 <table><tr><th class="l">sizes</th><th>points</th><th>held-out median</th><th>held-out p90</th>
 <th>noise median</th></tr>{rows}</table>
 <table><tr><th class="l">range</th><th>points</th><th>median</th><th>p90</th><th>reliable</th>
-</tr>{per}</table>
+<th class="l">its worst held-out point</th></tr>{per}</table>
 <p class="muted">The worst held-out points:</p>
 <table><tr><th>size</th><th class="l">pattern</th><th>measured (us)</th><th>predicted (us)</th>
 <th>error</th></tr>{worst}</table>"""
