@@ -179,6 +179,11 @@ def is_netgauge_file(path: str | Path) -> bool:
         text = Path(path).read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError):
         return False
+    return is_netgauge_text(text)
+
+
+def is_netgauge_text(text: str) -> bool:
+    """:func:`is_netgauge_file` on a file's text."""
     for raw in text.splitlines():
         if not raw.strip():
             continue
@@ -199,9 +204,10 @@ def detect_format(path: str | Path) -> str:
         Naming the file and its first line when it is neither format (or empty).
     """
     p = Path(path)
-    if is_netgauge_file(p):
+    text = _read_text(p)
+    if is_netgauge_text(text):
         return "netgauge"
-    first = _first_lines(_read_text(p))
+    first = _first_lines(text)
     if first is None:
         raise MeasurementError(
             f"{p}: empty file (neither railgauge measurements nor a Netgauge loggp table)"
@@ -209,9 +215,9 @@ def detect_format(path: str | Path) -> str:
     lineno, raw = first
     if raw.lstrip().startswith("{"):
         return "railgauge"
-    from railgauge.onen import is_lop_data
+    from railgauge.onen import is_lop_text
 
-    if is_lop_data(p):
+    if is_lop_text(p, text):
         raise MeasurementError(
             f"{p}:{lineno}: LoP data (a CSV of p and rtt_us), not PRTT measurements: "
             "`railgauge fit` fits LoP to it, `railgauge compare-models` ranks the models on "

@@ -333,6 +333,11 @@ def is_onen_file(path: str | Path) -> bool:
         text = p.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError):
         return False
+    return _onen_text(p, text)
+
+
+def _onen_text(p: Path, text: str) -> bool:
+    """:func:`is_onen_file` on the text of file ``p``."""
     if _looks_like_csv(p, text):
         return True
     for raw in text.splitlines():
@@ -376,9 +381,14 @@ def is_lop_data(path: str | Path) -> bool:
         text = p.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError):
         return False
-    from railgauge.netgauge import is_netgauge_file
+    return is_lop_text(p, text)
 
-    if is_netgauge_file(p):
+
+def is_lop_text(p: Path, text: str) -> bool:
+    """:func:`is_lop_data` on the text of file ``p``."""
+    from railgauge.netgauge import is_netgauge_text
+
+    if is_netgauge_text(text):
         return False
     if p.suffix.lower() == ".csv":
         return True
@@ -386,7 +396,7 @@ def is_lop_data(path: str | Path) -> bool:
         if not raw.strip():
             continue
         if raw.lstrip().startswith("{"):
-            return is_onen_file(p)
+            return _onen_text(p, text)
         row = next(csv.reader([raw], delimiter=_csv_delimiter(raw)), [])
         head = {c.strip().lower() for c in row}
         return {"p", "rtt_us"} <= head
