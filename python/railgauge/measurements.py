@@ -52,6 +52,7 @@ import numpy as np
 import numpy.typing as npt
 
 from railgauge.hoststate import c2c_record
+from railgauge.textin import TextInputError, read_text
 
 __all__ = [
     "MeasurementError",
@@ -456,11 +457,9 @@ def json_records(path: Path | str, text: str,
 
 def _iter_records(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
     try:
-        text = path.read_text(encoding="utf-8-sig")
-    except OSError as exc:
-        raise MeasurementError(f"{path}: cannot read measurement file: {exc.strerror}") from exc
-    except UnicodeDecodeError as exc:
-        raise MeasurementError(f"{path}: not UTF-8 text: {exc.reason}") from exc
+        text = read_text(path)
+    except TextInputError as exc:
+        raise MeasurementError(f"{path}: {exc}") from None
     return json_records(path, text, MeasurementError)
 
 

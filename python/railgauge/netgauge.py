@@ -57,6 +57,7 @@ from railgauge.measurements import (
     PrttPoint,
     read_measurements,
 )
+from railgauge.textin import TextInputError, read_text
 
 __all__ = [
     "EXTRAPOLATION_ABOVE_BYTES",
@@ -119,11 +120,9 @@ class _Row:
 
 def _read_text(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8-sig")
-    except OSError as exc:
-        raise MeasurementError(f"{path}: cannot read measurement file: {exc.strerror}") from exc
-    except UnicodeDecodeError as exc:
-        raise MeasurementError(f"{path}: not UTF-8 text: {exc.reason}") from exc
+        return read_text(path)
+    except TextInputError as exc:
+        raise MeasurementError(f"{path}: {exc}") from None
 
 
 def _header_columns(raw: str) -> list[str] | None:
@@ -176,8 +175,8 @@ def is_netgauge_file(path: str | Path) -> bool:
     has the 11 numeric columns of Netgauge 2.4.6 with integer size and n. Unreadable files
     give False."""
     try:
-        text = Path(path).read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError):
+        text = read_text(path)
+    except TextInputError:
         return False
     return is_netgauge_text(text)
 

@@ -51,6 +51,7 @@ from railgauge.measurements import (
     record_stable,
     time_value,
 )
+from railgauge.textin import TextInputError, plain_suffix, read_text
 
 __all__ = [
     "DIRECTIONS",
@@ -309,15 +310,13 @@ def _parse_onen(rec: dict[str, Any], path: str, line: int) -> OnenPoint:
 
 def _read_text(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8-sig")
-    except OSError as exc:
-        raise OnenError(f"{path}: cannot read file: {exc.strerror}") from exc
-    except UnicodeDecodeError as exc:
-        raise OnenError(f"{path}: not UTF-8 text: {exc.reason}") from exc
+        return read_text(path)
+    except TextInputError as exc:
+        raise OnenError(f"{path}: {exc}") from None
 
 
 def _looks_like_csv(path: Path, text: str) -> bool:
-    if path.suffix.lower() == ".csv":
+    if plain_suffix(path) == ".csv":
         return True
     for raw in text.splitlines():
         if raw.strip():
@@ -330,8 +329,8 @@ def is_onen_file(path: str | Path) -> bool:
     ``"pattern": "onen"`` or that holds an ``onen`` record. Unreadable files give False."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError):
+        text = read_text(p)
+    except TextInputError:
         return False
     return _onen_text(p, text)
 
@@ -378,8 +377,8 @@ def is_lop_data(path: str | Path) -> bool:
     are not)."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError):
+        text = read_text(p)
+    except TextInputError:
         return False
     return is_lop_text(p, text)
 
@@ -390,7 +389,7 @@ def is_lop_text(p: Path, text: str) -> bool:
 
     if is_netgauge_text(text):
         return False
-    if p.suffix.lower() == ".csv":
+    if plain_suffix(p) == ".csv":
         return True
     for raw in text.splitlines():
         if not raw.strip():
