@@ -205,3 +205,48 @@ def test_refinement_judged_by_the_tools_verdict(monkeypatch: pytest.MonkeyPatch,
     # Only the size with an off record (the first's orecv) is measured again, and left out.
     assert len(calls[1]) >= 2 and calls[2] == calls[1][:1]
     assert res.refine_dropped == calls[1][:1] and res.refined_sizes == calls[1][1:]
+
+
+def _fake_fit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """fit_loggp returning two ranges (a change between 8192 and 9742 B) and four breaks:
+    the kept change, a bend of support 0.7, one of 0.3 and one merged within a step."""
+    import railgauge.fit.loggp as loggp
+    import railgauge.measurements as measurements
+
+    breaks = [
+        {"between_bytes": [8192, 9742], "support": 1.0, "kept": True},
+        {"between_bytes": [861, 1024], "support": 0.7, "kept": False},
+        {"between_bytes": [91, 108], "support": 0.3, "kept": False},
+        {"between_bytes": [9742, 11585], "support": 0.95, "kept": False,
+         "merged": "within one step"},
+    ]
+    fit = SimpleNamespace(
+        ranges=[SimpleNamespace(to_bytes=8192, from_bytes=1),
+                SimpleNamespace(to_bytes=None, from_bytes=9742)],
+        criterion={"break_support": {"breaks": breaks}})
+    monkeypatch.setattr(loggp, "fit_loggp", lambda *a, **k: fit)
+    monkeypatch.setattr(measurements, "read_measurements", lambda p: None)
+
+
+def test_refinement_around_bends_of_enough_support(monkeypatch: pytest.MonkeyPatch) -> None:
+    from railgauge.gauge import fit_boundaries
+
+    _fake_fit(monkeypatch)
+    assert fit_boundaries("m.jsonl") == [(8192, 9742)]
+    assert fit_boundaries("m.jsonl", bend_support=0.5) == [(861, 1024), (8192, 9742)]
+    assert fit_boundaries("m.jsonl", bend_support=0.2) == [(91, 108), (861, 1024),
+                                                          (8192, 9742)]
+    assert fit_boundaries("m.jsonl", bend_support=0.71) == [(8192, 9742)]
+
+
+def test_refine_support_option_reaches_the_plan() -> None:
+    from dataclasses import fields
+
+    from railgauge.cli.common import MeasureArgs, make_plan
+
+    base = {f.name: None for f in fields(MeasureArgs)}
+    base.update(transport="shm", quick=False, min_size=1, max_size=1 << 20, n_msgs=16,
+                no_refine=False)
+    assert make_plan(MeasureArgs(**base)).refine_support is None
+    base["refine_support"] = 0.5
+    assert make_plan(MeasureArgs(**base)).refine_support == 0.5

@@ -11,6 +11,7 @@ measurements and the LogGP model still stand."""
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from dataclasses import dataclass, field
@@ -74,15 +75,26 @@ class GaugeResult:
                 **({"rails": self.rails.to_json()} if self.rails is not None else {})}
 
 
-def fit_boundaries(path: Any) -> list[tuple[int, int]]:
+def fit_boundaries(path: Any, bend_support: float | None = None) -> list[tuple[int, int]]:
     """Where a quick fit of the file puts protocol changes: (last size of a range, first
-    size of the next); the refinement measures between them."""
+    size of the next); the refinement measures between them. With ``bend_support``, also
+    the bends of the optimal partition whose break support is at least that (breaks the
+    fit merged away for too little support: measured more closely, a real change gains
+    support; a step of the sweep's noise need not)."""
     from railgauge.fit.loggp import fit_loggp
     from railgauge.measurements import read_measurements
 
     fit = fit_loggp(read_measurements(path), n_boot=0)
-    return [(r.to_bytes, nxt.from_bytes) for r, nxt in zip(fit.ranges, fit.ranges[1:], strict=False)
-            if r.to_bytes is not None]
+    out = [(r.to_bytes, nxt.from_bytes) for r, nxt in zip(fit.ranges, fit.ranges[1:], strict=False)
+           if r.to_bytes is not None]
+    if bend_support is not None:
+        for b in (fit.criterion.get("break_support") or {}).get("breaks") or []:
+            sup = b.get("support")
+            if (not b.get("kept") and "merged" not in b and sup is not None
+                    and sup >= bend_support):
+                lo, hi = b["between_bytes"]
+                out.append((int(lo), int(hi)))
+    return sorted(set(out))
 
 
 def measure_prtt_step(plan: Any, out: Path, ui: Terminal) -> Any:
@@ -97,7 +109,9 @@ def measure_prtt_step(plan: Any, out: Path, ui: Terminal) -> Any:
     c2c_before = measure_c2c() if one_host else None
     try:
         with ui.progress(f"PRTT over {plan.transport}") as cb:
-            res = measure_prtt(plan, out, progress=cb, fit_boundaries=fit_boundaries)
+            res = measure_prtt(plan, out, progress=cb,
+                               fit_boundaries=functools.partial(
+                                   fit_boundaries, bend_support=plan.refine_support))
     except (MeasureError, NativeToolError, LaunchError) as exc:
         raise GaugeError(str(exc)) from None
     append_placement(plan, out)

@@ -77,6 +77,9 @@ class MeasurePlan:
     budget_s: float = 45.0
     refine: bool = True
     refine_points: int = 3
+    #: Also refine around the bends of the quick fit (breaks merged away for too little
+    #: support) whose break support is at least this; None: around its changes only.
+    refine_support: float | None = None
     #: Sweeps over the sizes, each in its own shuffled order with 1/passes of the
     #: repetitions; a point pools its passes but those slower than its fastest by more
     #: than pass_tol (a burst of load). 1: one sweep in order (docs/fit.md, section 1).

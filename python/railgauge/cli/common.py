@@ -84,6 +84,7 @@ class MeasureArgs:
     n_msgs: int
     budget: float | None
     no_refine: bool
+    refine_support: float | None
     per_octave: int | None
     passes: int | None
     confirm: int | None
@@ -121,6 +122,10 @@ def measure_options(f: Any) -> Any:
                           "(default 18 over shm, 45 over the others; --quick 15)."),
         click.option("--no-refine", is_flag=True,
                      help="Skip the refinement sweep around protocol changes."),
+        click.option("--refine-support", type=click.FloatRange(0.0, 1.0), default=None,
+                     help="Also refine around the quick fit's bends (breaks merged away "
+                          "for too little support) whose break support is at least this "
+                          "(default: around its protocol changes only)."),
         click.option("--passes", type=click.IntRange(1, 9), default=None,
                      help="Sweeps over the sizes, each in its own shuffled order, pooled per "
                           "point without the passes slowed by a burst of load (default 3, "
@@ -156,6 +161,7 @@ def make_plan(a: MeasureArgs) -> Any:
     plan.max_size = a.max_size
     plan.n = a.n_msgs
     plan.refine = not a.no_refine
+    plan.refine_support = a.refine_support
     if a.per_octave is not None:
         plan.per_octave = a.per_octave
     budget, passes, confirm = a.budget, a.passes, a.confirm
