@@ -186,35 +186,10 @@ def support_redraws(n_sizes: int) -> int:
     return SUPPORT_REDRAWS if n_sizes <= SUPPORT_REDRAWS_SIZES else SUPPORT_REDRAWS_LONG
 
 
-def _fit_core(
-    tr: Triples,
-    *,
-    transport: str,
-    source: dict[str, Any],
-    rel_tol: float,
-    abs_floor_us: float,
-    local_scatter: bool,
-    penalty: float | None,
-    penalty_factor: float,
-    min_seg: int,
-    max_segments: int,
-    n_boot: int,
-    seed: int,
-    n_support: int | None,
-    min_support: float,
-    planned: Sequence[int] | None = None,
-) -> LoggpFit:
-    _validate_options(rel_tol, abs_floor_us, penalty, penalty_factor, min_seg, max_segments, n_boot)
-    if n_support is None:
-        n_support = support_redraws(len(tr))
-    if n_support != 0 and n_support < 10:
-        raise ValueError(f"n_support must be 0 (no break support) or >= 10, got {n_support}")
-    if not (math.isfinite(min_support) and 0.0 <= min_support <= 1.0):
-        raise ValueError(f"min_support must be a number in [0, 1], got {min_support}")
-    n_sizes = len(tr)
-    n_common = int(np.bincount(tr.n_pn).argmax()) if n_sizes else None
-    _, delay_info = _delays(tr)
-    method = {
+def _method_info(*, n_boot: int, seed: int, rel_tol: float, abs_floor_us: float,
+                 local_scatter: bool, delay_info: dict[str, Any]) -> dict[str, Any]:
+    """The fit's ``method`` block: how the lines, their weights and their CIs are made."""
+    return {
         "fit": "weighted bounded least squares (scipy.optimize.lsq_linear, coefficients >= 0)",
         "weights": (
             "1/sigma^2, sigma = max(propagated max(sigma_CI, max(rel_tol, local scatter, "
@@ -237,24 +212,46 @@ def _fit_core(
         "local_scatter": local_scatter,
         "delay": delay_info,
     }
-    if n_sizes < 2:
-        return LoggpFit(
-            ranges=[],
-            success=False,
-            message=(
-                f"need at least 2 sizes with all three patterns PRTT(1,0,s), PRTT(n,0,s), "
-                f"PRTT(n,d,s); have {n_sizes}"
-            ),
-            transport=transport,
-            n=n_common,
-            source=source,
-            method=method,
-        )
 
-    ds = derive_series(
-        tr, rel_tol=rel_tol, abs_floor_us=abs_floor_us, local_scatter_floor=local_scatter
-    )
-    o_r_source = _o_r_source_of(ds)
+
+@dataclasses.dataclass
+class _Partition:
+    """The protocol ranges chosen (section 3 of docs/fit.md): the criterion's series and
+    weights, the optimal partition, the support of its breaks, and the blocks kept."""
+
+    ys: FloatArray
+    ws: FloatArray
+    series_names: list[str]
+    with_o_r: bool
+    k_params: int
+    n_res: int
+    lam: float
+    seg: Segmentation
+    #: Where the optimal partition's blocks after the first start (bends included).
+    dp_starts: list[int]
+    #: The sizes (indices) of each protocol range.
+    segs: list[npt.NDArray[np.int64]]
+    support_from: list[float | None]
+    breaks_info: list[dict[str, Any]]
+    bends: list[dict[str, Any]]
+
+
+def _partition(
+    tr: Triples,
+    ds: DerivedSeries,
+    *,
+    penalty: float | None,
+    penalty_factor: float,
+    min_seg: int,
+    max_segments: int,
+    n_support: int,
+    min_support: float,
+    seed: int,
+    planned: Sequence[int] | None,
+) -> _Partition:
+    """Segments the derived series, draws the support of each break and keeps those with
+    enough support, one per step of the planned sweep."""
+    n_sizes = len(tr)
     w_or = np.where(ds.o_valid & ds.o_r_measured, 1.0 / ds.o_r_sigma**2, 0.0)
     with_o_r = bool(np.any(w_or > 0.0))
     rows = [ds.g_all, ds.o_s, ds.h]
@@ -319,21 +316,47 @@ def _fit_core(
         for b in breaks_info
         if not b["kept"]
     ]
-    final_fit_cost = float(
-        sum(line_sse(ds.x[idx], ys[k, idx], ws[k, idx]) for idx in segs for k in range(ys.shape[0]))
+    return _Partition(
+        ys=ys, ws=ws, series_names=series_names, with_o_r=with_o_r, k_params=k_params,
+        n_res=n_res, lam=lam, seg=seg, dp_starts=dp_starts, segs=segs,
+        support_from=support_from, breaks_info=breaks_info, bends=bends,
     )
-    fitted = [_fit_range(ds, idx) for idx in segs]
-    # The predictive model follows every break of the optimal partition, bends included.
-    all_pieces = _fit_pieces(ds, [0, *dp_starts])
-    boots: list[dict[str, FloatArray] | None] = [None] * len(segs)
-    if n_boot > 0:
-        boots = list(_bootstrap(tr, ds, segs, fitted, n_boot=n_boot, seed=seed))
 
-    replaced = set(delay_info["replaced_sizes"])
-    # The network-wide L, o_s, o_r: the intercepts of the lines over the first segment of
-    # the optimal partition. Where a bend with too little support was merged away, the
-    # first range runs past it, and a line through a bend is a poor line: L and o belong
-    # to the smallest messages, so they are fitted up to the first break or bend.
+
+@dataclasses.dataclass
+class _Network:
+    """The network-wide L, o_s, o_r (section 4 of docs/fit.md): the lines over the first
+    block of the optimal partition, their CIs, bounds, warnings and notes."""
+
+    idx: npt.NDArray[np.int64]
+    fr0: dict[str, Any]
+    n_os: _LineFit
+    n_or: _LineFit
+    n_l: _LineFit
+    paper0: bool
+    first_from: int
+    first_last: int
+    values: dict[str, float]
+    ci: dict[str, tuple[float, float]]
+    warnings: list[str]
+    notes: list[str]
+    reliable: bool
+    bounds: list[dict[str, Any]]
+
+
+def _network(
+    tr: Triples,
+    ds: DerivedSeries,
+    part: _Partition,
+    fitted: list[dict[str, Any]],
+    boots: list[dict[str, FloatArray] | None],
+    *,
+    n_boot: int,
+    seed: int,
+    min_seg: int,
+) -> _Network:
+    """The network-wide parameters, fitted up to the first break or bend."""
+    dp_starts, segs = part.dp_starts, part.segs
     net_idx = np.arange(0, dp_starts[0]) if dp_starts else segs[0]
     if net_idx.size == segs[0].size:
         fr0, boot0 = fitted[0], boots[0]
@@ -421,146 +444,252 @@ def _fit_core(
             "simulator that takes L and o charges the one-way time measured; o_s and o_r stay "
             "as measured)"
         )
+    return _Network(
+        idx=net_idx, fr0=fr0, n_os=n_os, n_or=n_or, n_l=n_l, paper0=paper0,
+        first_from=first_from, first_last=first_last, values=net_values, ci=net_ci,
+        warnings=net_warnings, notes=net_notes, reliable=net_reliable, bounds=net_bounds,
+    )
+
+
+def _range(
+    r: int,
+    idx: npt.NDArray[np.int64],
+    fr: dict[str, Any],
+    bs: dict[str, FloatArray] | None,
+    *,
+    ds: DerivedSeries,
+    net: _Network,
+    n_ranges: int,
+    first_label: str,
+    min_seg: int,
+    support_from: list[float | None],
+    all_pieces: list[Any],
+    replaced: set[int],
+    delay_info: dict[str, Any],
+) -> LoggpRange:
+    """Range r of the model: its own g, G and per-byte slopes beside the network-wide L
+    and o, CIs, bounds with their reasons, warnings and notes."""
+    net_values, net_ci, net_reliable = net.values, net.ci, net.reliable
+    net_warnings, net_notes, net_bounds = net.warnings, net.notes, net.bounds
+    n_l, n_os, n_or = net.n_l, net.n_os, net.n_or
+    f_g: _LineFit = fr["fits"]["g"]
+    f_os: _LineFit = fr["fits"]["os"]
+    f_or: _LineFit = fr["fits"]["or"]
+    f_l: _LineFit = fr["fits"]["l"]
+    paper = bool(fr["paper"])
+    from_b = int(ds.sizes[idx[0]])
+    last_b = int(ds.sizes[idx[-1]])
+    span = last_b - from_b
+    values = {
+        **net_values,
+        "g_us": f_g.a,
+        "G_us_per_byte": f_g.b,
+        "O_us_per_byte": 0.5 * (f_os.b + f_or.b),
+        "O_s_us_per_byte": f_os.b,
+        "O_r_us_per_byte": f_or.b,
+        "Glat_us_per_byte": f_l.b,
+    }
+    own = {"o_s_us": f_os.a, "o_r_us": f_or.a}
+    if bs is not None:
+        ci = {k: _ci(bs[k], v) for k, v in values.items() if k not in net_values}
+        own_ci = {k: _ci(bs[k], v) for k, v in own.items()}
+    else:
+        cis = _normal_cis(f_g, f_os, f_or, f_l, paper=paper)
+        ci = {k: cis[k] for k in values if k not in net_values}
+        own_ci = {k: cis[k] for k in own}
+    ci.update(net_ci)
+    ci = {k: ci[k] for k in values}
+    reliable = net_reliable
+    warnings: list[str] = []
+    notes: list[str] = []
+    if r == 0:
+        warnings.extend(net_warnings)
+        notes.extend(net_notes)
+    else:
+        prefix = f"network-wide L, o (fitted over the first range, {first_label}): "
+        warnings.extend(prefix + w for w in net_warnings)
+        notes.extend(
+            f"d was not above G_all(s) here: the overhead slopes of this range may be "
+            f"wrong ({p})"
+            for p in fr["o_problems"]
+        )
+    if idx.size < min_seg and r > 0:
+        warnings.append(f"only {idx.size} sizes in this range (fewer than min_seg={min_seg})")
+        reliable = False
+    own_checks: list[tuple[str, _LineFit, bool]] = [
+        ("g_us", f_g, True),
+        ("G_us_per_byte", f_g, False),
+    ]
+    bounds = [dict(b) for b in net_bounds]
+    for key, lf, intercept in own_checks:
+        warn, note = _bound_messages(key, lf, from_b, span, intercept=intercept, paper=paper)
+        if warn is not None and intercept and r > 0 and from_b - 1 > 0.05 * max(span, 1):
+            # g of a range far from s = 1 is the extrapolation of its gap line: a bound
+            # there has a reason, and the range's pieces predict from its own sizes.
+            note = warn + G_EXTRAPOLATION_REASON
+            bounds.append(_bound_entry(key, lf, intercept, G_EXTRAPOLATION_REASON.strip("; ")))
+            warn = None
+        if warn is not None:
+            warnings.append(warn)
+            reliable = False
+        elif (
+            note is not None
+            and _at_bound(lf, intercept)
+            and not any(b["parameter"] == key for b in bounds)
+        ):
+            bounds.append(_bound_entry(key, lf, intercept, note))
+        if note is not None:
+            notes.append(note)
+    if r > 0:
+        slope_checks: list[tuple[str, _LineFit]] = [
+            ("O_s_us_per_byte", f_os),
+            ("Glat_us_per_byte", f_l),
+        ]
+        if not paper:
+            slope_checks.insert(1, ("O_r_us_per_byte", f_or))
+        for key, lf in slope_checks:
+            # Only significantly negative slopes: a note (not a warning), since they do
+            # not enter L, o, g or G.
+            warn, _ = _bound_messages(key, lf, from_b, span, intercept=False, paper=paper)
+            if warn is not None:
+                notes.append(f"{warn} (a slope of this range only; L, o, g, G unaffected)")
+        x = ds.x[idx]
+        p1_model = 2.0 * (
+            values["L_us"]
+            + values["o_s_us"]
+            + values["o_r_us"]
+            + x * (values["O_s_us_per_byte"] + values["O_r_us_per_byte"])
+            + x * values["Glat_us_per_byte"]
+        )
+        if not paper:
+            over = _overlap_note(ds, idx, p1_model)
+            if over is not None:
+                notes.append(over)
+    here = [int(s) for s in ds.sizes[idx] if int(s) in replaced]
+    if here:
+        e_ref = delay_info["overshoot_ref_us"]
+        notes.append(
+            f"the measured delay d_actual at {', '.join(f'{s} B' for s in here)} overshoots "
+            f"the requested d far more than the typical {e_ref:.3g} us (a preempted delay "
+            f"inflates its mean); d + {e_ref:.3g} us was used there"
+        )
+    _complete_bounds(bounds, values, r, {
+        "L_us": (n_l, True), "o_s_us": (n_os, True), "o_r_us": (n_or, True),
+        "g_us": (f_g, True), "G_us_per_byte": (f_g, False),
+        "O_s_us_per_byte": (f_os, False), "O_r_us_per_byte": (f_or, False),
+        "Glat_us_per_byte": (f_l, False),
+    }, o_r_measured=not paper)
+    chi2 = {"G_all": f_g.chi2_red, "o_s": f_os.chi2_red}
+    if not paper:
+        chi2["o_r"] = f_or.chi2_red
+    chi2["L_line"] = f_l.chi2_red
+    o_r_src = str(fr["o_r_source"])
+    return (
+        LoggpRange(
+            from_bytes=from_b,
+            to_bytes=last_b if r < n_ranges - 1 else None,
+            o_r_source=o_r_src,
+            ci95=ci,
+            reliable=reliable,
+            warnings=warnings,
+            notes=notes,
+            points=int(idx.size),
+            last_measured_bytes=last_b,
+            chi2_red=chi2,
+            support_from=support_from[r],
+            range_overhead={
+                **own,
+                "ci95": {k: list(v) for k, v in own_ci.items()},
+            },
+            pieces=[p for p in all_pieces if from_b <= p.from_bytes <= last_b],
+            bounds=bounds,
+            **cast(dict[str, Any], values),
+        )
+    )
+
+
+
+def _fit_core(
+    tr: Triples,
+    *,
+    transport: str,
+    source: dict[str, Any],
+    rel_tol: float,
+    abs_floor_us: float,
+    local_scatter: bool,
+    penalty: float | None,
+    penalty_factor: float,
+    min_seg: int,
+    max_segments: int,
+    n_boot: int,
+    seed: int,
+    n_support: int | None,
+    min_support: float,
+    planned: Sequence[int] | None = None,
+) -> LoggpFit:
+    _validate_options(rel_tol, abs_floor_us, penalty, penalty_factor, min_seg, max_segments, n_boot)
+    if n_support is None:
+        n_support = support_redraws(len(tr))
+    if n_support != 0 and n_support < 10:
+        raise ValueError(f"n_support must be 0 (no break support) or >= 10, got {n_support}")
+    if not (math.isfinite(min_support) and 0.0 <= min_support <= 1.0):
+        raise ValueError(f"min_support must be a number in [0, 1], got {min_support}")
+    n_sizes = len(tr)
+    n_common = int(np.bincount(tr.n_pn).argmax()) if n_sizes else None
+    _, delay_info = _delays(tr)
+    method = _method_info(n_boot=n_boot, seed=seed, rel_tol=rel_tol, abs_floor_us=abs_floor_us,
+                          local_scatter=local_scatter, delay_info=delay_info)
+    if n_sizes < 2:
+        return LoggpFit(
+            ranges=[],
+            success=False,
+            message=(
+                f"need at least 2 sizes with all three patterns PRTT(1,0,s), PRTT(n,0,s), "
+                f"PRTT(n,d,s); have {n_sizes}"
+            ),
+            transport=transport,
+            n=n_common,
+            source=source,
+            method=method,
+        )
+
+    ds = derive_series(
+        tr, rel_tol=rel_tol, abs_floor_us=abs_floor_us, local_scatter_floor=local_scatter
+    )
+    o_r_source = _o_r_source_of(ds)
+    part = _partition(
+        tr, ds, penalty=penalty, penalty_factor=penalty_factor, min_seg=min_seg,
+        max_segments=max_segments, n_support=n_support, min_support=min_support, seed=seed,
+        planned=planned,
+    )
+    ys, ws, segs, dp_starts = part.ys, part.ws, part.segs, part.dp_starts
+    final_fit_cost = float(
+        sum(line_sse(ds.x[idx], ys[k, idx], ws[k, idx]) for idx in segs for k in range(ys.shape[0]))
+    )
+    fitted = [_fit_range(ds, idx) for idx in segs]
+    # The predictive model follows every break of the optimal partition, bends included.
+    all_pieces = _fit_pieces(ds, [0, *dp_starts])
+    boots: list[dict[str, FloatArray] | None] = [None] * len(segs)
+    if n_boot > 0:
+        boots = list(_bootstrap(tr, ds, segs, fitted, n_boot=n_boot, seed=seed))
+
+    replaced = set(delay_info["replaced_sizes"])
+    # The network-wide L, o_s, o_r: the intercepts of the lines over the first segment of
+    # the optimal partition. Where a bend with too little support was merged away, the
+    # first range runs past it, and a line through a bend is a poor line: L and o belong
+    # to the smallest messages, so they are fitted up to the first break or bend.
+    net = _network(tr, ds, part, fitted, boots, n_boot=n_boot, seed=seed, min_seg=min_seg)
+    first_from, first_last, net_reliable = net.first_from, net.first_last, net.reliable
     first_label = f"{first_from} B .. {first_last} B"
     if len(segs) == 1 and not dp_starts:
         first_label = f"{first_from} B .."
 
-    ranges: list[LoggpRange] = []
-    for r, (idx, fr, bs) in enumerate(zip(segs, fitted, boots, strict=True)):
-        f_g: _LineFit = fr["fits"]["g"]
-        f_os: _LineFit = fr["fits"]["os"]
-        f_or: _LineFit = fr["fits"]["or"]
-        f_l: _LineFit = fr["fits"]["l"]
-        paper = bool(fr["paper"])
-        from_b = int(ds.sizes[idx[0]])
-        last_b = int(ds.sizes[idx[-1]])
-        span = last_b - from_b
-        values = {
-            **net_values,
-            "g_us": f_g.a,
-            "G_us_per_byte": f_g.b,
-            "O_us_per_byte": 0.5 * (f_os.b + f_or.b),
-            "O_s_us_per_byte": f_os.b,
-            "O_r_us_per_byte": f_or.b,
-            "Glat_us_per_byte": f_l.b,
-        }
-        own = {"o_s_us": f_os.a, "o_r_us": f_or.a}
-        if bs is not None:
-            ci = {k: _ci(bs[k], v) for k, v in values.items() if k not in net_values}
-            own_ci = {k: _ci(bs[k], v) for k, v in own.items()}
-        else:
-            cis = _normal_cis(f_g, f_os, f_or, f_l, paper=paper)
-            ci = {k: cis[k] for k in values if k not in net_values}
-            own_ci = {k: cis[k] for k in own}
-        ci.update(net_ci)
-        ci = {k: ci[k] for k in values}
-        reliable = net_reliable
-        warnings: list[str] = []
-        notes: list[str] = []
-        if r == 0:
-            warnings.extend(net_warnings)
-            notes.extend(net_notes)
-        else:
-            prefix = f"network-wide L, o (fitted over the first range, {first_label}): "
-            warnings.extend(prefix + w for w in net_warnings)
-            notes.extend(
-                f"d was not above G_all(s) here: the overhead slopes of this range may be "
-                f"wrong ({p})"
-                for p in fr["o_problems"]
-            )
-        if idx.size < min_seg and r > 0:
-            warnings.append(f"only {idx.size} sizes in this range (fewer than min_seg={min_seg})")
-            reliable = False
-        own_checks: list[tuple[str, _LineFit, bool]] = [
-            ("g_us", f_g, True),
-            ("G_us_per_byte", f_g, False),
-        ]
-        bounds = [dict(b) for b in net_bounds]
-        for key, lf, intercept in own_checks:
-            warn, note = _bound_messages(key, lf, from_b, span, intercept=intercept, paper=paper)
-            if warn is not None and intercept and r > 0 and from_b - 1 > 0.05 * max(span, 1):
-                # g of a range far from s = 1 is the extrapolation of its gap line: a bound
-                # there has a reason, and the range's pieces predict from its own sizes.
-                note = warn + G_EXTRAPOLATION_REASON
-                bounds.append(_bound_entry(key, lf, intercept, G_EXTRAPOLATION_REASON.strip("; ")))
-                warn = None
-            if warn is not None:
-                warnings.append(warn)
-                reliable = False
-            elif (
-                note is not None
-                and _at_bound(lf, intercept)
-                and not any(b["parameter"] == key for b in bounds)
-            ):
-                bounds.append(_bound_entry(key, lf, intercept, note))
-            if note is not None:
-                notes.append(note)
-        if r > 0:
-            slope_checks: list[tuple[str, _LineFit]] = [
-                ("O_s_us_per_byte", f_os),
-                ("Glat_us_per_byte", f_l),
-            ]
-            if not paper:
-                slope_checks.insert(1, ("O_r_us_per_byte", f_or))
-            for key, lf in slope_checks:
-                # Only significantly negative slopes: a note (not a warning), since they do
-                # not enter L, o, g or G.
-                warn, _ = _bound_messages(key, lf, from_b, span, intercept=False, paper=paper)
-                if warn is not None:
-                    notes.append(f"{warn} (a slope of this range only; L, o, g, G unaffected)")
-            x = ds.x[idx]
-            p1_model = 2.0 * (
-                values["L_us"]
-                + values["o_s_us"]
-                + values["o_r_us"]
-                + x * (values["O_s_us_per_byte"] + values["O_r_us_per_byte"])
-                + x * values["Glat_us_per_byte"]
-            )
-            if not paper:
-                over = _overlap_note(ds, idx, p1_model)
-                if over is not None:
-                    notes.append(over)
-        here = [int(s) for s in ds.sizes[idx] if int(s) in replaced]
-        if here:
-            e_ref = delay_info["overshoot_ref_us"]
-            notes.append(
-                f"the measured delay d_actual at {', '.join(f'{s} B' for s in here)} overshoots "
-                f"the requested d far more than the typical {e_ref:.3g} us (a preempted delay "
-                f"inflates its mean); d + {e_ref:.3g} us was used there"
-            )
-        _complete_bounds(bounds, values, r, {
-            "L_us": (n_l, True), "o_s_us": (n_os, True), "o_r_us": (n_or, True),
-            "g_us": (f_g, True), "G_us_per_byte": (f_g, False),
-            "O_s_us_per_byte": (f_os, False), "O_r_us_per_byte": (f_or, False),
-            "Glat_us_per_byte": (f_l, False),
-        }, o_r_measured=not paper)
-        chi2 = {"G_all": f_g.chi2_red, "o_s": f_os.chi2_red}
-        if not paper:
-            chi2["o_r"] = f_or.chi2_red
-        chi2["L_line"] = f_l.chi2_red
-        o_r_src = str(fr["o_r_source"])
-        ranges.append(
-            LoggpRange(
-                from_bytes=from_b,
-                to_bytes=last_b if r < len(segs) - 1 else None,
-                o_r_source=o_r_src,
-                ci95=ci,
-                reliable=reliable,
-                warnings=warnings,
-                notes=notes,
-                points=int(idx.size),
-                last_measured_bytes=last_b,
-                chi2_red=chi2,
-                support_from=support_from[r],
-                range_overhead={
-                    **own,
-                    "ci95": {k: list(v) for k, v in own_ci.items()},
-                },
-                pieces=[p for p in all_pieces if from_b <= p.from_bytes <= last_b],
-                bounds=bounds,
-                **cast(dict[str, Any], values),
-            )
-        )
+    ranges = [
+        _range(r, idx, fr, bs, ds=ds, net=net, n_ranges=len(segs), first_label=first_label,
+               min_seg=min_seg, support_from=part.support_from, all_pieces=all_pieces,
+               replaced=replaced, delay_info=delay_info)
+        for r, (idx, fr, bs) in enumerate(zip(segs, fitted, boots, strict=True))
+    ]
 
     message = (
         f"{len(ranges)} protocol range(s) from {n_sizes} sizes; L and o network-wide "
@@ -572,9 +701,9 @@ def _fit_core(
         message += f"; o_r {o_r_source}"
     if not all(r.reliable for r in ranges):
         message += "; some ranges are unreliable"
-    if bends:
+    if part.bends:
         message += (
-            f"; {len(bends)} bend(s) of the optimal partition merged away (break support "
+            f"; {len(part.bends)} bend(s) of the optimal partition merged away (break support "
             f"< {min_support:g})"
         )
     fit = LoggpFit(
@@ -586,41 +715,41 @@ def _fit_core(
         source=source,
         method=method,
         o_r_source=o_r_source,
-        bends=bends,
+        bends=part.bends,
         network={
-            **net_values,
-            "ci95": {k: list(v) for k, v in net_ci.items()},
+            **net.values,
+            "ci95": {k: list(v) for k, v in net.ci.items()},
             "from_bytes": first_from,
             "to_bytes": first_last if (len(segs) > 1 or dp_starts) else None,
             "range_index": 0,
-            "o_r_source": str(fr0["o_r_source"]),
+            "o_r_source": str(net.fr0["o_r_source"]),
             "reliable": net_reliable,
-            "warnings": net_warnings,
-            "notes": net_notes,
-            "bounds": net_bounds,
+            "warnings": net.warnings,
+            "notes": net.notes,
+            "bounds": net.bounds,
             "definition": NETWORK_DEFINITION,
         },
     )
     fit.criterion = {
         "method": "penalised segmented least squares (dynamic programming)",
-        "series": series_names,
+        "series": part.series_names,
         "rel_tol": rel_tol,
         "abs_floor_us": abs_floor_us,
         "local_scatter": local_scatter,
-        "penalty": lam,
+        "penalty": part.lam,
         "penalty_factor": penalty_factor if penalty is None else None,
-        "k_params_per_segment": k_params,
-        "n_residuals": n_res,
+        "k_params_per_segment": part.k_params,
+        "n_residuals": part.n_res,
         "min_seg": min_seg,
         "max_segments": max_segments,
         "segments": len(ranges),
         "fit_cost": final_fit_cost,
-        "cost": final_fit_cost + lam * (len(ranges) - 1),
+        "cost": final_fit_cost + part.lam * (len(ranges) - 1),
         "optimal_partition": {
-            "segments": len(seg.bounds),
-            "from_bytes": [int(ds.sizes[i]) for i, _ in seg.bounds],
-            "fit_cost": seg.fit_cost,
-            "cost": seg.cost,
+            "segments": len(part.seg.bounds),
+            "from_bytes": [int(ds.sizes[i]) for i, _ in part.seg.bounds],
+            "fit_cost": part.seg.fit_cost,
+            "cost": part.seg.cost,
         },
         "break_support": {
             "rule": SUPPORT_RULE
@@ -631,14 +760,16 @@ def _fit_core(
             "window_positions": _SUPPORT_WINDOW,
             "window_planned_steps": _SUPPORT_WINDOW if planned else None,
             "seed": seed,
-            "breaks": breaks_info,
+            "breaks": part.breaks_info,
         },
-        "fit_cost_by_segments": [c if math.isfinite(c) else None for c in seg.fit_cost_by_count],
+        "fit_cost_by_segments": [
+            c if math.isfinite(c) else None for c in part.seg.fit_cost_by_count
+        ],
         "o_r_source": o_r_source,
         "o_us": O_US_DEFINITION,
         "network": NETWORK_DEFINITION,
         "statement": _criterion_statement(
-            rel_tol, abs_floor_us, lam, series_names, local_scatter=local_scatter
+            rel_tol, abs_floor_us, part.lam, part.series_names, local_scatter=local_scatter
         ),
     }
     fit.residuals = _residuals(tr, ds, segs, fit)
