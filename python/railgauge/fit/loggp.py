@@ -186,6 +186,21 @@ def support_redraws(n_sizes: int) -> int:
     return SUPPORT_REDRAWS if n_sizes <= SUPPORT_REDRAWS_SIZES else SUPPORT_REDRAWS_LONG
 
 
+def _file_bound(key: str, lf: _LineFit, intercept: bool, warn: str | None, note: str | None,
+                bounds: list[dict[str, Any]], warnings: list[str], notes: list[str]) -> bool:
+    """Files the outcome of a parameter's bound check (:func:`_bound_messages`): a warning,
+    or a note and, where the parameter sits at its bound, a ``bounds`` entry with that note
+    as its reason. False where it was a warning (the range is then not reliable)."""
+    if warn is not None:
+        warnings.append(warn)
+    elif (note is not None and _at_bound(lf, intercept)
+          and not any(b["parameter"] == key for b in bounds)):
+        bounds.append(_bound_entry(key, lf, intercept, note))
+    if note is not None:
+        notes.append(note)
+    return warn is None
+
+
 def _method_info(*, n_boot: int, seed: int, rel_tol: float, abs_floor_us: float,
                  local_scatter: bool, delay_info: dict[str, Any]) -> dict[str, Any]:
     """The fit's ``method`` block: how the lines, their weights and their CIs are made."""
@@ -417,17 +432,8 @@ def _network(
                 warn = None
             else:
                 warn += _overlap_hint(ds, net_idx)
-        if warn is not None:
-            net_warnings.append(warn)
+        if not _file_bound(key, lf, intercept, warn, note, net_bounds, net_warnings, net_notes):
             net_reliable = False
-        elif (
-            note is not None
-            and _at_bound(lf, intercept)
-            and not any(b["parameter"] == key for b in net_bounds)
-        ):
-            net_bounds.append(_bound_entry(key, lf, intercept, note))
-        if note is not None:
-            net_notes.append(note)
     if n_l.a_free < 0.0 and net_values["L_us"] <= 0.0:
         # L held at 0: the overheads o_s + o_r exceed PRTT(1,0,1)/2 by -L'. The symmetric
         # o of the contract keeps the paper's PRTT(1,0,1) = 2 (L + 2o) (docs/fit.md, section
@@ -529,17 +535,8 @@ def _range(
             note = warn + G_EXTRAPOLATION_REASON
             bounds.append(_bound_entry(key, lf, intercept, G_EXTRAPOLATION_REASON.strip("; ")))
             warn = None
-        if warn is not None:
-            warnings.append(warn)
+        if not _file_bound(key, lf, intercept, warn, note, bounds, warnings, notes):
             reliable = False
-        elif (
-            note is not None
-            and _at_bound(lf, intercept)
-            and not any(b["parameter"] == key for b in bounds)
-        ):
-            bounds.append(_bound_entry(key, lf, intercept, note))
-        if note is not None:
-            notes.append(note)
     if r > 0:
         slope_checks: list[tuple[str, _LineFit]] = [
             ("O_s_us_per_byte", f_os),
