@@ -385,6 +385,142 @@ def _row_scatter(rows: Sequence[tuple[int, dict[str, float]]]) -> dict[str, floa
     return out
 
 
+def _combine_rows(
+    p: Path, rows: list[_Row]
+) -> tuple[list[PrttPoint], list[int], list[int], dict[int, int]]:
+    """The records of the table's rows: per (size, n) the rows with the same times read
+    once, the others combined by the median of each column. Returns the records (sorted
+    like railgauge's own), the sizes of the reprinted rows, those of them that are
+    Netgauge's protocol-change rows (a new g), and the sizes combined from several rows
+    with their row counts."""
+    # Group by (size, n); identical times are one measurement printed again.
+    groups: dict[tuple[int, int], list[_Row]] = {}
+    for r in rows:
+        groups.setdefault((r.size, r.n), []).append(r)
+    reprinted: list[int] = []
+    change_rows: list[int] = []
+    combined: dict[int, int] = {}
+    records: list[PrttPoint] = []
+    for (size, n), grp in sorted(groups.items()):
+        distinct: list[_Row] = []
+        seen: set[tuple[float, float, float, float | None]] = set()
+        for r in grp:
+            key = (r.p1, r.pn, r.pd, r.o_r)
+            if key in seen:
+                reprinted.append(size)
+                if any(q.g != r.g for q in grp if (q.p1, q.pn, q.pd, q.o_r) == key):
+                    change_rows.append(size)
+                continue
+            seen.add(key)
+            distinct.append(r)
+        count = len(distinct)
+        if count > 1:
+            combined[size] = count
+        p1 = _median([r.p1 for r in distinct])
+        pn = _median([r.pn for r in distinct])
+        pd = _median([r.pd for r in distinct])
+        o_rs = [r.o_r for r in distinct if r.o_r is not None]
+        line = distinct[0].line
+        for n_i, d_i, value in ((1, 0.0, p1), (n, 0.0, pn), (n, p1, pd)):
+            records.append(PrttPoint(
+                n=n_i, d_us=d_i, s=size, median_us=value, count=count, file=str(p), line=line,
+            ))
+        if o_rs:
+            records.append(PrttPoint(
+                n=n, d_us=p1, s=size, median_us=_median(o_rs), count=len(o_rs), file=str(p),
+                line=line, type="orecv",
+            ))
+    records.sort(key=lambda q: (q.s, q.type != "prtt", q.n, q.d_us))
+    return records, reprinted, change_rows, combined
+
+
+def _table_notes(p: Path, info: dict[str, Any], reprinted: list[int], change_rows: list[int],
+                 combined: dict[int, int]) -> list[str]:
+    """What the reader did with the table's quirks, one note each: no header, a cut last
+    line, rows dropped, o_r cells unusable or no o_r column, rows reprinted or combined."""
+    notes: list[str] = []
+    dropped: dict[str, list[int]] = info["dropped"]
+    if not info["header"]:
+        notes.append(
+            f"{p}: no '# size n PRTT(1,0,s) ...' header line: the 11 columns of Netgauge "
+            "2.4.6 assumed"
+        )
+    if info["truncated"] is not None:
+        notes.append(
+            f"{p}:{info['truncated']}: the last line is cut short (interrupted run?): left out"
+        )
+    for why, lines in dropped.items():
+        notes.append(
+            f"{p}: {len(lines)} of {info['rows']} rows dropped: {why} time in a PRTT column "
+            f"(line(s) {_lines_txt(lines)})"
+        )
+    if info["o_r_bad"]:
+        notes.append(
+            f"{p}: {len(info['o_r_bad'])} row(s) without a usable o_r (non-finite or "
+            f"negative; line(s) {_lines_txt(info['o_r_bad'])}): no receive-overhead record "
+            "there"
+        )
+    if not info["has_o_r"]:
+        notes.append(f"{p}: no o_r column: o_r taken as o_s (the paper's assumption)")
+    if reprinted:
+        extra = (
+            " (Netgauge prints a size's row again, with a new g and G, where it detects a "
+            "protocol change)"
+            if change_rows else ""
+        )
+        notes.append(
+            f"{p}: {len(reprinted)} row(s) repeated with the same times (size(s) "
+            f"{_sizes_txt(sorted(set(reprinted)))} B): read once{extra}"
+        )
+    if combined:
+        notes.append(
+            f"{p}: {len(combined)} size(s) have several rows with different times (repeated "
+            f"measurements: {_sizes_txt(sorted(combined))} B): combined as the median of each "
+            "column over the rows, count = the number of rows"
+        )
+    return notes
+
+
+def _noise_checks(
+    p: Path, records: list[PrttPoint], sizes: list[int], ns: list[int]
+) -> tuple[list[str], list[int], list[int], dict[str, float], bool]:
+    """The table's physics checks: the sizes where PRTT(n,0,s) < PRTT(1,0,s) and where
+    PRTT(n,d,s) < (n-1) d (impossible, so noise), the rows' robust scatter about their
+    neighbours per column, and whether it marks the table as noise-dominated; with a note
+    for each finding."""
+    notes: list[str] = []
+    by_size: dict[int, dict[str, float]] = {}
+    for rec in records:
+        if rec.type == "prtt":
+            by_size.setdefault(rec.s, {})[rec.kind] = rec.median_us
+    impossible = sorted(s for s, v in by_size.items() if v["pn"] < v["p1"])
+    if impossible:
+        notes.append(
+            f"{p}: PRTT(n,0,s) below PRTT(1,0,s) at {len(impossible)} of {len(sizes)} sizes "
+            f"({_sizes_txt(impossible)} B): impossible for a train of n messages, so noise "
+            "(a preempted or overloaded run) at these sizes"
+        )
+    too_short = sorted(
+        s for s, v in by_size.items() if v["pd"] < (max(ns) - 1) * v["p1"]
+    )
+    if too_short:
+        notes.append(
+            f"{p}: PRTT(n,d,s) below (n-1) d at {len(too_short)} of {len(sizes)} sizes "
+            f"({_sizes_txt(too_short)} B): impossible with d = PRTT(1,0,s) busy-waited "
+            "between the sends, so noise at these sizes"
+        )
+    scatter = _row_scatter(sorted(by_size.items()))
+    noisy = bool(scatter) and max(scatter.values()) > NOISE_SCATTER_LIMIT
+    if noisy:
+        notes.append(
+            f"{p}: the rows scatter about their neighbours by "
+            + ", ".join(f"{100.0 * v:.0f}% ({k})" for k, v in scatter.items())
+            + f" (robust local scatter; above {100.0 * NOISE_SCATTER_LIMIT:.0f}%): the table "
+            "is dominated by noise, and no range fitted to it can be relied on"
+        )
+    return notes, impossible, too_short, scatter, noisy
+
+
 def read_netgauge(path: str | Path) -> Measurements:
     """Reads a Netgauge ``loggp`` table into :class:`~railgauge.measurements.Measurements`.
 
@@ -427,114 +563,13 @@ def read_netgauge(path: str | Path) -> Measurements:
             f"rows have a non-finite or non-positive PRTT time ({why})"
         )
 
-    # Group by (size, n); identical times are one measurement printed again.
-    groups: dict[tuple[int, int], list[_Row]] = {}
-    for r in rows:
-        groups.setdefault((r.size, r.n), []).append(r)
-    reprinted: list[int] = []
-    change_rows: list[int] = []
-    combined: dict[int, int] = {}
-    records: list[PrttPoint] = []
-    for (size, n), grp in sorted(groups.items()):
-        distinct: list[_Row] = []
-        seen: set[tuple[float, float, float, float | None]] = set()
-        for r in grp:
-            key = (r.p1, r.pn, r.pd, r.o_r)
-            if key in seen:
-                reprinted.append(size)
-                if any(q.g != r.g for q in grp if (q.p1, q.pn, q.pd, q.o_r) == key):
-                    change_rows.append(size)
-                continue
-            seen.add(key)
-            distinct.append(r)
-        count = len(distinct)
-        if count > 1:
-            combined[size] = count
-        p1 = _median([r.p1 for r in distinct])
-        pn = _median([r.pn for r in distinct])
-        pd = _median([r.pd for r in distinct])
-        o_rs = [r.o_r for r in distinct if r.o_r is not None]
-        line = distinct[0].line
-        for n_i, d_i, value in ((1, 0.0, p1), (n, 0.0, pn), (n, p1, pd)):
-            records.append(PrttPoint(
-                n=n_i, d_us=d_i, s=size, median_us=value, count=count, file=str(p), line=line,
-            ))
-        if o_rs:
-            records.append(PrttPoint(
-                n=n, d_us=p1, s=size, median_us=_median(o_rs), count=len(o_rs), file=str(p),
-                line=line, type="orecv",
-            ))
-    records.sort(key=lambda q: (q.s, q.type != "prtt", q.n, q.d_us))
-    sizes = sorted({s for s, _ in groups})
-    ns = sorted({n for _, n in groups})
+    records, reprinted, change_rows, combined = _combine_rows(p, rows)
+    sizes = sorted({r.size for r in rows})
+    ns = sorted({r.n for r in rows})
 
-    if not info["header"]:
-        notes.append(
-            f"{p}: no '# size n PRTT(1,0,s) ...' header line: the 11 columns of Netgauge "
-            "2.4.6 assumed"
-        )
-    if info["truncated"] is not None:
-        notes.append(
-            f"{p}:{info['truncated']}: the last line is cut short (interrupted run?): left out"
-        )
-    for why, lines in dropped.items():
-        notes.append(
-            f"{p}: {len(lines)} of {info['rows']} rows dropped: {why} time in a PRTT column "
-            f"(line(s) {_lines_txt(lines)})"
-        )
-    if info["o_r_bad"]:
-        notes.append(
-            f"{p}: {len(info['o_r_bad'])} row(s) without a usable o_r (non-finite or "
-            f"negative; line(s) {_lines_txt(info['o_r_bad'])}): no receive-overhead record "
-            "there"
-        )
-    if not info["has_o_r"]:
-        notes.append(f"{p}: no o_r column: o_r taken as o_s (the paper's assumption)")
-    if reprinted:
-        extra = (
-            " (Netgauge prints a size's row again, with a new g and G, where it detects a "
-            "protocol change)"
-            if change_rows else ""
-        )
-        notes.append(
-            f"{p}: {len(reprinted)} row(s) repeated with the same times (size(s) "
-            f"{_sizes_txt(sorted(set(reprinted)))} B): read once{extra}"
-        )
-    if combined:
-        notes.append(
-            f"{p}: {len(combined)} size(s) have several rows with different times (repeated "
-            f"measurements: {_sizes_txt(sorted(combined))} B): combined as the median of each "
-            "column over the rows, count = the number of rows"
-        )
-    by_size: dict[int, dict[str, float]] = {}
-    for rec in records:
-        if rec.type == "prtt":
-            by_size.setdefault(rec.s, {})[rec.kind] = rec.median_us
-    impossible = sorted(s for s, v in by_size.items() if v["pn"] < v["p1"])
-    if impossible:
-        notes.append(
-            f"{p}: PRTT(n,0,s) below PRTT(1,0,s) at {len(impossible)} of {len(sizes)} sizes "
-            f"({_sizes_txt(impossible)} B): impossible for a train of n messages, so noise "
-            "(a preempted or overloaded run) at these sizes"
-        )
-    too_short = sorted(
-        s for s, v in by_size.items() if v["pd"] < (max(ns) - 1) * v["p1"]
-    )
-    if too_short:
-        notes.append(
-            f"{p}: PRTT(n,d,s) below (n-1) d at {len(too_short)} of {len(sizes)} sizes "
-            f"({_sizes_txt(too_short)} B): impossible with d = PRTT(1,0,s) busy-waited "
-            "between the sends, so noise at these sizes"
-        )
-    scatter = _row_scatter(sorted(by_size.items()))
-    noisy = bool(scatter) and max(scatter.values()) > NOISE_SCATTER_LIMIT
-    if noisy:
-        notes.append(
-            f"{p}: the rows scatter about their neighbours by "
-            + ", ".join(f"{100.0 * v:.0f}% ({k})" for k, v in scatter.items())
-            + f" (robust local scatter; above {100.0 * NOISE_SCATTER_LIMIT:.0f}%): the table "
-            "is dominated by noise, and no range fitted to it can be relied on"
-        )
+    notes.extend(_table_notes(p, info, reprinted, change_rows, combined))
+    noise, impossible, too_short, scatter, noisy = _noise_checks(p, records, sizes, ns)
+    notes.extend(noise)
     extrapolated: dict[str, Any] | None = None
     s_min = sizes[0]
     if s_min > EXTRAPOLATION_ABOVE_BYTES:
