@@ -10,6 +10,7 @@
 TEST_DECLARE(status_names)
 TEST_DECLARE(status_err_set)
 TEST_DECLARE(status_err_errno)
+TEST_DECLARE(status_err_others)
 
 TEST_DECLARE(timer_monotonic)
 TEST_DECLARE(timer_calibration)
@@ -110,6 +111,7 @@ TASK_LIST_START
   TEST_ENTRY(status_names)
   TEST_ENTRY(status_err_set)
   TEST_ENTRY(status_err_errno)
+  TEST_ENTRY(status_err_others)
 
   TEST_ENTRY(timer_monotonic)
   TEST_ENTRY(timer_calibration)

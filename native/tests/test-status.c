@@ -74,3 +74,25 @@ TEST_IMPL(status_err_errno)
     ASSERT_INT_EQ(rg_err_set_errno(NULL, RG_ERR_IO, EIO, "x"), RG_ERR_IO);
     return 0;
 }
+
+TEST_IMPL(status_err_others)
+{
+    char buf[96], tiny[8];
+    int  i;
+
+    ASSERT_STR_EQ(rg_err_others(buf, sizeof(buf), 2, 0), "rank 1");
+    ASSERT_STR_EQ(rg_err_others(buf, sizeof(buf), 2, 1), "rank 0");
+    ASSERT_STR_EQ(rg_err_others(buf, sizeof(buf), 4, 1), "ranks 0, 2, 3");
+    ASSERT_STR_EQ(rg_err_others(buf, sizeof(buf), 12, 0),
+                  "ranks 1, 2, 3, 4, 5, 6, 7, 8, ...");
+    ASSERT_STR_EQ(rg_err_others(buf, sizeof(buf), 3, -1), "ranks 0, 1, 2");
+    /* A buffer too small is cut, never overrun, and stays a string. */
+    for (i = 0; i < (int)sizeof(tiny); i++) {
+        tiny[i] = 'x';
+    }
+    rg_err_others(tiny, sizeof(tiny), 5, 0);
+    ASSERT_INT_EQ(strlen(tiny), sizeof(tiny) - 1);
+    ASSERT_STR_EQ(tiny, "ranks 1");
+    ASSERT(rg_err_others(NULL, 0, 3, 0) == NULL);
+    return 0;
+}

@@ -39,6 +39,35 @@ rg_status_t rg_err_set_errno(rg_err_t *err, rg_status_t status, int errnum,
     return status;
 }
 
+const char *rg_err_others(char *buf, size_t cap, int size, int self)
+{
+    size_t len = 0;
+    int    r, named = 0, n;
+
+    if (buf == NULL || cap == 0) {
+        return buf;
+    }
+    buf[0] = '\0';
+    n      = snprintf(buf, cap, "%s", size - (self >= 0 && self < size) > 1 ? "ranks" : "rank");
+    len    = n > 0 ? (size_t)n : 0;
+    for (r = 0; r < size && len < cap; r++) {
+        if (r == self) {
+            continue;
+        }
+        if (named == 8) {
+            n = snprintf(buf + len, cap - len, ", ...");
+            break;
+        }
+        n = snprintf(buf + len, cap - len, "%s %d", named > 0 ? "," : "", r);
+        if (n < 0) {
+            break;
+        }
+        len += (size_t)n;
+        named++;
+    }
+    return buf;
+}
+
 void rg_err_clear(rg_err_t *err)
 {
     if (err != NULL) {

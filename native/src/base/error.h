@@ -8,6 +8,8 @@
 #ifndef RG_BASE_ERROR_H
 #define RG_BASE_ERROR_H
 
+#include <stddef.h>
+
 #include "base/status.h"
 
 #define RG_ERR_MSG_MAX 512
@@ -29,6 +31,11 @@ rg_status_t rg_err_set_errno(rg_err_t *err, rg_status_t status, int errnum,
 
 /* Clears err to RG_OK and an empty message. */
 void rg_err_clear(rg_err_t *err);
+
+/* Writes the ranks of 0 .. size-1 other than self into buf ("rank 1", "ranks
+ * 0, 2, 3", at most eight named and then "..."), for messages about every
+ * other rank; returns buf. */
+const char *rg_err_others(char *buf, size_t cap, int size, int self);
 
 /* The message, or the status text where no message was recorded. */
 const char *rg_err_message(const rg_err_t *err);

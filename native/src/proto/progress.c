@@ -92,7 +92,8 @@ static int rg__peer_dead_cached(rg_proto_t *proto, int peer)
  * launcher, which ends the job when a rank dies. */
 static rg_status_t rg__check_req(rg_proto_t *proto, const rg_preq_t *r)
 {
-    int peer, alive = 0;
+    char others[96];
+    int  peer, alive = 0;
 
     if (r->status != RG_INPROGRESS) {
         return RG_OK;
@@ -115,8 +116,10 @@ static rg_status_t rg__check_req(rg_proto_t *proto, const rg_preq_t *r)
     }
     proto->failed = RG_ERR_PEER_DEAD;
     return rg_err_set(&proto->err, RG_ERR_PEER_DEAD,
-                      "every other rank died while rank %d waited for a message from any "
-                      "of them", proto->rank);
+                      "every other rank died (%s) while rank %d waited for a message from "
+                      "any of them",
+                      rg_err_others(others, sizeof(others), proto->size, proto->rank),
+                      proto->rank);
 }
 
 /* ---- progress ---------------------------------------------------------------- */

@@ -235,9 +235,13 @@ static rg_status_t rg__ofi_check_peers(rg__ofi_t *ofi)
         remote += !p->local;
     }
     if (ofi->any_waits > 0 && alive == 0 && remote == 0) {
+        char others[96];
+
         rg_err_set(&ofi->super.err, RG_ERR_PEER_DEAD,
-                   "every other rank died while rank %d waited to receive from any of "
-                   "them (%s)", ofi->super.rank, ofi->name);
+                   "every other rank died (%s) while rank %d waited to receive from any "
+                   "of them (%s)",
+                   rg_err_others(others, sizeof(others), ofi->super.size, ofi->super.rank),
+                   ofi->super.rank, ofi->name);
         return rg__ofi_fail(ofi, RG_ERR_PEER_DEAD);
     }
     return RG_OK;

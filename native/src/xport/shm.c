@@ -593,9 +593,13 @@ static rg_status_t rg__shm_check_peers(rg__shm_t *shm)
         alive += !p->dead;
     }
     if (shm->anyq != NULL && alive == 0) {
+        char others[96];
+
         rg_err_set(&shm->super.err, RG_ERR_PEER_DEAD,
-                   "every other rank died while rank %d waited to receive from any "
-                   "of them (shm)", shm->super.rank);
+                   "every other rank died (%s) while rank %d waited to receive from any "
+                   "of them (shm)",
+                   rg_err_others(others, sizeof(others), shm->super.size, shm->super.rank),
+                   shm->super.rank);
         return rg__shm_fail(shm, RG_ERR_PEER_DEAD);
     }
     return RG_OK;

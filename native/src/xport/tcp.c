@@ -387,8 +387,9 @@ static rg_status_t rg__tcp_eof(rg__tcp_t *tcp, int peer, rg__tcp_peer_t *p)
     }
     if (tcp->anyq != NULL && rg__tcp_all_closed(tcp)) {
         rg_err_set(&tcp->super.err, RG_ERR_PEER_DEAD,
-                   "every other rank closed its connection while rank %d waited to "
-                   "receive from any of them (tcp)", tcp->super.rank);
+                   "every other rank closed its connection (the last: rank %d) while "
+                   "rank %d waited to receive from any of them (tcp)", peer,
+                   tcp->super.rank);
         return rg__tcp_fail(tcp, RG_ERR_PEER_DEAD);
     }
     return RG_OK;
