@@ -112,6 +112,25 @@ def test_state_band_and_reference_state() -> None:
                       "pass_state_after_us": [0.21]})
     assert reference_state_us(straddled) == pytest.approx(0.7)
     assert reference_state_us([{"type": "prtt", "s": 1}]) is None
+    # Since 2026-11-30: the fastest state in which every point has a pass wins over a
+    # slower one that holds more passes (two vCPUs moved apart for most of a run that
+    # still measured every point once with them close) ...
+    head16 = {"type": "header", "params": {"state_probe": "c2c", "state_gap": 1.6}}
+    mixed = [{"type": "prtt", "s": s, "pass_state_us": [0.150, 0.031 + 0.001 * (s % 3), 0.155],
+              "pass_state_after_us": [0.152, 0.032, 0.15]} for s in range(1, 9)]
+    mband = state_band([head16, *mixed])
+    assert mband is not None and mband["mid_us"] == pytest.approx(0.031)
+    assert mband["in_band"] == mband["points"] == 8
+    # ... but one point without a fast pass keeps the state of the most passes.
+    mixed.append({"type": "prtt", "s": 9, "pass_state_us": [0.15, 0.151],
+                  "pass_state_after_us": [0.152, 0.15]})
+    assert reference_state_us([head16, *mixed]) == pytest.approx(0.15)
+    # A straddled pass (fast before, slow after) does not cover its point.
+    mixed[-1] = {"type": "prtt", "s": 9, "pass_state_us": [0.031, 0.151],
+                 "pass_state_after_us": [0.152, 0.15]}
+    assert reference_state_us([head16, *mixed]) == pytest.approx(0.15)
+    mixed[-1]["pass_state_after_us"] = [0.033, 0.15]
+    assert reference_state_us([head16, *mixed]) == pytest.approx(0.031)
     assert off_state_sizes(recs, 0.2) == []
     assert off_state_sizes(recs, 0.06) == [1, 2, 3, 4]  # every probe 1.25x above or more
     assert off_state_sizes([{"type": "prtt", "s": 5, "pass_state_us": [0.7, 0.21]}],

@@ -91,31 +91,43 @@ def _pass_in(pair: tuple[float, float], lo: float, hi: float) -> bool:
 
 def state_band(records: Iterable[Mapping[str, Any]],
                gap: float | None = None) -> dict[str, Any] | None:
-    """railgauge-bench's reference state of a run (prtt.c, rg__bench_state_band): of the
-    bands gap wide about each probe p of the run (p / sqrt(gap) .. p sqrt(gap)), the one
-    in which the points (records) have the most passes with both their probes, counting at
-    most two a point; the fastest of equals. ``{"mid_us": p, "band_us": [lo, hi],
+    """railgauge-bench's reference state of a run (prtt.c, rg__bench_choose_band), of the
+    bands gap wide about each probe p of the run (p / sqrt(gap) .. p sqrt(gap)): where
+    bands cover every point (a pass of it with both its probes in the band), the fastest
+    state such bands describe (those about probes from the fastest of them up to sqrt(gap)
+    above it), and among its covering bands the one in which the points have the most
+    passes, counting at most two a point; else (as before 2026-11-30) the band with the
+    most such passes of all. The fastest of equals. ``{"mid_us": p, "band_us": [lo, hi],
     "points": n, "in_band": k}`` with k of the n points having such a pass; None without
     probes. gap None: the run's header among the records says (:func:`header_gap`)."""
     records = list(records)
     if gap is None:
         gap = _records_gap(records)
     points = _points(records)
+    probed = sum(1 for pt in points if pt)  # records without probes (older files) aside
     values = sorted({v for pt in points for pair in pt for v in pair if v > 0.0})
     if not values:
         return None
     w = math.sqrt(gap)
-    best, mid = 0, 0.0
-    for c in values:
+
+    def score(c: float) -> tuple[int, int]:
+        """(passes in the band, at most two a point; points with one at least)."""
         lo, hi = c / w, c * w
-        score = sum(min(2, sum(_pass_in(pair, lo, hi) for pair in pt)) for pt in points)
-        if score > best:
-            best, mid = score, c
+        per = [min(2, sum(_pass_in(pair, lo, hi) for pair in pt)) for pt in points]
+        return sum(per), sum(k > 0 for k in per)
+
+    scores = {c: score(c) for c in values}
+    full = [c for c in values if scores[c][1] == probed]
+    cands = [c for c in full if c <= full[0] * w] if full else values
+    best, mid = 0, 0.0
+    for c in cands:
+        if scores[c][0] > best:
+            best, mid = scores[c][0], c
     if best == 0:
         return None
     lo, hi = mid / w, mid * w
-    covered = sum(any(_pass_in(pair, lo, hi) for pair in pt) for pt in points)
-    return {"mid_us": mid, "band_us": [lo, hi], "points": len(points), "in_band": covered}
+    return {"mid_us": mid, "band_us": [lo, hi], "points": len(points),
+            "in_band": scores[mid][1]}
 
 
 def reference_state_us(records: list[dict[str, Any]],

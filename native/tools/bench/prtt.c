@@ -1110,10 +1110,14 @@ static int rg__bench_cmp_double(const void *a, const void *b)
 }
 
 /* How near to confirmed the points are in the band [lo, hi]: each point counts
- * its passes with both probes in the band, at most two. */
-static size_t rg__bench_in_band(const rg__bench_passes_t *ps, double lo, double hi)
+ * its passes with both probes in the band, at most two. *covered (when not
+ * NULL) gets the count of points with at least one such pass, *measured that
+ * of points with a pass at all (the budget may end a run before a size's
+ * first pass). */
+static size_t rg__bench_in_band(const rg__bench_passes_t *ps, double lo, double hi,
+                                size_t *covered, size_t *measured)
 {
-    size_t i, score = 0;
+    size_t i, score = 0, cov = 0, meas = 0;
     int    j, k;
 
     for (i = 0; i < ps->ns * RG_BENCH_NKINDS; i++) {
@@ -1123,42 +1127,70 @@ static size_t rg__bench_in_band(const rg__bench_passes_t *ps, double lo, double 
             k += rg__bench_pass_in(pt, j, lo, hi);
         }
         score += (size_t)k;
+        cov  += k > 0;
+        meas += pt->passes > 0;
+    }
+    if (covered != NULL) {
+        *covered = cov;
+    }
+    if (measured != NULL) {
+        *measured = meas;
     }
     return score;
 }
 
-/* The run's reference state as its probes choose it: of the bands
+/* The run's reference state as its probes choose it, of the bands
  * RG_BENCH_STATE_GAP wide about each probe of the run (from p / sqrt(GAP) to
- * p sqrt(GAP)), the one in which the points have
- * the most passes with both their probes, counting at most two a point (two
- * confirm a point); the fastest of equals. Counting points with a pass would
- * favour any state that held for one whole pass: over MPICH a run whose first
- * pass was slow and whose others were mostly fast kept the slow pass alone at
- * most sizes. The confirmation passes measure the other points again, and
- * each point keeps its passes in the band. A run made mostly in a slow state
- * so describes that state throughout, not a mix of it with the sizes that
- * fell into a fast moment, and a run in three states keeps the one that most
- * of its points saw (over MPICH, a run
- * whose probes showed 2.3, 3.2 and 7 us kept 52 of 316 points in the fastest
- * state by a cut between two states, and the 264 others from their fastest
- * passes, in the other states). Returns the middle of that band; 0 without
- * probes or memory (then every pass counts, as before probes). */
+ * p sqrt(GAP)):
+ *
+ * - The fastest state in which every point has a pass (both its probes in the
+ *   band), when there is one: of the bands that cover every point so, about
+ *   the probes from the fastest such band's up to sqrt(GAP) above it (one
+ *   state), the one in which the points have the most passes, counting at
+ *   most two a point (two confirm a point). A run through two states that measured every point in the faster
+ *   one describes that one: on the two-vCPU development host (2026-11-30) four
+ *   of forty runs with every point measured with the cache line at 29-37 ns
+ *   had kept the state of 145-167 ns, in which more of their passes fell, and
+ *   described another host than the runs around them. The slower states are
+ *   the ones that vary (145-177 ns), and a busy host only ever slows a pass.
+ * - Else, as before 2026-11-30, the band with the most such passes of all; the
+ *   fastest of equals. Counting points with a pass would favour any state that
+ *   held for one whole pass: over MPICH a run whose first pass was slow and
+ *   whose others were mostly fast kept the slow pass alone at most sizes. A
+ *   run in three states keeps the one that most of its points saw (over MPICH,
+ *   a run whose probes showed 2.3, 3.2 and 7 us kept 52 of 316 points in the
+ *   fastest state by a cut between two states, and the 264 others from their
+ *   fastest passes, in the other states).
+ *
+ * The confirmation passes measure the other points again, and each point
+ * keeps its passes in the band. Returns the middle of that band; 0 without
+ * probes or memory (then every pass counts, as before probes). The same rule
+ * in Python: railgauge.hoststate.state_band. */
 static double rg__bench_choose_band(const rg__bench_passes_t *ps)
 {
     const double w = sqrt(ps->bench->state_gap);
-    double      *x, mid = 0.0;
-    size_t       i, n = ps->nprobes, best = 0, c;
+    double      *x, mid = 0.0, full = 0.0;
+    size_t       i, n = ps->nprobes, best = 0, c, cov, meas;
 
     if (n == 0 || (x = malloc(n * sizeof(double))) == NULL) {
         return 0.0;
     }
     memcpy(x, ps->probes, n * sizeof(double));
     qsort(x, n, sizeof(double), rg__bench_cmp_double);
+    for (i = 0; i < n && full == 0.0; i++) {
+        (void)rg__bench_in_band(ps, x[i] / w, x[i] * w, &cov, &meas);
+        if (meas > 0 && cov == meas) {
+            full = x[i];
+        }
+    }
     for (i = 0; i < n; i++) {
-        if (i > 0 && x[i] == x[i - 1]) {
+        if ((i > 0 && x[i] == x[i - 1]) || (full > 0.0 && (x[i] < full || x[i] > full * w))) {
             continue;
         }
-        c = rg__bench_in_band(ps, x[i] / w, x[i] * w);
+        c = rg__bench_in_band(ps, x[i] / w, x[i] * w, &cov, &meas);
+        if (full > 0.0 && cov < meas) {
+            continue;   /* in the fastest full state, only bands that cover every point */
+        }
         if (c > best) {
             best = c;
             mid  = x[i];
