@@ -65,7 +65,7 @@ def test_concatenated_streams_are_one_file(tmp_path: Path, kind: str) -> None:
     (gzip.compress(b"x" * 5000)[:20], "gzip file is cut short"),
     (gzip.compress(b"abc") + b"junk", "trailing data that is not gzip"),
     (b"\x1f\x8b" + b"\x00" * 30, "not a valid gzip file"),
-    (b"BZh9" + b"\x01" * 40, "not a valid bzip2 file"),
+    (bz2.compress(b"hello world " * 100)[:10] + b"\x01" * 40, "not a valid bzip2 file"),
     (lzma.compress(b"y" * 5000)[:-30], "xz file is cut short"),
     (gzip.compress(bytes(range(128, 256))), "gzip-compressed data is binary"),
     (bytes(range(128, 256)), "the file is binary"),
@@ -152,3 +152,18 @@ def test_a_compressed_measurement_file_reads_like_the_plain_one(tmp_path: Path) 
     cut.write_bytes(gzip.compress(plain.read_bytes())[:100])
     with pytest.raises(MeasurementError, match=f"{cut}: gzip file is cut short"):
         read_measurements(cut)
+
+
+def test_text_that_starts_like_a_magic_number_stays_text(tmp_path: Path) -> None:
+    path = tmp_path / "b.txt"
+    path.write_bytes(b"BZh is not an archive\n")
+    assert textin.compression(path.read_bytes()) is None
+    assert read_text(path) == "BZh is not an archive\n"
+    assert textin.compression(bz2.compress(b"")) == "bzip2"
+    assert read_text_of(tmp_path, bz2.compress(b"")) == ""
+
+
+def read_text_of(tmp_path: Path, data: bytes) -> str:
+    path = tmp_path / "blob"
+    path.write_bytes(data)
+    return read_text(path)

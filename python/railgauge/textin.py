@@ -33,10 +33,18 @@ class TextInputError(ValueError):
     """An input file that cannot be read as text: the reason, without the file's name."""
 
 
+#: What follows ``BZh`` and the block size digit in a bzip2 stream: a block's magic, or the
+#: end-of-stream magic of an empty one (so that text starting with "BZh" stays text).
+_BZIP2_NEXT = (b"1AY&SY", b"\x17rE8P\x90")
+
+
 def compression(data: bytes) -> str | None:
     """``"gzip"``, ``"bzip2"`` or ``"xz"`` when ``data`` starts like such a stream, else None."""
     for magic, name in _MAGIC:
         if data.startswith(magic):
+            if name == "bzip2" and not (data[3:4].isdigit() and data[3:4] != b"0"
+                                        and data[4:10] in _BZIP2_NEXT):
+                continue
             return name
     return None
 
