@@ -131,6 +131,14 @@ def test_state_band_and_reference_state() -> None:
     assert reference_state_us([head16, *mixed]) == pytest.approx(0.15)
     mixed[-1]["pass_state_after_us"] = [0.033, 0.15]
     assert reference_state_us([head16, *mixed]) == pytest.approx(0.031)
+    # All but 2% of the points suffice (one of 50 whose only fast pass straddled 15 and
+    # 31 ns); one of 40 is too many.
+    many = [{"type": "prtt", "s": s, "pass_state_us": [0.150, 0.031, 0.155],
+             "pass_state_after_us": [0.152, 0.032, 0.15]} for s in range(1, 50)]
+    many.append({"type": "prtt", "s": 50, "pass_state_us": [0.015, 0.151, 0.156],
+                 "pass_state_after_us": [0.031, 0.15, 0.157]})
+    assert reference_state_us([head16, *many]) == pytest.approx(0.031)
+    assert reference_state_us([head16, *many[10:]]) == pytest.approx(0.15)
     assert off_state_sizes(recs, 0.2) == []
     assert off_state_sizes(recs, 0.06) == [1, 2, 3, 4]  # every probe 1.25x above or more
     assert off_state_sizes([{"type": "prtt", "s": 5, "pass_state_us": [0.7, 0.21]}],

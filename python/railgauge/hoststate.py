@@ -89,11 +89,18 @@ def _pass_in(pair: tuple[float, float], lo: float, hi: float) -> bool:
     return all(v <= 0.0 or lo <= v <= hi for v in pair)
 
 
+#: A band covers a run when all but this share of its points have a pass in it (both its
+#: probes in the band): 98%, so that a point whose only fast pass straddled two fast
+#: placements does not keep a whole run in a slow one (prtt.c, RG__BENCH_COVERS).
+COVER_SHARE = 0.98
+
+
 def state_band(records: Iterable[Mapping[str, Any]],
                gap: float | None = None) -> dict[str, Any] | None:
     """railgauge-bench's reference state of a run (prtt.c, rg__bench_choose_band), of the
     bands gap wide about each probe p of the run (p / sqrt(gap) .. p sqrt(gap)): where
-    bands cover every point (a pass of it with both its probes in the band), the fastest
+    bands cover the points (all but 2%, :data:`COVER_SHARE`, with a pass with both its
+    probes in the band), the fastest
     state such bands describe (those about probes from the fastest of them up to sqrt(gap)
     above it), and among its covering bands the one in which the points have the most
     passes, counting at most two a point; else (as before 2026-11-30) the band with the
@@ -117,7 +124,7 @@ def state_band(records: Iterable[Mapping[str, Any]],
         return sum(per), sum(k > 0 for k in per)
 
     scores = {c: score(c) for c in values}
-    full = [c for c in values if scores[c][1] == probed]
+    full = [c for c in values if 50 * scores[c][1] >= 49 * probed]  # COVER_SHARE
     cands = [c for c in full if c <= full[0] * w] if full else values
     best, mid = 0, 0.0
     for c in cands:
