@@ -261,6 +261,87 @@ def test_an_unreliable_range_names_its_worst_held_out_points() -> None:
     assert f"the worst: PRTT(n,0,s) at {top[0]['s']} B" in warning
 
 
+def _visits(p: Any, spread: float) -> Any:
+    """The record with two passes whose interquartile means are spread apart (the slower
+    at the record's median): what railgauge-bench writes for a point visited twice."""
+    return dataclasses.replace(p, pass_iqm_us=(p.median_us / (1.0 + spread), p.median_us))
+
+
+def test_visit_spread_counts_the_passes_made_in_the_reference_state() -> None:
+    from railgauge.fit.accuracy import visit_spread
+    from railgauge.measurements import PrttPoint
+
+    p = PrttPoint(n=1, d_us=0.0, s=8, median_us=10.0, count=100,
+                  pass_iqm_us=(10.0, 12.0, 30.0), pass_state_us=(0.03, 0.03, 0.15),
+                  pass_state_after_us=(0.03, 0.031, 0.15))
+    fast = (0.024, 0.039)
+    assert visit_spread(p, fast) == pytest.approx(0.2)        # the slow-state pass aside
+    assert visit_spread(p, None) == pytest.approx(2.0)        # no band: every pass
+    assert visit_spread(p, (0.12, 0.19)) is None              # one pass in that state
+    # A pass that straddled a change of state (its probe after is out) does not count.
+    straddled = dataclasses.replace(p, pass_state_after_us=(0.03, 0.15, 0.15))
+    assert visit_spread(straddled, fast) is None
+    # A pass without probes (0) counts; one pass or none gives nothing.
+    assert visit_spread(dataclasses.replace(p, pass_state_us=(0.0, 0.0, 0.15),
+                                            pass_state_after_us=None), fast) == \
+        pytest.approx(0.2)
+    assert visit_spread(dataclasses.replace(p, pass_iqm_us=(10.0,)), None) is None
+    assert visit_spread(dataclasses.replace(p, pass_iqm_us=None), None) is None
+
+
+def test_noise_has_the_spread_from_visit_to_visit() -> None:
+    meas = synth_prtt(TCP, SIZES, noise=0.0, reps=5)
+    assert noise(meas)["visit_spread_rel"] == {"median": None, "p90": None}  # one pass
+    big = {s for s in SIZES if s >= 10**4}
+    visited = dataclasses.replace(meas, records=[
+        _visits(p, 0.3 if p.s in big else 0.02) if p.type == "prtt" else p
+        for p in meas.records])
+    nz = noise(visited)
+    assert nz["visit_spread_rel"]["median"] == pytest.approx(0.02)
+    assert nz["visit_spread_rel"]["p90"] == pytest.approx(0.3)
+    by = {d["from_bytes"]: d["visit_spread_rel"] for d in nz["by_decade"]}
+    assert by[100] == pytest.approx(0.02) and by[10**5] == pytest.approx(0.3)
+    # The headline limit stays max(CI, local scatter).
+    assert nz["median_rel"] == noise(meas)["median_rel"]
+    assert "visit_spread_rel" in nz["measures"]
+    json.dumps(nz, allow_nan=False)
+
+
+@pytest.mark.parametrize("spread", [0.0, 0.8])
+def test_an_unreliable_range_says_when_its_points_do_not_repeat(spread: float) -> None:
+    """Where a range's points differ from visit to visit by more than the reliable p90, its
+    warning says so (and where: the largest); where they repeat, it does not."""
+    from railgauge.fit.accuracy import attach_accuracy
+    from railgauge.report.html import accuracy_lines
+
+    meas = synth_prtt(TCP, SIZES, noise=0.0, reps=5)
+    spiked = {1 << k for k in range(8, 21)}
+
+    def slower(p: Any) -> Any:
+        return dataclasses.replace(p, median_us=1.8 * p.median_us, iqm_us=None,
+                                   ci95_median_us=None, min_us=None)
+
+    meas = dataclasses.replace(meas, records=[
+        _visits(slower(p), spread) if p.type == "prtt" and p.s in spiked and p.n > 1
+        and p.d_us == 0 else _visits(p, 0.01) if p.type == "prtt" else p
+        for p in meas.records])
+    model = attach_accuracy(fit_loggp(meas, n_boot=0, n_support=0, max_segments=1), meas)
+    (rng,) = model.ranges
+    assert rng.accuracy is not None and rng.accuracy["reliable"] is False
+    vs = rng.accuracy["visit_spread"]
+    assert vs["points"] == 3 * len(SIZES)
+    warning = next(w for w in rng.warnings if "held-out points" in w)
+    if spread > 0.0:
+        assert vs["max_rel"] == pytest.approx(spread)
+        assert vs["at"]["pattern"] == "PRTT(n,0,s)" and vs["at"]["s"] in spiked
+        assert "differ from visit to visit by a p90 of" in warning
+        assert "up to 80%, PRTT(n,0,s) at" in warning
+    else:
+        assert vs["max_rel"] == pytest.approx(0.01)
+        assert "visit to visit" not in warning
+    assert "visit to visit): median 1.0%" in accuracy_lines(model)[0]
+
+
 def test_cross_validate_skips_a_failing_fold() -> None:
     meas = exact(TCP, SIZES)
     calls = {"n": 0}

@@ -41,7 +41,7 @@ from railgauge.fit.loggp import (
     prtt,
     range_index,
 )
-from railgauge.hoststate import LEGACY_PROBE, format_band
+from railgauge.hoststate import LEGACY_PROBE, format_band, points_host_state
 from railgauge.measurements import Measurements, PrttPoint, triples
 
 __all__ = [
@@ -112,6 +112,11 @@ NOISE_MEASURES: dict[str, str] = {
     "local_scatter_rel": "robust local relative scatter of the point about its pattern's "
     "smooth curve over the neighbouring sizes (railgauge.fit.loggp.local_scatter): how far "
     "neighbouring medians scatter beyond their CIs",
+    "visit_spread_rel": "(slowest - fastest) / fastest of the interquartile means of the "
+    "record's passes made in the run's reference state of the host (railgauge-bench prtt "
+    "visits every size in passes, each in its own order): how far the same point measured "
+    "again in the same host state differs from visit to visit; None with fewer than two "
+    "such passes (one pass, older files, Netgauge's)",
     "limit_rel": "max(ci95_half_rel, local_scatter_rel): the error a model cannot go below "
     "at that point (the headline median_rel / p90_rel)",
 }
@@ -538,11 +543,13 @@ def attach_accuracy(
     state_note = host_state_note(acc["noise"]["host_states"], model.source.get("host_state"))
     if state_note is not None:
         model.network.setdefault("notes", []).append(state_note)
-    for rng, pr in zip(model.ranges, acc["per_range"], strict=True):
+    visits = visit_spread_by_range(model, meas)
+    for rng, pr, vs in zip(model.ranges, acc["per_range"], visits, strict=True):
         rng.accuracy = {
             key: pr.get(key)
             for key in ("points", "median_rel", "p90_rel", "max_rel", "reliable", "worst")
         }
+        rng.accuracy["visit_spread"] = vs
         if pr.get("reliable") is False:
             rng.reliable = False
             rng.warnings.append(
@@ -551,7 +558,7 @@ def attach_accuracy(
                 f"{100.0 * pr['median_rel']:.1f}% and a p90 of {100.0 * pr['p90_rel']:.1f}% "
                 f"(reliable needs <= {100.0 * RELIABLE_MEDIAN_REL:g}% and "
                 f"<= {100.0 * RELIABLE_P90_REL:g}%); the worst: "
-                f"{worst_text(pr.get('worst') or [])}"
+                f"{worst_text(pr.get('worst') or [])}{visit_text(vs)}"
             )
     held = acc["held_out"]
     if held.get("points"):
@@ -560,6 +567,45 @@ def attach_accuracy(
             f"p90 {100.0 * held['p90_rel']:.1f}%"
         )
     return model
+
+
+def visit_spread_by_range(model: LoggpFit, meas: Measurements) -> list[dict[str, Any]]:
+    """Per range of ``model``: the :func:`visit_spread` of the judged records whose size
+    falls in it, ``{"points", "median_rel", "p90_rel", "max_rel", "at"}`` (``at``: the
+    record of the largest, ``{"s", "pattern"}``, None without points)."""
+    band = reference_band(meas)
+    recs = [(p, v) for p in judged_records(meas)
+            if (v := visit_spread(p, band)) is not None]
+    idx = (np.atleast_1d(range_index(model, np.array([p.s for p, _ in recs], dtype=np.float64)))
+           if recs else np.zeros(0, dtype=np.int64))
+    out: list[dict[str, Any]] = []
+    for r in range(len(model.ranges)):
+        mine = [(p, v) for (p, v), i in zip(recs, idx, strict=True) if int(i) == r]
+        top = max(mine, key=lambda pv: pv[1]) if mine else None
+        out.append({
+            **_stats(v for _, v in mine),
+            "at": None if top is None else {"s": int(top[0].s),
+                                            "pattern": PATTERNS[top[0].kind]},
+        })
+    return out
+
+
+def visit_text(vs: Mapping[str, Any]) -> str:
+    """The sentence an unreliable range's warning gains where its points differ from visit
+    to visit by more than the reliable p90 (:data:`RELIABLE_P90_REL`): the points measured
+    again in one state of the host do not repeat to within what the model is asked for."""
+    p90 = vs.get("p90_rel")
+    if not isinstance(p90, float) or p90 <= RELIABLE_P90_REL:
+        return ""
+    at = vs.get("at") or {}
+    return (
+        f"; its points measured again in the same state of the host differ from visit to "
+        f"visit by a p90 of {100.0 * p90:.1f}% (up to {100.0 * float(vs['max_rel']):.0f}%, "
+        f"{at.get('pattern', '?')} at {at.get('s', '?')} B; {vs['points']} records): at "
+        "these sizes the transport's round trip depends on the visit (what it carried before, "
+        "other load at the time), "
+        "more than a line through the sizes can follow (docs/fit.md, section 8)"
+    )
 
 
 def _plain(opts: Mapping[str, Any]) -> dict[str, Any]:
@@ -624,15 +670,52 @@ def host_state_note(states: Mapping[str, Any] | None,
     )
 
 
+def _nan_if_none(v: float | None) -> float:
+    return math.nan if v is None else v
+
+
+def reference_band(meas: Measurements) -> tuple[float, float] | None:
+    """The band of probes of the run's reference state of the host (the passes each point
+    keeps were made in it: :func:`railgauge.hoststate.points_host_state`); None for a run
+    without probes."""
+    st = points_host_state(meas.records, meas.header)
+    band = st.get("band_us") if st is not None else None
+    if isinstance(band, list) and len(band) == 2:
+        return float(band[0]), float(band[1])
+    return None
+
+
+def visit_spread(p: PrttPoint, band: tuple[float, float] | None) -> float | None:
+    """(slowest - fastest) / fastest of the interquartile means of the passes of ``p``
+    whose probes before and after both lie in ``band`` (a pass without a probe counts;
+    ``band`` None: every pass): the spread of one point from visit to visit in one state
+    of the host. None with fewer than two such passes."""
+    iqm = p.pass_iqm_us
+    if iqm is None or len(iqm) < 2:
+        return None
+    before = list(p.pass_state_us or ())
+    after = list(p.pass_state_after_us or ())
+    kept: list[float] = []
+    for j, v in enumerate(iqm):
+        probes = [x[j] for x in (before, after) if j < len(x) and x[j] > 0.0]
+        if band is None or all(band[0] <= x <= band[1] for x in probes):
+            kept.append(float(v))
+    if len(kept) < 2 or min(kept) <= 0.0:
+        return None
+    return max(kept) / min(kept) - 1.0
+
+
 def noise(meas: Measurements) -> dict[str, Any]:
     """The run's own noise per judged PRTT record, summarised and by decade.
 
     Per record (see :data:`NOISE_MEASURES`): ``ci95_half_rel`` (the CI of the median
     relative to it; None without a CI), ``low_spread_rel`` (None without a min_us),
     ``local_scatter_rel`` (scatter about the smooth curve of the record's pattern and n;
-    0 where a pattern has fewer than 5 sizes) and ``limit_rel`` = max(ci95_half_rel,
-    local_scatter_rel). The top-level ``median_rel``, ``p90_rel`` and the ``by_decade``
-    medians are those of ``limit_rel``; each measure also has its own median and p90.
+    0 where a pattern has fewer than 5 sizes), ``visit_spread_rel`` (:func:`visit_spread`;
+    None with fewer than two passes in the run's reference state) and ``limit_rel`` =
+    max(ci95_half_rel, local_scatter_rel). The top-level ``median_rel``, ``p90_rel`` and the
+    ``by_decade`` medians are those of ``limit_rel``; each measure also has its own median
+    and p90.
     """
     recs = judged_records(meas)
     scatter = np.zeros(len(recs))
@@ -655,11 +738,14 @@ def noise(meas: Measurements) -> dict[str, Any]:
         [(p.median_us - p.min_us) / p.median_us if p.min_us is not None else math.nan
          for p in recs]
     )
+    band = reference_band(meas)
+    visit = np.array([_nan_if_none(visit_spread(p, band)) for p in recs], dtype=np.float64)
     limit = np.fmax(ci_rel, scatter)
     measures = {
         "ci95_half_rel": ci_rel,
         "low_spread_rel": low_rel,
         "local_scatter_rel": scatter,
+        "visit_spread_rel": visit,
         "limit_rel": limit,
     }
 

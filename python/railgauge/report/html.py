@@ -157,6 +157,17 @@ def _pct1(v: Any) -> str:
     return "-" if not isinstance(v, int | float) or v != v else f"{100.0 * float(v):.1f}%"
 
 
+def _visit_words(nz: dict[str, Any]) -> str:
+    """The noise sentence's tail: how far a point measured again in the host's state
+    differs from visit to visit (``noise.visit_spread_rel``; none for runs without
+    passes)."""
+    vs = nz.get("visit_spread_rel")
+    if not isinstance(vs, dict) or not isinstance(vs.get("median"), int | float):
+        return ""
+    return (f"; a point measured again in the same host state (visit to visit): median "
+            f"{_pct1(vs.get('median'))}, p90 {_pct1(vs.get('p90'))}")
+
+
 def accuracy_lines(fit: LoggpFit) -> list[str]:
     """The model's predictive accuracy in words and a small table: held-out errors (k-fold
     over sizes) beside the run's own noise, overall and per decade of sizes."""
@@ -173,7 +184,7 @@ def accuracy_lines(fit: LoggpFit) -> list[str]:
         f"{held['points']} points) with a median error of {_pct1(held.get('median_rel'))}, "
         f"p90 {_pct1(held.get('p90_rel'))}, max {_pct1(held.get('max_rel'))}; the run's own "
         f"noise (CI of each median, scatter about its neighbours): median "
-        f"{_pct1(nz.get('median_rel'))}, p90 {_pct1(nz.get('p90_rel'))}",
+        f"{_pct1(nz.get('median_rel'))}, p90 {_pct1(nz.get('p90_rel'))}{_visit_words(nz)}",
     ]
     noise_by = {d.get("from_bytes"): d for d in nz.get("by_decade") or []}
     rows = []
