@@ -92,6 +92,7 @@ from railgauge.fit.accuracy import (
     PointError,
     by_decade,
     judged_records,
+    noise,
     point_errors,
     summarize,
 )
@@ -797,6 +798,31 @@ def fast_state_md(s: Summary, label: str) -> list[str]:
     return [*lines, *rows[1:]]
 
 
+def reliable_text(r: Run) -> str:
+    """"yes" when every range of the run's model is reliable, else "no" and the ranges
+    that are not, each with its held-out p90, where the model has it the visit-spread p90
+    of its points (``ranges[i].accuracy``), and where it predicts within the targets, that
+    another check is why."""
+    bad = [rng for rng in r.ranges if rng.get("reliable") is not True]
+    if not bad:
+        return "yes"
+    parts = []
+    for rng in bad:
+        got = rng.get("accuracy")
+        acc: dict[str, Any] = got if isinstance(got, dict) else {}
+        got = acc.get("visit_spread")
+        visit: dict[str, Any] = got if isinstance(got, dict) else {}
+        bits = [f"held out p90 {pct(acc.get('p90_rel'))}"] if acc.get("p90_rel") is not None \
+            else []
+        if visit.get("p90_rel") is not None:
+            bits.append(f"visit {pct(visit.get('p90_rel'))}")
+        if acc.get("reliable") is True:
+            bits.append("predicts within the targets: another check of docs/fit.md, "
+                        "section 4")
+        parts.append(f"{rng.get('from_bytes')} B" + (f" ({', '.join(bits)})" if bits else ""))
+    return "no: " + "; ".join(parts)
+
+
 def details_md(s: Summary, label: str) -> list[str]:
     lines = [f"### {label}: details", ""]
     lines += ["Each pair: the model of the first run against the PRTT records of the second, "
@@ -860,18 +886,23 @@ def details_md(s: Summary, label: str) -> list[str]:
                    "no stated reason in the range's notes or warnings")
             lines.append(f"- round {b['round']}, range {b['range']}, {b['key']} = "
                          f"{b['value']:.4g}: {why}")
-    lines += ["", "Per run:", "", "| round | wall | host state | ranges | changes | "
-              "all ranges reliable | held-out median | held-out p90 |",
-              "| ---: | ---: | ---: | ---: | --- | --- | ---: | ---: |"]
+    lines += ["", "Per run (visit spread: how far a point measured again in the run's "
+              "reference state of the host differs from visit to visit, `noise."
+              "visit_spread_rel` of docs/fit.md, section 4a; an unreliable range is named "
+              "with its own held-out p90 and visit-spread p90):", "",
+              "| round | wall | host state | ranges | changes | all ranges reliable | "
+              "held-out median | held-out p90 | visit spread p90 |",
+              "| ---: | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: |"]
     for r in s.runs:
         if not r.ok:
-            lines.append(f"| {r.round} | {fmt_s(r.wall_s)} | | failed | | | | |")
+            lines.append(f"| {r.round} | {fmt_s(r.wall_s)} | | failed | | | | | |")
             continue
         held = (r.doc or {}).get("accuracy", {}).get("held_out", {})
-        rel = all(rng.get("reliable") is True for rng in r.ranges)
+        visit = (noise(r.meas)["visit_spread_rel"] if r.meas is not None else {}).get("p90")
         lines.append(f"| {r.round} | {fmt_s(r.wall_s)} | {state_text(r)} | {len(r.ranges)} | "
-                     f"{fmt_sig(signature(r))} | {'yes' if rel else 'no'} | "
-                     f"{pct(held.get('median_rel'))} | {pct(held.get('p90_rel'))} |")
+                     f"{fmt_sig(signature(r))} | {reliable_text(r)} | "
+                     f"{pct(held.get('median_rel'))} | {pct(held.get('p90_rel'))} | "
+                     f"{pct(visit)} |")
     walls = s.walls
     lines += ["", f"Wall time of a run: median {fmt_s(statistics.median(walls) if walls else None)}"
               f", max {fmt_s(max(walls, default=None))}."]
