@@ -87,6 +87,23 @@ def test_report_names_each_ranges_worst_held_out_point(tmp_path: Path) -> None:
     assert f"{top['pattern']} at {top['s']} B: {100.0 * top['signed_rel']:+.0f}%" in text
 
 
+def test_report_shows_the_visit_spread(tmp_path: Path) -> None:
+    """A run in passes: the accuracy section gives the visit spread overall and per range."""
+    import dataclasses
+
+    from railgauge.fit.accuracy import attach_accuracy
+
+    meas = synth_prtt(PAPER_TABLE["TCP"], sweep_sizes(), noise=0.01, seed=2)
+    meas = dataclasses.replace(meas, records=[
+        dataclasses.replace(p, pass_iqm_us=(p.median_us, 1.25 * p.median_us))
+        if p.type == "prtt" else p for p in meas.records])
+    fit = attach_accuracy(fit_loggp(meas, n_boot=0), meas)
+    text = write_report(tmp_path, meas, fit, None).read_text()
+    assert "(visit to visit): median 25.0%, p90 25.0%" in text
+    assert "<th>visit spread p90</th>" in text
+    assert text.count("<td>25.0%</td>") >= len(fit.ranges)
+
+
 def test_report_from_files_and_loaded_model(
     tmp_path: Path, ofed: tuple[Measurements, LoggpFit]
 ) -> None:

@@ -537,6 +537,7 @@ def _accuracy_html(fit: LoggpFit) -> str:
         f"<tr><td>{_e(range_label(r))}</td><td>{_e((r.accuracy or {}).get('points'))}</td>"
         f"<td>{_pct1((r.accuracy or {}).get('median_rel'))}</td>"
         f"<td>{_pct1((r.accuracy or {}).get('p90_rel'))}</td>"
+        f"<td>{_pct1(((r.accuracy or {}).get('visit_spread') or {}).get('p90_rel'))}</td>"
         f"<td>{'yes' if r.reliable else 'NO'}</td>"
         f"<td class=\"l\">{_e(_range_worst(r.accuracy))}</td></tr>"
         for r in fit.ranges
@@ -554,11 +555,13 @@ scratch): median error {_pct1(held.get('median_rel'))}, p90 {_pct1(held.get('p90
 max {_pct1(held.get('max_rel'))} over {_e(held.get('points'))} points. Beside it the run's own
 noise, the limit any model meets (per point the larger of the CI of its median and its
 scatter about its neighbours): median {_pct1(nz.get('median_rel'))}, p90
-{_pct1(nz.get('p90_rel'))}. A range is reliable when its held-out points have a median error
-&le; 5% and a p90 &le; 12% (docs/fit.md).</p>
+{_pct1(nz.get('p90_rel'))}{_e(_visit_words(nz))}. A range is reliable when its held-out points
+have a median error &le; 5% and a p90 &le; 12% (docs/fit.md); its visit spread is how far its
+points measured again in the same host state differ from visit to visit (p90).</p>
 <table><tr><th class="l">sizes</th><th>points</th><th>held-out median</th><th>held-out p90</th>
 <th>noise median</th></tr>{rows}</table>
-<table><tr><th class="l">range</th><th>points</th><th>median</th><th>p90</th><th>reliable</th>
+<table><tr><th class="l">range</th><th>points</th><th>median</th><th>p90</th>
+<th>visit spread p90</th><th>reliable</th>
 <th class="l">its worst held-out point</th></tr>{per}</table>
 <p class="muted">The worst held-out points:</p>
 <table><tr><th>size</th><th class="l">pattern</th><th>measured (us)</th><th>predicted (us)</th>
