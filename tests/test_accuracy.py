@@ -446,6 +446,24 @@ def test_check_passes_on_another_run_of_the_same_network(tcp_model: Path,
     assert doc["errors"]["median_rel"] < 0.02
 
 
+def test_check_prints_the_visit_spread_of_runs_in_passes(tcp_model: Path,
+                                                        tmp_path: Path) -> None:
+    meas = synth_prtt(TCP, SIZES, noise=0.01, reps=200, seed=4)
+    visited = dataclasses.replace(meas, records=[
+        _visits(p, 0.04) if p.type == "prtt" else p for p in meas.records])
+    other = write_jsonl(visited, tmp_path / "b.jsonl")
+    proc = rg("check", str(tcp_model / "model-loggp.json"), str(other))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "(visit to visit): median 4.0%, p90 4.0%" in proc.stdout
+    doc = json.loads(rg("check", str(tcp_model / "model-loggp.json"), str(other),
+                        "--json").stdout)
+    assert doc["noise"]["visit_spread_rel"]["median"] == pytest.approx(0.04)
+    # A run in one pass has no such line.
+    plain = write_jsonl(meas, tmp_path / "c.jsonl")
+    assert "visit to visit" not in rg("check", str(tcp_model / "model-loggp.json"),
+                                      str(plain)).stdout
+
+
 def test_check_of_other_parameters_exits_3_with_the_worst_points(tcp_model: Path,
                                                                  tmp_path: Path) -> None:
     # The other network: the same small messages, a per-byte gap G three times larger.

@@ -189,6 +189,12 @@ def _text(doc: dict[str, Any]) -> str:
         f"these measurements' own noise (per point max(CI half-width, local scatter)): "
         f"median {_pct(nz['median_rel'])}, p90 {_pct(nz['p90_rel'])}",
     ]
+    visit = nz.get("visit_spread_rel") or {}
+    if visit.get("median") is not None:
+        lines.append(
+            f"a point of these measurements measured again in the same host state (visit to "
+            f"visit): median {_pct(visit['median'])}, p90 {_pct(visit.get('p90'))}"
+        )
     acc = doc.get("model_accuracy") or {}
     held = acc.get("held_out") if isinstance(acc, dict) else None
     if isinstance(held, dict):
