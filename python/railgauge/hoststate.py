@@ -83,7 +83,7 @@ def _points(records: Iterable[Mapping[str, Any]]) -> list[list[tuple[float, floa
             if isinstance(r, Mapping) and r.get("type") in ("prtt", "orecv")]
 
 
-def _pass_in(pair: tuple[float, float], lo: float, hi: float) -> bool:
+def pass_in(pair: tuple[float, float], lo: float, hi: float) -> bool:
     """Whether a pass's probes before and after it both lie in [lo, hi] (no probe, 0.0,
     counts; prtt.c, rg__bench_pass_in)."""
     return all(v <= 0.0 or lo <= v <= hi for v in pair)
@@ -120,7 +120,7 @@ def state_band(records: Iterable[Mapping[str, Any]],
     def score(c: float) -> tuple[int, int]:
         """(passes in the band, at most two a point; points with one at least)."""
         lo, hi = c / w, c * w
-        per = [min(2, sum(_pass_in(pair, lo, hi) for pair in pt)) for pt in points]
+        per = [min(2, sum(pass_in(pair, lo, hi) for pair in pt)) for pt in points]
         return sum(per), sum(k > 0 for k in per)
 
     scores = {c: score(c) for c in values}

@@ -41,7 +41,7 @@ from railgauge.fit.loggp import (
     prtt,
     range_index,
 )
-from railgauge.hoststate import LEGACY_PROBE, format_band, points_host_state
+from railgauge.hoststate import LEGACY_PROBE, format_band, pass_in, points_host_state
 from railgauge.measurements import Measurements, PrttPoint, triples
 
 __all__ = [
@@ -538,12 +538,13 @@ def attach_accuracy(
             "noise": noise(meas),
         }
         return model
-    acc["noise"] = noise(meas)
+    band = reference_band(meas)
+    acc["noise"] = noise(meas, band=band)
     model.accuracy = acc
     state_note = host_state_note(acc["noise"]["host_states"], model.source.get("host_state"))
     if state_note is not None:
         model.network.setdefault("notes", []).append(state_note)
-    visits = visit_spread_by_range(model, meas)
+    visits = visit_spread_by_range(model, meas, band)
     for rng, pr, vs in zip(model.ranges, acc["per_range"], visits, strict=True):
         rng.accuracy = {
             key: pr.get(key)
@@ -569,11 +570,12 @@ def attach_accuracy(
     return model
 
 
-def visit_spread_by_range(model: LoggpFit, meas: Measurements) -> list[dict[str, Any]]:
+def visit_spread_by_range(model: LoggpFit, meas: Measurements,
+                          band: tuple[float, float] | None) -> list[dict[str, Any]]:
     """Per range of ``model``: the :func:`visit_spread` of the judged records whose size
-    falls in it, ``{"points", "median_rel", "p90_rel", "max_rel", "at"}`` (``at``: the
-    record of the largest, ``{"s", "pattern"}``, None without points)."""
-    band = reference_band(meas)
+    falls in it (passes in ``band``, the run's :func:`reference_band`), ``{"points",
+    "median_rel", "p90_rel", "max_rel", "at"}`` (``at``: the record of the largest,
+    ``{"s", "pattern"}``, None without points)."""
     recs = [(p, v) for p in judged_records(meas)
             if (v := visit_spread(p, band)) is not None]
     idx = (np.atleast_1d(range_index(model, np.array([p.s for p, _ in recs], dtype=np.float64)))
@@ -695,17 +697,15 @@ def visit_spread(p: PrttPoint, band: tuple[float, float] | None) -> float | None
         return None
     before = list(p.pass_state_us or ())
     after = list(p.pass_state_after_us or ())
-    kept: list[float] = []
-    for j, v in enumerate(iqm):
-        probes = [x[j] for x in (before, after) if j < len(x) and x[j] > 0.0]
-        if band is None or all(band[0] <= x <= band[1] for x in probes):
-            kept.append(float(v))
+    kept = [float(v) for j, v in enumerate(iqm)
+            if band is None or pass_in((before[j] if j < len(before) else 0.0,
+                                        after[j] if j < len(after) else 0.0), *band)]
     if len(kept) < 2 or min(kept) <= 0.0:
         return None
     return max(kept) / min(kept) - 1.0
 
 
-def noise(meas: Measurements) -> dict[str, Any]:
+def noise(meas: Measurements, *, band: tuple[float, float] | None = None) -> dict[str, Any]:
     """The run's own noise per judged PRTT record, summarised and by decade.
 
     Per record (see :data:`NOISE_MEASURES`): ``ci95_half_rel`` (the CI of the median
@@ -715,7 +715,8 @@ def noise(meas: Measurements) -> dict[str, Any]:
     None with fewer than two passes in the run's reference state) and ``limit_rel`` =
     max(ci95_half_rel, local_scatter_rel). The top-level ``median_rel``, ``p90_rel`` and the
     ``by_decade`` medians are those of ``limit_rel``; each measure also has its own median
-    and p90.
+    and p90. ``band``: the run's :func:`reference_band` where the caller has it (None: found
+    here; a run without probes has none either way).
     """
     recs = judged_records(meas)
     scatter = np.zeros(len(recs))
@@ -738,8 +739,8 @@ def noise(meas: Measurements) -> dict[str, Any]:
         [(p.median_us - p.min_us) / p.median_us if p.min_us is not None else math.nan
          for p in recs]
     )
-    band = reference_band(meas)
-    visit = np.array([_nan_if_none(visit_spread(p, band)) for p in recs], dtype=np.float64)
+    ref = reference_band(meas) if band is None else band
+    visit = np.array([_nan_if_none(visit_spread(p, ref)) for p in recs], dtype=np.float64)
     limit = np.fmax(ci_rel, scatter)
     measures = {
         "ci95_half_rel": ci_rel,
